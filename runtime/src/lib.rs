@@ -1,0 +1,1 @@
+//! Runtime of `#[mem_guard]`.
