@@ -1,27 +1,197 @@
-//! The static engine of memlint (stub while the engine is written).
-use std::path::Path;
+//! The static engine of memlint.
+//!
+//! It parses Rust sources with `syn` (never compiling or running them), builds a reference graph
+//! per function ([`graph`]) in one traversal ([`walk`]), a type graph per crate ([`type_graph`]),
+//! and runs the [`rules`] over them. [`Linter::lint_crate`] lints the files of one crate in
+//! parallel; [`lint_source`] lints one file's text (used by `#[mem_guard]`).
 
-pub mod frameworks {
-    /// True for calls that run backward or step an optimizer in any supported framework.
-    pub fn is_training_call(method: &str) -> bool {
-        matches!(method, "backward" | "backward_step" | "step" | "update")
+pub mod context;
+pub mod diagnostic;
+pub mod frameworks;
+pub mod graph;
+pub mod levels;
+pub mod output;
+pub mod rule;
+pub mod rules;
+pub mod source;
+pub mod type_graph;
+pub mod walk;
+pub mod workspace;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+pub use diagnostic::{Finding, Label, Level};
+pub use frameworks::Framework;
+pub use levels::Levels;
+pub use source::SourceFile;
+
+use context::{Context, Report};
+use type_graph::{TypeDecl, TypeGraph};
+
+/// Stack size for threads that parse: `syn` and the walk recurse on nested expressions.
+pub const PARSE_STACK_SIZE: usize = 256 * 1024 * 1024;
+
+/// Lints files with a set of rule levels.
+#[derive(Debug, Clone, Default)]
+pub struct Linter {
+    pub levels: Levels,
+    /// Framework to assume for every file, overriding detection.
+    pub framework: Option<Framework>,
+}
+
+/// The result of linting one file: its findings and the types it declares.
+struct FileResult {
+    findings: Vec<Finding>,
+    decls: Vec<TypeDecl>,
+}
+
+impl Linter {
+    pub fn new(levels: Levels) -> Self {
+        Self { levels, framework: None }
+    }
+
+    /// Lints the files of one crate: function rules per file (in parallel on the current rayon
+    /// pool) and type rules over all of them. `fallback` is the framework of the crate's
+    /// dependencies, used for files that name none. Findings are sorted by file and position.
+    pub fn lint_crate(&self, files: &[PathBuf], fallback: Option<Framework>) -> Vec<Finding> {
+        let results: Vec<FileResult> = files
+            .par_iter()
+            .map(|path| {
+                let file = match read_source(path) {
+                    Ok(file) => Arc::new(file),
+                    Err(message) => return self.unreadable(path, message),
+                };
+                self.lint_file(file, fallback)
+            })
+            .collect();
+        let mut findings = Vec::new();
+        let mut decls = Vec::new();
+        for r in results {
+            findings.extend(r.findings);
+            decls.extend(r.decls);
+        }
+        findings.extend(self.check_types(&decls));
+        sort(&mut findings);
+        findings
+    }
+
+    /// Lints one file's text: function rules and the type rules over this file alone.
+    pub fn lint_text(&self, path: &Path, text: &str, fallback: Option<Framework>) -> Vec<Finding> {
+        let file = Arc::new(SourceFile::new(path, text));
+        let r = self.lint_file(file, fallback);
+        let mut findings = r.findings;
+        findings.extend(self.check_types(&r.decls));
+        sort(&mut findings);
+        findings
+    }
+
+    /// Lints one file; a bug in memlint that panics is reported as a finding, not a crash.
+    fn lint_file(&self, file: Arc<SourceFile>, fallback: Option<Framework>) -> FileResult {
+        let f = file.clone();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.lint_file_inner(f, fallback))) {
+            Ok(r) => r,
+            Err(panic) => {
+                proc_macro2::extra::invalidate_current_thread_spans();
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                self.unreadable(&file.path, format!("internal error while linting this file: {what}"))
+            }
+        }
+    }
+
+    fn unreadable(&self, path: &Path, message: String) -> FileResult {
+        let file = Arc::new(SourceFile::new(path, ""));
+        let mut findings = Vec::new();
+        let mut cx = Context::new(Some(file), &rules::PARSE_ERROR, &self.levels, &mut findings);
+        cx.report(Report::new(message, 0..0, "").note("memlint skipped this file; the rest of the crate is still linted"));
+        FileResult { findings, decls: Vec::new() }
+    }
+
+    fn lint_file_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>) -> FileResult {
+        let (text, offset) = parseable_text(&file.text);
+        let result = match syn::parse_str::<syn::File>(&text) {
+            Ok(ast) => {
+                let detected = self.framework.or_else(|| frameworks::detect(&ast));
+                let framework = detected.or(fallback);
+                let spec = framework.unwrap_or(Framework::Candle).spec();
+                let graphs = walk::function_graphs(&ast, spec, framework.is_some(), offset);
+                let decls = type_graph::collect_decls(&ast, &file, offset);
+                let mut findings = Vec::new();
+                for rule in rules::all() {
+                    let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
+                    for g in &graphs {
+                        rule.check_function(g, &mut cx);
+                    }
+                }
+                FileResult { findings, decls }
+            }
+            Err(err) => {
+                let start = err.span().byte_range().start + offset;
+                let end = (err.span().byte_range().end + offset).max(start);
+                let mut findings = Vec::new();
+                let mut cx = Context::new(Some(file.clone()), &rules::PARSE_ERROR, &self.levels, &mut findings);
+                cx.report(Report::new(format!("could not parse file: {err}"), start..end, "syntax error here").note(
+                    "memlint skipped this file; the rest of the crate is still linted",
+                ));
+                FileResult { findings, decls: Vec::new() }
+            }
+        };
+        // Spans live in a thread-local source map; drop this file's entry.
+        proc_macro2::extra::invalidate_current_thread_spans();
+        result
+    }
+
+    fn check_types(&self, decls: &[TypeDecl]) -> Vec<Finding> {
+        let types = TypeGraph::build(decls);
+        let mut findings = Vec::new();
+        for rule in rules::all() {
+            let mut cx = Context::new(None, rule.meta(), &self.levels, &mut findings);
+            rule.check_types(&types, &mut cx);
+        }
+        findings
     }
 }
 
-/// One finding of a rule, located in a source file.
-#[derive(Debug, Clone)]
-pub struct Finding {
-    /// Rule id, e.g. `accumulated_loss_tensor`.
-    pub rule: &'static str,
-    /// One-line message.
-    pub message: String,
-    /// 1-based line of the primary label.
-    pub line: usize,
-    /// 1-based column (characters) of the primary label.
-    pub column: usize,
+/// Lints one file's text with default levels. Never panics: an unparsable file yields a
+/// `parse_error` finding. The framework is detected from the text alone.
+pub fn lint_source(path: &Path, text: &str) -> Vec<Finding> {
+    Linter::default().lint_text(path, text, None)
 }
 
-/// Lints one file's text. Never panics; an unparsable file yields a `parse_error` finding.
-pub fn lint_source(_path: &Path, _text: &str) -> Vec<Finding> {
-    Vec::new()
+/// Reads a file; unreadable and non-UTF-8 files give a message for a `parse_error` finding.
+fn read_source(path: &Path) -> Result<SourceFile, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("could not read file: {e}"))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(SourceFile::new(path, text)),
+        Err(e) => Err(format!("file is not valid UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())),
+    }
+}
+
+/// The text handed to syn and the offset of its positions in the file: a byte-order mark is
+/// skipped and a shebang line blanked, so positions stay those of the file.
+fn parseable_text(text: &str) -> (std::borrow::Cow<'_, str>, usize) {
+    let (body, offset) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => (rest, 3),
+        None => (text, 0),
+    };
+    if body.starts_with("#!") && !body[2..].trim_start().starts_with('[') {
+        let end = body.find('\n').unwrap_or(body.len());
+        let mut owned = String::with_capacity(body.len());
+        owned.push_str(&" ".repeat(end));
+        owned.push_str(&body[end..]);
+        return (owned.into(), offset);
+    }
+    (body.into(), offset)
+}
+
+fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        (a.file.path.as_path(), a.primary.span.start, a.rule).cmp(&(b.file.path.as_path(), b.primary.span.start, b.rule))
+    });
 }

@@ -1,1 +1,66 @@
-fn main() {}
+//! `cargo memlint`: finds memory leaks in machine-learning training loops from source.
+//!
+//! Works as a cargo subcommand (`cargo memlint …`, where cargo passes `memlint` as the first
+//! argument) and when run directly (`cargo-memlint …`).
+
+mod args;
+mod check;
+mod explain;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches};
+use memlint_lint::{Level, Levels};
+
+fn main() -> ExitCode {
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "memlint") {
+        argv.remove(1);
+    }
+    let parsed = args::Cli::command()
+        .try_get_matches_from(argv)
+        .and_then(|m| args::Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(ok) => ok,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match &cli.command {
+        Some(args::Command::Explain(e)) => explain::run(e),
+        None => levels(&matches).and_then(|levels| check::run(&cli.check, levels)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(report) => {
+            eprintln!("{report:?}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `-D`/`-W`/`-A` in command-line order (later ones win, as with rustc).
+fn levels(matches: &clap::ArgMatches) -> miette::Result<Levels> {
+    let mut ordered: Vec<(usize, &String, Level)> = Vec::new();
+    for (id, level) in [("deny", Level::Deny), ("warn", Level::Warn), ("allow", Level::Allow)] {
+        if let (Some(values), Some(indices)) = (matches.get_many::<String>(id), matches.indices_of(id)) {
+            ordered.extend(indices.zip(values).map(|(i, v)| (i, v, level)));
+        }
+    }
+    ordered.sort_by_key(|(i, _, _)| *i);
+    let mut levels = Levels::default();
+    for (_, name, level) in ordered {
+        if name != "warnings" && memlint_lint::rules::find(name).is_none() {
+            let known: Vec<&str> = memlint_lint::rules::all_meta().iter().map(|m| m.id).collect();
+            return Err(miette::miette!(
+                code = "memlint::unknown_rule",
+                help = format!("known rules: {}, or `warnings` for all of them", known.join(", ")),
+                "no rule named `{name}`"
+            ));
+        }
+        levels.set(name, level);
+    }
+    Ok(levels)
+}

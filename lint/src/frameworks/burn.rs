@@ -1,0 +1,26 @@
+//! burn (0.22 `Tensor<D>` with `device.autodiff()`; 0.20–0.21 `Tensor<B, D>` with `Autodiff<B>`).
+//!
+//! `backward()` returns fresh `Gradients`, so nothing piles up; graph state lives in a
+//! process-wide store swept inside `backward()`. `model.valid()` gives a model without autodiff.
+
+use super::{Call, Framework, Spec};
+
+pub(super) static SPEC: Spec = Spec {
+    framework: Framework::Burn,
+    name: "burn",
+    crate_names: &["burn", "burn_core", "burn_tensor", "burn_autodiff", "burn_train", "burn_optim"],
+    backward: &[Call::with("backward", &[0])],
+    backward_step: &[],
+    step: &[Call::with("step", &[3])],
+    clear: &[],
+    cut_methods: &["detach", "inner", "into_scalar", "into_data", "to_data", "into_primitive"],
+    cut_functions: &[],
+    no_grad_functions: &[],
+    no_grad_guards: &[],
+    no_grad_models: &["valid"],
+    tape_methods: &[],
+    grads_accumulate: false,
+    scalar_fix: "{}.into_scalar::<f32>()",
+    detach_fix: "{}.detach()",
+    clear_fix: "",
+};

@@ -1,0 +1,26 @@
+//! candle (candle-core / candle-nn 0.11).
+//!
+//! `backward()` returns a fresh `GradStore` every call, so gradients never pile up; every op
+//! node holds `Arc`s of its inputs, so a kept tensor keeps all its upstream activations alive.
+
+use super::{Call, Framework, Spec};
+
+pub(super) static SPEC: Spec = Spec {
+    framework: Framework::Candle,
+    name: "candle",
+    crate_names: &["candle_core", "candle_nn", "candle", "candle_transformers", "candle_optimisers"],
+    backward: &[Call::with("backward", &[0])],
+    backward_step: &[Call::with("backward_step", &[1])],
+    step: &[Call::with("step", &[1])],
+    clear: &[],
+    cut_methods: &["detach", "to_scalar", "to_vec0", "to_vec1", "to_vec2", "to_vec3"],
+    cut_functions: &[],
+    no_grad_functions: &[],
+    no_grad_guards: &[],
+    no_grad_models: &[],
+    tape_methods: &[],
+    grads_accumulate: false,
+    scalar_fix: "{}.to_scalar::<f32>()?",
+    detach_fix: "{}.detach()",
+    clear_fix: "",
+};

@@ -1,0 +1,283 @@
+//! What each supported framework calls backward, step, clear, cut and no-grad.
+//!
+//! One file per framework holds a [`Spec`]; [`detect`] picks the framework of a file from its
+//! `use` paths and qualified calls. The facts come from `shared/FRAMEWORKS.md` (checked against
+//! candle 0.11, tch 0.26, burn 0.22 / 0.20–0.21 and dfdx 0.13).
+
+mod burn;
+mod candle;
+mod dfdx;
+mod tch;
+
+use std::fmt;
+
+/// A machine-learning framework whose training loops memlint understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Framework {
+    Candle,
+    Tch,
+    Burn,
+    Dfdx,
+}
+
+impl Framework {
+    pub const ALL: [Framework; 4] = [Self::Candle, Self::Tch, Self::Burn, Self::Dfdx];
+
+    /// The facts about this framework.
+    pub fn spec(self) -> &'static Spec {
+        match self {
+            Self::Candle => &candle::SPEC,
+            Self::Tch => &tch::SPEC,
+            Self::Burn => &burn::SPEC,
+            Self::Dfdx => &dfdx::SPEC,
+        }
+    }
+
+    /// The framework a crate name (as written in `Cargo.toml` or a `use` path) belongs to.
+    pub fn from_crate_name(name: &str) -> Option<Self> {
+        let name = name.replace('-', "_");
+        Self::ALL
+            .into_iter()
+            .find(|fw| fw.spec().crate_names.contains(&name.as_str()))
+    }
+
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+impl fmt::Display for Framework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A method call recognised by name and, where names collide with other APIs
+/// (`env.step(action)` vs `opt.step()`), by argument count.
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    pub name: &'static str,
+    /// Accepted argument counts (receiver excluded); `None` accepts any.
+    pub arity: Option<&'static [usize]>,
+}
+
+impl Call {
+    pub const fn any(name: &'static str) -> Self {
+        Self { name, arity: None }
+    }
+
+    pub const fn with(name: &'static str, arity: &'static [usize]) -> Self {
+        Self { name, arity: Some(arity) }
+    }
+
+    fn matches(&self, name: &str, argc: usize) -> bool {
+        self.name == name && self.arity.is_none_or(|a| a.contains(&argc))
+    }
+}
+
+/// Everything memlint needs to know about one framework.
+#[derive(Debug)]
+pub struct Spec {
+    pub framework: Framework,
+    pub name: &'static str,
+    /// Crate names that identify the framework (`use` roots and `Cargo.toml` dependencies).
+    pub crate_names: &'static [&'static str],
+    /// Method calls that run backward on their receiver (the loss).
+    pub backward: &'static [Call],
+    /// Method calls that run backward on their first argument and step (`opt.backward_step(&loss)`).
+    pub backward_step: &'static [Call],
+    /// Optimizer steps.
+    pub step: &'static [Call],
+    /// Calls that clear accumulated gradients (incl. combined calls that clear).
+    pub clear: &'static [Call],
+    /// Methods whose result no longer carries the autograd graph.
+    pub cut_methods: &'static [&'static str],
+    /// Function paths (last two segments, e.g. `f64::try_from`) whose result is a host value.
+    pub cut_functions: &'static [&'static str],
+    /// Free functions that open a no-grad region over their closure argument.
+    pub no_grad_functions: &'static [&'static str],
+    /// Functions returning a guard that disables gradients while it lives.
+    pub no_grad_guards: &'static [&'static str],
+    /// Methods returning a model whose forward passes record no graph (burn `valid()`).
+    pub no_grad_models: &'static [&'static str],
+    /// Methods that attach a gradient tape to their receiver (dfdx `traced`).
+    pub tape_methods: &'static [&'static str],
+    /// Whether gradients pile up across backward calls until cleared.
+    pub grads_accumulate: bool,
+    /// How to turn a loss into a host scalar, with `{}` for the expression.
+    pub scalar_fix: &'static str,
+    /// How to cut the graph, with `{}` for the expression.
+    pub detach_fix: &'static str,
+    /// How to clear gradients, with `{}` for the optimizer (or model) expression.
+    pub clear_fix: &'static str,
+}
+
+impl Spec {
+    pub fn is_backward(&self, name: &str, argc: usize) -> bool {
+        self.backward.iter().any(|c| c.matches(name, argc))
+    }
+
+    pub fn is_backward_step(&self, name: &str, argc: usize) -> bool {
+        self.backward_step.iter().any(|c| c.matches(name, argc))
+    }
+
+    pub fn is_step(&self, name: &str, argc: usize) -> bool {
+        self.step.iter().any(|c| c.matches(name, argc))
+    }
+
+    pub fn is_clear(&self, name: &str, argc: usize) -> bool {
+        self.clear.iter().any(|c| c.matches(name, argc))
+    }
+
+    pub fn is_cut_method(&self, name: &str) -> bool {
+        self.cut_methods.contains(&name) || name.starts_with("to_vec")
+    }
+
+    pub fn is_cut_function(&self, last_two: &str) -> bool {
+        self.cut_functions.contains(&last_two)
+    }
+}
+
+/// Fills a fix template of a [`Spec`] (`"{}.detach()"`) with an expression.
+pub fn fill(template: &str, expr: &str) -> String {
+    template.replace("{}", expr)
+}
+
+/// Methods that run a model forward, in every framework.
+const FORWARD_METHODS: &[&str] = &[
+    "forward",
+    "forward_t",
+    "forward_train",
+    "forward_mut",
+    "forward_step",
+    "forward_classification",
+    "forward_regression",
+    "apply",
+    "apply_t",
+    "try_forward",
+    "try_forward_mut",
+];
+
+/// Free functions (last path segment) that compute a loss, in every framework.
+const LOSS_FUNCTIONS: &[&str] = &[
+    "mse",
+    "mse_loss",
+    "cross_entropy",
+    "cross_entropy_with_logits_loss",
+    "nll",
+    "nll_loss",
+    "binary_cross_entropy_with_logit",
+    "binary_cross_entropy_with_logits",
+    "huber_loss",
+    "smooth_l1_loss",
+    "l1_loss",
+    "kl_div_loss",
+];
+
+/// Methods that return facts about a tensor rather than a tensor (shape, device, …).
+const METADATA_METHODS: &[&str] = &[
+    "shape", "dims", "dim", "dims0", "dims1", "dims2", "dims3", "dims4", "dims5", "dtype", "device",
+    "elem_count", "rank", "size", "size1", "size2", "size3", "size4", "kind", "numel", "len",
+    "is_empty", "to_string", "is_contiguous", "layout", "stride", "requires_grad", "id",
+];
+
+/// Whether a method call runs a model forward.
+pub fn is_forward_method(name: &str) -> bool {
+    FORWARD_METHODS.contains(&name)
+}
+
+/// Whether a free function computes a loss.
+pub fn is_loss_function(last_segment: &str) -> bool {
+    LOSS_FUNCTIONS.contains(&last_segment)
+}
+
+/// Whether a method returns metadata (never a graph).
+pub fn is_metadata_method(name: &str) -> bool {
+    METADATA_METHODS.contains(&name)
+}
+
+/// True for calls that run backward or step an optimizer in any supported framework.
+///
+/// Used by `#[mem_guard]` to find the training loop.
+pub fn is_training_call(method: &str) -> bool {
+    Framework::ALL.iter().any(|fw| {
+        let s = fw.spec();
+        [s.backward, s.backward_step, s.step]
+            .iter()
+            .any(|calls| calls.iter().any(|c| c.name == method))
+    })
+}
+
+/// Finds the framework a file uses from its `use` declarations and qualified paths.
+///
+/// Returns the framework named most often; ties go to the first in [`Framework::ALL`].
+pub fn detect(file: &syn::File) -> Option<Framework> {
+    use syn::visit::Visit;
+
+    #[derive(Default)]
+    struct Roots([usize; 4]);
+    impl Roots {
+        fn count(&mut self, ident: &syn::Ident) {
+            if let Some(fw) = Framework::from_crate_name(&ident.to_string()) {
+                self.0[fw as usize] += 1;
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Roots {
+        fn visit_use_tree(&mut self, tree: &'ast syn::UseTree) {
+            match tree {
+                syn::UseTree::Path(p) => self.count(&p.ident),
+                syn::UseTree::Name(n) => self.count(&n.ident),
+                syn::UseTree::Rename(r) => self.count(&r.ident),
+                syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.visit_use_tree(t)),
+                syn::UseTree::Glob(_) => {}
+            }
+        }
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            if path.segments.len() > 1 {
+                self.count(&path.segments[0].ident);
+            }
+            syn::visit::visit_path(self, path);
+        }
+        fn visit_item_extern_crate(&mut self, item: &'ast syn::ItemExternCrate) {
+            self.count(&item.ident);
+        }
+    }
+
+    let mut roots = Roots::default();
+    roots.visit_file(file);
+    let best = (0..4).max_by_key(|&i| (roots.0[i], std::cmp::Reverse(i)))?;
+    (roots.0[best] > 0).then_some(Framework::ALL[best])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crate_names_map_to_frameworks() {
+        assert_eq!(Framework::from_crate_name("candle-core"), Some(Framework::Candle));
+        assert_eq!(Framework::from_crate_name("candle_nn"), Some(Framework::Candle));
+        assert_eq!(Framework::from_crate_name("tch"), Some(Framework::Tch));
+        assert_eq!(Framework::from_crate_name("burn"), Some(Framework::Burn));
+        assert_eq!(Framework::from_crate_name("dfdx"), Some(Framework::Dfdx));
+        assert_eq!(Framework::from_crate_name("serde"), None);
+    }
+
+    #[test]
+    fn detects_from_use_paths_and_qualified_calls() {
+        let f = syn::parse_file("use candle_core::{Tensor, Device}; fn f() {}").unwrap();
+        assert_eq!(detect(&f), Some(Framework::Candle));
+        let f = syn::parse_file("fn f() { let _g = tch::no_grad_guard(); }").unwrap();
+        assert_eq!(detect(&f), Some(Framework::Tch));
+        let f = syn::parse_file("use std::rc::Rc; fn f() {}").unwrap();
+        assert_eq!(detect(&f), None);
+    }
+
+    #[test]
+    fn step_is_told_apart_by_arity() {
+        let tch = Framework::Tch.spec();
+        assert!(tch.is_step("step", 0));
+        assert!(!tch.is_step("step", 1), "env.step(action) is not an optimizer step");
+    }
+}

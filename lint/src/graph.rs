@@ -1,0 +1,339 @@
+//! The reference graph of one function, built once by [`crate::walk`] and read by the rules.
+//!
+//! Nodes are *versions* of bindings (locals, parameters, `self` fields; a new version at each
+//! `let`, assignment and control-flow merge) and *values* (the expressions written into a
+//! binding). Edges say "derived from" (a value reads a binding version) and "stored into" (a
+//! value is written into a binding: `let`, assignment, compound assignment, `push`/`insert`/
+//! `extend`). Loops are recorded as scopes; each node knows the loop it was created in.
+//!
+//! After building, [`FnGraph::propagate`] computes which nodes carry an autograd graph: seeded by
+//! forward passes, tape attachments and backward receivers, flowing along "derived from" and
+//! "stored into" edges, stopped by graph-cutting calls, no-grad regions and no-grad models.
+
+use std::ops::Range;
+
+use petgraph::Direction;
+use petgraph::graph::{DiGraph, EdgeIndex, NodeIndex};
+use petgraph::visit::EdgeRef;
+
+use crate::frameworks::Spec;
+
+/// Index of a loop scope in [`FnGraph::loops`].
+pub type LoopId = usize;
+
+/// A byte range in the function's file.
+pub type Span = Range<usize>;
+
+/// Taint bits carried by nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Taint(u8);
+
+impl Taint {
+    pub const NONE: Taint = Taint(0);
+    /// Carries an autograd graph.
+    pub const GRAPH: Taint = Taint(1);
+    /// A model whose forward passes record no graph (`model.valid()`).
+    pub const INERT_MODEL: Taint = Taint(2);
+    /// A trainable parameter (a leaf): keeping it is fine, computing with it makes a graph.
+    pub const PARAM: Taint = Taint(4);
+
+    pub fn has(self, other: Taint) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+
+    pub fn union(self, other: Taint) -> Taint {
+        Taint(self.0 | other.0)
+    }
+}
+
+/// What a value node is, as far as graph-carrying goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Producer {
+    /// Inherits from what it reads (tensor ops, unknown calls, plain moves).
+    Derived,
+    /// A forward pass, loss function or tape attachment: carries a graph unless its receiver
+    /// is a no-grad model or it runs in a no-grad region.
+    Forward { receiver: Option<NodeIndex> },
+    /// Never carries a graph: detach, scalar extraction, metadata, literals, data constructors,
+    /// gradient stores, optimizer steps, anything in a no-grad region.
+    Plain,
+    /// A no-grad model (`model.valid()`).
+    InertModel,
+}
+
+/// The kind of a binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindingKind {
+    Local,
+    /// A function parameter (lives as long as the call, outlives every iteration inside it).
+    Param,
+    /// `self.<field>`: outlives the call.
+    SelfField,
+    /// A `static` or anything else reached by path: outlives the call.
+    Global,
+}
+
+/// One binding (not a version of it).
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub name: String,
+    pub kind: BindingKind,
+    /// Where it is declared (the pattern identifier or the first use of a field).
+    pub decl: Span,
+    /// The innermost loop around the declaration.
+    pub decl_loop: Option<LoopId>,
+}
+
+/// Index of a binding in [`FnGraph::bindings`].
+pub type BindingId = usize;
+
+#[derive(Debug, Clone)]
+pub enum NodeKind {
+    /// A version of a binding.
+    Version(BindingId),
+    /// A value: an expression written into a binding.
+    Value(Producer),
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub span: Span,
+    /// The innermost loop the node was created in.
+    pub in_loop: Option<LoopId>,
+    /// Computed by [`FnGraph::propagate`].
+    pub taint: Taint,
+}
+
+/// How a value reaches a binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// `let x = v`.
+    Let,
+    /// `x = v`, `self.f = v`, `v[i] = x`.
+    Assign,
+    /// `x = x + v`, `x += v`, `x = x.add(&v)?`: the new version reads the old one.
+    Fold,
+    /// `c.push(v)`, `c.insert(k, v)`, `c.extend(v)`, ….
+    Push,
+    /// Control-flow merge or loop back edge (version to version).
+    Merge,
+}
+
+#[derive(Debug, Clone)]
+pub enum Edge {
+    /// The target value reads the source binding version.
+    DerivedFrom,
+    /// The source value is written into the target binding version.
+    StoredInto { how: Store, span: Span, method: Option<String> },
+}
+
+/// A loop scope.
+#[derive(Debug, Clone)]
+pub struct LoopScope {
+    pub parent: Option<LoopId>,
+    /// The loop's header (`for pat in expr`, `while cond`, `loop`), for labels.
+    pub header: Span,
+    pub label: Option<String>,
+    /// Whether the body (including nested loops and closures) runs backward.
+    pub runs_backward: bool,
+}
+
+/// A call that matters to training: backward, optimizer step, gradient clearing.
+#[derive(Debug, Clone)]
+pub struct TrainingCall {
+    pub kind: TrainingCallKind,
+    pub span: Span,
+    /// The receiver expression as written (`opt`, `self.optimizer`).
+    pub receiver: String,
+    /// The innermost loop around the call.
+    pub in_loop: Option<LoopId>,
+    /// Branches (if/match arms, closures) between the innermost loop body and the call: a call
+    /// runs on every iteration where another runs if its path is a prefix of the other's.
+    pub path: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainingCallKind {
+    Backward,
+    /// Backward and step in one call (`backward_step`).
+    BackwardStep,
+    Step,
+    Clear,
+}
+
+/// The reference graph of one function.
+#[derive(Debug)]
+pub struct FnGraph {
+    /// `fn name` or `Type::method`.
+    pub name: String,
+    /// The function's signature span (`fn name(...)`).
+    pub sig: Span,
+    pub spec: &'static Spec,
+    /// Whether the framework is known (detected or configured) rather than guessed.
+    pub framework_known: bool,
+    pub graph: DiGraph<Node, Edge>,
+    pub bindings: Vec<Binding>,
+    pub loops: Vec<LoopScope>,
+    pub calls: Vec<TrainingCall>,
+    /// Nodes whose expression is the receiver (or argument) of a backward call.
+    pub losses: Vec<NodeIndex>,
+    /// Value nodes made by parameter constructors (`Var::new`, `set_requires_grad`).
+    pub param_values: Vec<NodeIndex>,
+    /// Value nodes that compute (tensor ops, calls) rather than move.
+    pub op_values: Vec<NodeIndex>,
+}
+
+/// Where a write happens relative to the training iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Iteration {
+    /// The innermost enclosing loop that runs backward.
+    Loop(LoopId),
+    /// The function body runs backward outside any loop (`fn train_step(&mut self)`): each call
+    /// is one iteration.
+    Call,
+}
+
+impl FnGraph {
+    /// Whether loop `inner` is `outer` or nested inside it.
+    pub fn loop_within(&self, inner: Option<LoopId>, outer: LoopId) -> bool {
+        let mut cur = inner;
+        while let Some(l) = cur {
+            if l == outer {
+                return true;
+            }
+            cur = self.loops[l].parent;
+        }
+        false
+    }
+
+    /// The training iteration a node created in loop `at` belongs to, if any.
+    pub fn iteration_of(&self, at: Option<LoopId>) -> Option<Iteration> {
+        let mut cur = at;
+        while let Some(l) = cur {
+            if self.loops[l].runs_backward {
+                return Some(Iteration::Loop(l));
+            }
+            cur = self.loops[l].parent;
+        }
+        let body_runs_backward = self.calls.iter().any(|c| {
+            matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
+                && c.in_loop.is_none_or(|l| !self.loops[l].runs_backward)
+        });
+        body_runs_backward.then_some(Iteration::Call)
+    }
+
+    /// Whether a binding lives past the end of `iteration`.
+    pub fn outlives(&self, binding: BindingId, iteration: Iteration) -> bool {
+        let b = &self.bindings[binding];
+        match iteration {
+            Iteration::Loop(l) => match b.kind {
+                BindingKind::Local => !self.loop_within(b.decl_loop, l),
+                BindingKind::Param | BindingKind::SelfField | BindingKind::Global => true,
+            },
+            Iteration::Call => b.kind != BindingKind::Local,
+        }
+    }
+
+    /// The binding a node is a version of.
+    pub fn binding_of(&self, node: NodeIndex) -> Option<BindingId> {
+        match self.graph[node].kind {
+            NodeKind::Version(b) => Some(b),
+            NodeKind::Value(_) => None,
+        }
+    }
+
+    /// Computes [`Node::taint`] for every node: a monotone fixpoint over the graph.
+    pub fn propagate(&mut self) {
+        for &loss in &self.losses {
+            self.graph[loss].taint = Taint::GRAPH;
+        }
+        for &p in &self.param_values {
+            self.graph[p].taint = self.graph[p].taint.union(Taint::PARAM);
+        }
+        let mut is_op = vec![false; self.graph.node_count()];
+        for &n in &self.op_values {
+            is_op[n.index()] = true;
+        }
+        let order: Vec<NodeIndex> = self.graph.node_indices().collect();
+        loop {
+            let mut changed = false;
+            for &n in &order {
+                let incoming = self
+                    .graph
+                    .edges_directed(n, Direction::Incoming)
+                    .fold(Taint::NONE, |acc, e| acc.union(self.graph[e.source()].taint));
+                let node = &self.graph[n];
+                let new = match node.kind {
+                    NodeKind::Version(_) => node.taint.union(incoming),
+                    NodeKind::Value(Producer::Derived) if is_op[n.index()] && incoming.has(Taint::PARAM) => {
+                        node.taint.union(Taint(incoming.0 & !Taint::PARAM.0)).union(Taint::GRAPH)
+                    }
+                    NodeKind::Value(Producer::Derived) => node.taint.union(incoming),
+                    NodeKind::Value(Producer::Plain) => node.taint,
+                    NodeKind::Value(Producer::InertModel) => node.taint.union(Taint::INERT_MODEL),
+                    NodeKind::Value(Producer::Forward { receiver }) => {
+                        let inert = receiver.is_some_and(|r| self.graph[r].taint.has(Taint::INERT_MODEL));
+                        if inert { node.taint } else { node.taint.union(Taint::GRAPH) }
+                    }
+                };
+                if new != self.graph[n].taint {
+                    self.graph[n].taint = new;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// All "stored into" edges: (edge, value node, target version node).
+    pub fn stores(&self) -> impl Iterator<Item = (EdgeIndex, NodeIndex, NodeIndex, Store, &Span)> + '_ {
+        self.graph.edge_references().filter_map(|e| match e.weight() {
+            Edge::StoredInto { how, span, .. } => Some((e.id(), e.source(), e.target(), *how, span)),
+            Edge::DerivedFrom => None,
+        })
+    }
+
+    /// The binding versions a value reads (its "derived from" sources).
+    pub fn reads(&self, value: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph
+            .edges_directed(value, Direction::Incoming)
+            .filter(|e| matches!(e.weight(), Edge::DerivedFrom))
+            .map(|e| e.source())
+    }
+
+    /// The graph-carrying binding a stored value was computed from (other than `exclude`),
+    /// with its declaration: "where the value came from".
+    pub fn graph_source(&self, value: NodeIndex, exclude: Option<BindingId>) -> Option<(BindingId, Span)> {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut queue = std::collections::VecDeque::from([value]);
+        while let Some(n) = queue.pop_front() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            if let NodeKind::Version(b) = self.graph[n].kind
+                && Some(b) != exclude
+                && self.graph[n].taint.has(Taint::GRAPH)
+            {
+                return Some((b, self.bindings[b].decl.clone()));
+            }
+            queue.extend(
+                self.graph
+                    .edges_directed(n, Direction::Incoming)
+                    .map(|e| e.source())
+                    .filter(|s| self.graph[*s].taint.has(Taint::GRAPH)),
+            );
+        }
+        None
+    }
+
+    /// A secondary label for the iteration: the loop header that runs backward.
+    pub fn iteration_label(&self, iteration: Iteration) -> Option<(Span, String)> {
+        match iteration {
+            Iteration::Loop(l) => Some((self.loops[l].header.clone(), "this loop runs backward every iteration".to_string())),
+            Iteration::Call => Some((self.sig.clone(), "each call of this function runs backward".to_string())),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! `missing_zero_grad`: gradients accumulate across iterations because nothing clears them.
+
+use crate::context::{Context, Report};
+use crate::diagnostic::Level;
+use crate::graph::{FnGraph, Iteration, TrainingCall, TrainingCallKind};
+use crate::rule::{Rule, RuleMeta};
+
+
+pub struct MissingZeroGrad;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "missing_zero_grad",
+    summary: "an optimizer steps on gradients that are never cleared",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Where gradients accumulate until cleared (tch, dfdx), finds a training iteration that runs
+backward and steps the optimizer with no gradient clearing on the path of every step:
+no `opt.zero_grad()` (tch), no `model.zero_grads(&mut grads)` (dfdx), no combined call that
+clears (`opt.backward_step(&loss)` in tch).
+
+Not reported for candle or burn, where `backward()` returns a fresh gradient store, and not for
+deliberate gradient accumulation where the step and the clearing run together under a condition
+(`if i % k == 0 { opt.step(); opt.zero_grad(); }`).
+
+### Why is this bad?
+Each backward adds into the previous gradients, so every step uses the sum of all gradients so
+far: training diverges, and libtorch keeps the gradient buffers of every parameter alive.
+
+### Example
+```rust
+for (x, y) in batches {
+    let loss = net.forward(&x).cross_entropy_for_logits(&y);
+    loss.backward();
+    opt.step();
+}
+```
+
+### Use instead
+```rust
+for (x, y) in batches {
+    let loss = net.forward(&x).cross_entropy_for_logits(&y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+}
+```
+or `opt.backward_step(&loss)`, which clears, runs backward and steps.
+"#,
+};
+
+impl Rule for MissingZeroGrad {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+        if !f.framework_known || !f.spec.grads_accumulate {
+            return;
+        }
+        let mut iterations: Vec<Iteration> = Vec::new();
+        for c in &f.calls {
+            if let Some(it) = f.iteration_of(c.in_loop)
+                && !iterations.contains(&it)
+            {
+                iterations.push(it);
+            }
+        }
+        for it in iterations {
+            let calls: Vec<&TrainingCall> = f.calls.iter().filter(|c| f.iteration_of(c.in_loop) == Some(it)).collect();
+            let Some(backward) = calls.iter().find(|c| c.kind == TrainingCallKind::Backward) else { continue };
+            let clears: Vec<&&TrainingCall> = calls.iter().filter(|c| c.kind == TrainingCallKind::Clear).collect();
+            for step in calls.iter().filter(|c| c.kind == TrainingCallKind::Step) {
+                let cleared = clears.iter().any(|c| step.path.starts_with(&c.path));
+                if cleared {
+                    continue;
+                }
+                let clear_fix = if f.spec.clear_fix.contains("{}") {
+                    crate::frameworks::fill(f.spec.clear_fix, &step.receiver)
+                } else {
+                    f.spec.clear_fix.to_string()
+                };
+                let mut report = Report::new(
+                    "optimizer steps on gradients that are never cleared",
+                    step.span.clone(),
+                    "this step uses the gradients of every earlier iteration too",
+                )
+                .label(backward.span.clone(), "backward adds into the existing gradients");
+                if let Some((span, text)) = f.iteration_label(it) {
+                    report = report.label(span, text);
+                }
+                let help = if clears.is_empty() {
+                    format!("call `{clear_fix}` before `backward()` in every iteration")
+                } else {
+                    format!("clear the gradients on every path that steps: call `{clear_fix}` together with the step")
+                };
+                report = report.help(help).note(format!(
+                    "in {} gradients accumulate until cleared, so each step applies the sum of all gradients so far",
+                    f.spec.name
+                ));
+                cx.report(report);
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! The rules, one per file, and the registry.
+
+mod accumulated_loss_tensor;
+mod missing_zero_grad;
+mod parse_error;
+mod rc_cycle;
+mod retained_graph_output;
+
+use crate::rule::{Rule, RuleMeta};
+
+/// Every rule, in the order they are documented.
+pub fn all() -> &'static [&'static dyn Rule] {
+    static RULES: &[&dyn Rule] = &[
+        &accumulated_loss_tensor::AccumulatedLossTensor,
+        &retained_graph_output::RetainedGraphOutput,
+        &missing_zero_grad::MissingZeroGrad,
+        &rc_cycle::RcCycle,
+    ];
+    RULES
+}
+
+/// Metadata of every diagnostic code memlint emits: the rules and `parse_error`.
+pub fn all_meta() -> Vec<&'static RuleMeta> {
+    all().iter().map(|r| r.meta()).chain(std::iter::once(&parse_error::META)).collect()
+}
+
+/// Metadata by id (`rc_cycle` or `memlint::rc_cycle`).
+pub fn find(id: &str) -> Option<&'static RuleMeta> {
+    let id = id.strip_prefix("memlint::").unwrap_or(id);
+    all_meta().into_iter().find(|m| m.id == id)
+}
+
+pub(crate) use parse_error::META as PARSE_ERROR;
+
+/// Where a rule's documentation lives.
+pub fn docs_url(id: &str) -> String {
+    format!("https://github.com/memlint/memlint/blob/main/docs/rules.md#{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_snake_case_and_documented() {
+        let metas = all_meta();
+        for (i, m) in metas.iter().enumerate() {
+            assert!(m.id.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{} is not snake_case", m.id);
+            assert!(metas[..i].iter().all(|o| o.id != m.id), "duplicate id {}", m.id);
+            for heading in ["### What it does", "### Why is this bad?", "### Example", "### Use instead"] {
+                assert!(m.docs.contains(heading), "{} docs lack {heading:?}", m.id);
+            }
+            assert!(!m.summary.ends_with('.'), "{} summary ends with a period", m.id);
+        }
+    }
+}

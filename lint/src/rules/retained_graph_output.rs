@@ -1,0 +1,111 @@
+//! `retained_graph_output`: a graph-carrying value stored where it outlives the iteration.
+
+use crate::context::{Context, Report};
+use crate::diagnostic::Level;
+use crate::graph::{BindingKind, FnGraph, Store, Taint};
+use crate::rule::{Rule, RuleMeta};
+
+
+pub struct RetainedGraphOutput;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "retained_graph_output",
+    summary: "a graph-carrying tensor is kept past its training iteration",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Finds a value that carries an autograd graph (a loss, a model output, anything computed from
+them) stored where it outlives the iteration of the loop that runs backward: pushed or inserted
+into a collection declared outside the loop, assigned to or pushed into a `self` field, or
+assigned to a binding declared outside the loop.
+
+### Why is this bad?
+A kept output keeps its graph: in candle every op node holds its inputs, so one kept loss keeps
+all of that step's activations; in tch it keeps autograd bookkeeping and its storage. A list of
+per-step losses grows by a whole graph every iteration.
+
+Not flagged: values passed through `detach()` or turned into host scalars, and plain data
+tensors (observations made with `Tensor::new`/`from_vec`/`from_slice`, batches): a replay buffer
+of observations is not a leak.
+
+### Example
+```rust
+let mut losses = Vec::new();
+for (x, y) in batches {
+    let loss = loss::mse(&model.forward(&x)?, &y)?;
+    opt.backward_step(&loss)?;
+    losses.push(loss);
+}
+```
+
+### Use instead
+```rust
+let mut losses = Vec::new();
+for (x, y) in batches {
+    let loss = loss::mse(&model.forward(&x)?, &y)?;
+    opt.backward_step(&loss)?;
+    losses.push(loss.to_scalar::<f32>()?);
+}
+```
+"#,
+};
+
+impl Rule for RetainedGraphOutput {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+        for (_, value, target, how, span) in f.stores() {
+            if !matches!(how, Store::Push | Store::Assign) || !f.graph[value].taint.has(Taint::GRAPH) {
+                continue;
+            }
+            let Some(binding) = f.binding_of(target) else { continue };
+            let Some(iteration) = f.iteration_of(f.graph[value].in_loop) else { continue };
+            if !f.outlives(binding, iteration) {
+                continue;
+            }
+            let b = &f.bindings[binding];
+            let value_span = f.graph[value].span.clone();
+            let value_text = cx.snippet(&value_span).trim().to_string();
+            let value_text = value_text.strip_suffix(".clone()").map(str::to_string).unwrap_or(value_text);
+            let shown = if value_text.is_empty() || value_text.len() > 40 { "value".to_string() } else { value_text };
+            let (message, primary_label) = match (how, &b.kind) {
+                (Store::Push, _) => (
+                    format!("graph-carrying tensor stored in `{}`, which outlives the iteration", b.name),
+                    format!("`{shown}` is stored with its autograd graph"),
+                ),
+                (_, BindingKind::SelfField) => (
+                    format!("graph-carrying tensor assigned to `{}`, which outlives the iteration", b.name),
+                    format!("`{shown}` is kept with its autograd graph"),
+                ),
+                _ => (
+                    format!("graph-carrying tensor assigned to `{}`, declared outside the iteration", b.name),
+                    format!("`{shown}` is kept with its autograd graph"),
+                ),
+            };
+            let mut report = Report::new(message, span.clone(), primary_label);
+            let decl_text = match b.kind {
+                BindingKind::SelfField => format!("`{}` lives as long as `self`", b.name),
+                BindingKind::Param => format!("`{}` is a parameter and outlives the call", b.name),
+                _ => format!("`{}` is declared outside the training iteration", b.name),
+            };
+            if b.kind != BindingKind::SelfField {
+                report = report.label(b.decl.clone(), decl_text);
+            }
+            if let Some((src, decl)) = f.graph_source(value, Some(binding)) {
+                report = report.label(decl, format!("`{}` carries the autograd graph", f.bindings[src].name));
+            }
+            if let Some((span, text)) = f.iteration_label(iteration) {
+                report = report.label(span, text);
+            }
+            report = report
+                .help(format!(
+                    "store `{}` or a host value such as `{}` instead",
+                    crate::frameworks::fill(f.spec.detach_fix, &shown),
+                    crate::frameworks::fill(f.spec.scalar_fix, &shown)
+                ))
+                .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
+            cx.report(report);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! A source file as read from disk, with byte-offset ↔ line/column conversion.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One `.rs` file: its path as shown to users and its text.
+#[derive(Debug)]
+pub struct SourceFile {
+    /// The path as given or discovered (relative to the working directory where possible).
+    pub path: PathBuf,
+    pub text: Arc<str>,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
+}
+
+impl SourceFile {
+    pub fn new(path: impl Into<PathBuf>, text: impl Into<Arc<str>>) -> Self {
+        let text: Arc<str> = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Self { path: path.into(), text, line_starts }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// 1-based line and 1-based column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.line_starts[line];
+        let col = self.text.get(start..offset).map_or(offset - start, |s| s.chars().count());
+        (line + 1, col + 1)
+    }
+
+    /// Byte range of a 1-based line, without its line break.
+    pub fn line_range(&self, line: usize) -> Range<usize> {
+        let start = self.line_starts.get(line.wrapping_sub(1)).copied().unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&next| next.saturating_sub(1));
+        let end = if end > start && self.text.as_bytes().get(end - 1) == Some(&b'\r') { end - 1 } else { end };
+        start..end.max(start)
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let f = SourceFile::new("a.rs", "ab\nπx = 1;\n");
+        assert_eq!(f.line_col(0), (1, 1));
+        assert_eq!(f.line_col(3), (2, 1));
+        // 'x' follows a two-byte character: byte 5, character column 2.
+        assert_eq!(f.line_col(5), (2, 2));
+        assert_eq!(&f.text[f.line_range(2)], "πx = 1;");
+    }
+}

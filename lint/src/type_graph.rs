@@ -1,0 +1,196 @@
+//! The graph of a crate's types for `rc_cycle`: one node per struct/enum, one edge per field
+//! that owns (directly, through containers, or through `Rc`/`Arc`) another of the crate's types.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use syn::spanned::Spanned;
+
+use crate::graph::Span;
+use crate::source::SourceFile;
+
+#[derive(Debug)]
+pub struct TypeNode {
+    pub name: String,
+    pub file: Arc<SourceFile>,
+    pub span: Span,
+}
+
+/// A field that reaches another type.
+#[derive(Debug, Clone)]
+pub struct FieldEdge {
+    /// `Type.field` or `Type::Variant.0`.
+    pub field: String,
+    pub file: Arc<SourceFile>,
+    pub span: Span,
+    /// Reached through `Rc`/`Arc` (a strong shared reference).
+    pub shared: bool,
+    /// Reached through interior mutability (`RefCell`, `Mutex`, …), which is what lets a cycle
+    /// be closed after construction.
+    pub interior: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct TypeGraph {
+    pub graph: DiGraph<TypeNode, FieldEdge>,
+}
+
+/// Wrappers that give interior mutability.
+const INTERIOR: &[&str] = &[
+    "RefCell", "Cell", "Mutex", "RwLock", "OnceCell", "OnceLock", "UnsafeCell", "ReentrantMutex",
+    "AtomicCell", "ArcSwap", "ArcSwapOption", "LazyCell",
+];
+
+/// A struct or enum declared in the crate, with its fields' types reduced to names.
+#[derive(Debug, Clone)]
+pub struct TypeDecl {
+    pub name: String,
+    pub file: Arc<SourceFile>,
+    pub span: Span,
+    pub fields: Vec<FieldDecl>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FieldDecl {
+    /// `Type.field` or `Type::Variant.0`.
+    pub field: String,
+    pub span: Span,
+    pub ty: Shape,
+}
+
+/// The part of a type that matters for ownership: named types and their type arguments.
+/// References, raw pointers and `Weak` own nothing and are dropped.
+#[derive(Debug, Clone)]
+pub enum Shape {
+    Named { name: String, args: Vec<Shape> },
+    Tuple(Vec<Shape>),
+    Opaque,
+}
+
+impl Shape {
+    fn of(ty: &syn::Type, depth: usize) -> Shape {
+        if depth > 32 {
+            return Shape::Opaque;
+        }
+        match ty {
+            syn::Type::Path(p) if p.qself.is_none() => {
+                let Some(last) = p.path.segments.last() else { return Shape::Opaque };
+                let name = last.ident.to_string();
+                if name == "Weak" || name == "PhantomData" {
+                    return Shape::Opaque;
+                }
+                let args = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a) => a
+                        .args
+                        .iter()
+                        .filter_map(|arg| match arg {
+                            syn::GenericArgument::Type(t) => Some(Shape::of(t, depth + 1)),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                Shape::Named { name, args }
+            }
+            syn::Type::Tuple(t) => Shape::Tuple(t.elems.iter().map(|t| Shape::of(t, depth + 1)).collect()),
+            syn::Type::Array(a) => Shape::of(&a.elem, depth + 1),
+            syn::Type::Slice(s) => Shape::of(&s.elem, depth + 1),
+            syn::Type::Paren(p) => Shape::of(&p.elem, depth + 1),
+            syn::Type::Group(g) => Shape::of(&g.elem, depth + 1),
+            _ => Shape::Opaque,
+        }
+    }
+}
+
+/// The structs and enums declared in one parsed file (inline modules included).
+pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> Vec<TypeDecl> {
+    fn range(span: proc_macro2::Span, offset: usize) -> Span {
+        let r = span.byte_range();
+        r.start + offset..r.end + offset
+    }
+    fn field_decls<'a>(prefix: &str, fields: impl Iterator<Item = &'a syn::Field>, offset: usize) -> Vec<FieldDecl> {
+        fields
+            .enumerate()
+            .map(|(i, f)| FieldDecl {
+                field: format!("{prefix}.{}", f.ident.as_ref().map_or(i.to_string(), |id| id.to_string())),
+                span: range(f.span(), offset),
+                ty: Shape::of(&f.ty, 0),
+            })
+            .collect()
+    }
+    fn walk(items: &[syn::Item], file: &Arc<SourceFile>, offset: usize, out: &mut Vec<TypeDecl>) {
+        for item in items {
+            match item {
+                syn::Item::Struct(s) => {
+                    let name = s.ident.to_string();
+                    let fields = field_decls(&name, s.fields.iter(), offset);
+                    out.push(TypeDecl { name, file: file.clone(), span: range(s.ident.span(), offset), fields });
+                }
+                syn::Item::Enum(e) => {
+                    let name = e.ident.to_string();
+                    let fields = e
+                        .variants
+                        .iter()
+                        .flat_map(|v| field_decls(&format!("{name}::{}", v.ident), v.fields.iter(), offset))
+                        .collect();
+                    out.push(TypeDecl { name, file: file.clone(), span: range(e.ident.span(), offset), fields });
+                }
+                syn::Item::Mod(m) => {
+                    if let Some((_, items)) = &m.content {
+                        walk(items, file, offset, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&ast.items, file, offset, &mut out);
+    out
+}
+
+impl TypeGraph {
+    /// Builds the graph of a crate from its declarations. Types are matched by name; two types
+    /// of the same name in different modules share a node.
+    pub fn build(decls: &[TypeDecl]) -> Self {
+        let mut graph = DiGraph::new();
+        let mut by_name: HashMap<&str, NodeIndex> = HashMap::new();
+        for d in decls {
+            by_name.entry(d.name.as_str()).or_insert_with(|| {
+                graph.add_node(TypeNode { name: d.name.clone(), file: d.file.clone(), span: d.span.clone() })
+            });
+        }
+        for d in decls {
+            let from = by_name[d.name.as_str()];
+            for f in &d.fields {
+                let mut targets = Vec::new();
+                reach(&f.ty, false, false, &by_name, &mut targets);
+                for (to, shared, interior) in targets {
+                    graph.add_edge(
+                        from,
+                        to,
+                        FieldEdge { field: f.field.clone(), file: d.file.clone(), span: f.span.clone(), shared, interior },
+                    );
+                }
+            }
+        }
+        Self { graph }
+    }
+}
+
+/// The crate types a field type owns, and whether through `Rc`/`Arc` and interior mutability.
+fn reach(shape: &Shape, shared: bool, interior: bool, types: &HashMap<&str, NodeIndex>, out: &mut Vec<(NodeIndex, bool, bool)>) {
+    match shape {
+        Shape::Named { name, args } => {
+            let shared = shared || name == "Rc" || name == "Arc";
+            let interior = interior || INTERIOR.contains(&name.as_str());
+            if let Some(&n) = types.get(name.as_str()) {
+                out.push((n, shared, interior));
+            }
+            args.iter().for_each(|a| reach(a, shared, interior, types, out));
+        }
+        Shape::Tuple(items) => items.iter().for_each(|a| reach(a, shared, interior, types, out)),
+        Shape::Opaque => {}
+    }
+}

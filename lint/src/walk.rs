@@ -1,0 +1,1015 @@
+//! The one traversal: turns each function body of a parsed file into a [`FnGraph`].
+//!
+//! It walks statements in program order, keeping an environment of binding versions (SSA-like:
+//! a `let` or assignment makes a new version; `if`/`match` arms merge; a loop's end flows back
+//! into the versions live at its start). Rules never walk the AST; they read the graphs.
+
+use std::ops::Range;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use proc_macro2::Span as PmSpan;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Block, Expr, Pat, Stmt};
+
+use crate::frameworks::{self, Spec};
+use crate::graph::{
+    Binding, BindingId, BindingKind, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
+    Span, Store, Taint, TrainingCall, TrainingCallKind,
+};
+
+/// Deeper expressions than this are not followed (generated code can nest thousands deep).
+const MAX_DEPTH: usize = 256;
+
+/// Builds the graphs of every function, method and nested function in `file`.
+///
+/// `offset` is added to every byte position (the file text may have had a prefix removed).
+pub fn function_graphs(file: &syn::File, spec: &'static Spec, known: bool, offset: usize) -> Vec<FnGraph> {
+    let mut out = Vec::new();
+    let mut items = Items { spec, known, offset, out: &mut out };
+    for item in &file.items {
+        items.item(item, None);
+    }
+    out
+}
+
+struct Items<'o> {
+    spec: &'static Spec,
+    known: bool,
+    offset: usize,
+    out: &'o mut Vec<FnGraph>,
+}
+
+impl Items<'_> {
+    fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
+        match item {
+            syn::Item::Fn(f) => self.function(&f.sig, &f.block, owner),
+            syn::Item::Impl(imp) => {
+                let owner = type_name(&imp.self_ty);
+                for it in &imp.items {
+                    if let syn::ImplItem::Fn(f) = it {
+                        self.function(&f.sig, &f.block, owner.as_deref());
+                    }
+                }
+            }
+            syn::Item::Trait(tr) => {
+                let owner = tr.ident.to_string();
+                for it in &tr.items {
+                    if let syn::TraitItem::Fn(f) = it
+                        && let Some(block) = &f.default
+                    {
+                        self.function(&f.sig, block, Some(&owner));
+                    }
+                }
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, items)) = &m.content {
+                    for it in items {
+                        self.item(it, None);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn function(&mut self, sig: &syn::Signature, block: &Block, owner: Option<&str>) {
+        let name = match owner {
+            Some(o) => format!("{o}::{}", sig.ident),
+            None => sig.ident.to_string(),
+        };
+        let mut b = Builder::new(name, byte_range(sig.span(), self.offset), self.spec, self.known, self.offset);
+        for input in &sig.inputs {
+            match input {
+                syn::FnArg::Receiver(_) => b.has_self = true,
+                syn::FnArg::Typed(pt) => {
+                    let mut names = Vec::new();
+                    pat_idents(&pt.pat, &mut names);
+                    for ident in names {
+                        let span = b.span(ident.span());
+                        b.declare(ident.to_string(), BindingKind::Param, span, None);
+                    }
+                }
+            }
+        }
+        if b.has_self {
+            b.declare_self_fields(block);
+        }
+        b.block(block);
+        let nested = std::mem::take(&mut b.nested_items);
+        self.out.push(b.finish());
+        for item in nested {
+            self.item(&item, owner);
+        }
+    }
+}
+
+/// The abstract value of an expression: what it reads and how it was produced.
+#[derive(Debug, Clone)]
+struct Val {
+    reads: Vec<NodeIndex>,
+    producer: Producer,
+    /// The op-ness of a derived value: tensor operations on parameters produce a graph, moves do not.
+    op: bool,
+}
+
+impl Val {
+    fn plain() -> Self {
+        Self { reads: Vec::new(), producer: Producer::Plain, op: false }
+    }
+}
+
+struct Builder {
+    g: FnGraph,
+    offset: usize,
+    /// Visible bindings, innermost last: (binding, current version).
+    env: Vec<(BindingId, NodeIndex)>,
+    loop_stack: Vec<LoopId>,
+    /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
+    path: Vec<usize>,
+    next_branch: usize,
+    no_grad: usize,
+    has_self: bool,
+    depth: usize,
+    /// Items (nested `fn`s, `impl`s) found in the body, linted as functions of their own.
+    nested_items: Vec<syn::Item>,
+    /// Value nodes produced by parameter constructors (`Var::new`): ops on them carry a graph.
+    params: Vec<NodeIndex>,
+}
+
+fn byte_range(span: PmSpan, offset: usize) -> Span {
+    let r = span.byte_range();
+    r.start + offset..r.end + offset
+}
+
+impl Builder {
+    fn new(name: String, sig: Span, spec: &'static Spec, known: bool, offset: usize) -> Self {
+        Self {
+            g: FnGraph {
+                name,
+                sig,
+                spec,
+                framework_known: known,
+                graph: DiGraph::new(),
+                bindings: Vec::new(),
+                loops: Vec::new(),
+                calls: Vec::new(),
+                losses: Vec::new(),
+                param_values: Vec::new(),
+                op_values: Vec::new(),
+            },
+            offset,
+            env: Vec::new(),
+            loop_stack: Vec::new(),
+            path: Vec::new(),
+            next_branch: 0,
+            no_grad: 0,
+            has_self: false,
+            depth: 0,
+            nested_items: Vec::new(),
+            params: Vec::new(),
+        }
+    }
+
+    fn finish(mut self) -> FnGraph {
+        self.g.param_values = std::mem::take(&mut self.params);
+        self.g.propagate();
+        self.g
+    }
+
+    fn span(&self, span: PmSpan) -> Span {
+        byte_range(span, self.offset)
+    }
+
+    fn cur_loop(&self) -> Option<LoopId> {
+        self.loop_stack.last().copied()
+    }
+
+    fn add_node(&mut self, kind: NodeKind, span: Span) -> NodeIndex {
+        let in_loop = self.cur_loop();
+        self.g.graph.add_node(Node { kind, span, in_loop, taint: Taint::NONE })
+    }
+
+    fn declare(&mut self, name: String, kind: BindingKind, decl: Span, init: Option<(NodeIndex, Store, Span)>) -> NodeIndex {
+        let id = self.g.bindings.len();
+        self.g.bindings.push(Binding { name, kind, decl: decl.clone(), decl_loop: self.cur_loop() });
+        let v = self.add_node(NodeKind::Version(id), decl);
+        if let Some((value, how, span)) = init {
+            self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, method: None });
+        }
+        self.env.push((id, v));
+        v
+    }
+
+    fn lookup(&self, name: &str) -> Option<usize> {
+        self.env.iter().rposition(|(b, _)| self.g.bindings[*b].name == name)
+    }
+
+    /// Declares every `self.<field>` the body mentions, at the bottom of the environment.
+    fn declare_self_fields(&mut self, block: &Block) {
+        use syn::visit::Visit;
+        struct Fields<'a>(Vec<&'a syn::Ident>);
+        impl<'a> Visit<'a> for Fields<'a> {
+            fn visit_expr_field(&mut self, f: &'a syn::ExprField) {
+                if is_self(&f.base)
+                    && let syn::Member::Named(name) = &f.member
+                    && !self.0.contains(&name)
+                {
+                    self.0.push(name);
+                }
+                syn::visit::visit_expr_field(self, f);
+            }
+        }
+        let mut fields = Fields(Vec::new());
+        fields.visit_block(block);
+        for name in fields.0 {
+            let span = self.span(name.span());
+            let id = self.g.bindings.len();
+            self.g.bindings.push(Binding { name: format!("self.{name}"), kind: BindingKind::SelfField, decl: span.clone(), decl_loop: None });
+            let v = self.add_node(NodeKind::Version(id), span);
+            self.env.push((id, v));
+        }
+    }
+
+    /// The env slot of `self.<field>` (declared up front).
+    fn self_field(&self, field: &str) -> Option<usize> {
+        self.lookup(&format!("self.{field}"))
+    }
+
+    /// Writes `value` into the binding at env slot `slot`, making a new version.
+    fn write(&mut self, slot: usize, value: NodeIndex, how: Store, span: Span, method: Option<String>, keep_old: bool) {
+        let (id, old) = self.env[slot];
+        let new = self.add_node(NodeKind::Version(id), span.clone());
+        self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), method });
+        if keep_old {
+            self.g.graph.add_edge(old, new, Edge::StoredInto { how: Store::Merge, span, method: None });
+        }
+        self.env[slot].1 = new;
+    }
+
+    /// A node standing for `val`: the version itself for a plain read of one binding,
+    /// else a new value node.
+    fn materialize(&mut self, val: Val, span: Span) -> Option<NodeIndex> {
+        if val.producer == Producer::Derived && !val.op && val.reads.len() == 1 {
+            return Some(val.reads[0]);
+        }
+        if val.producer == Producer::Plain && val.reads.is_empty() {
+            return None;
+        }
+        Some(self.value_node(val, span))
+    }
+
+    fn value_node(&mut self, val: Val, span: Span) -> NodeIndex {
+        let producer = if self.no_grad > 0 && matches!(val.producer, Producer::Forward { .. } | Producer::Derived) {
+            Producer::Plain
+        } else {
+            val.producer
+        };
+        let n = self.add_node(NodeKind::Value(producer), span);
+        if val.op {
+            self.g.op_values.push(n);
+        }
+        for r in val.reads {
+            self.g.graph.add_edge(r, n, Edge::DerivedFrom);
+        }
+        n
+    }
+
+    /// Combines sub-values into a derived value (`op`: a tensor operation rather than a move).
+    fn combine(&mut self, parts: Vec<(Val, Span)>, op: bool) -> Val {
+        let mut reads = Vec::new();
+        for (v, span) in parts {
+            if v.producer == Producer::Derived && !v.op {
+                reads.extend(v.reads);
+            } else if let Some(n) = self.materialize(v, span) {
+                reads.push(n);
+            }
+        }
+        reads.sort_unstable();
+        reads.dedup();
+        Val { reads, producer: Producer::Derived, op }
+    }
+
+    fn record_call(&mut self, kind: TrainingCallKind, span: Span, receiver: String) {
+        if matches!(kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep) {
+            for &l in &self.loop_stack {
+                self.g.loops[l].runs_backward = true;
+            }
+        }
+        let in_loop = self.cur_loop();
+        let path = self.path.clone();
+        self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path });
+    }
+
+    fn mark_loss(&mut self, val: Val, span: Span) {
+        if let Some(n) = self.materialize(val, span) {
+            self.g.losses.push(n);
+        }
+    }
+
+    // ----- statements -------------------------------------------------------------------
+
+    fn block(&mut self, block: &Block) -> Val {
+        let mark = self.env.len();
+        let no_grad = self.no_grad;
+        let mut last = Val::plain();
+        for stmt in &block.stmts {
+            last = self.stmt(stmt);
+        }
+        self.no_grad = no_grad;
+        self.env.truncate(mark.min(self.env.len()));
+        last
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) -> Val {
+        match stmt {
+            Stmt::Local(local) => {
+                self.local(local);
+                Val::plain()
+            }
+            Stmt::Item(item) => {
+                if matches!(item, syn::Item::Fn(_) | syn::Item::Impl(_) | syn::Item::Mod(_) | syn::Item::Trait(_)) {
+                    self.nested_items.push(item.clone());
+                }
+                Val::plain()
+            }
+            Stmt::Expr(e, semi) => {
+                let v = self.expr(e);
+                if semi.is_some() { Val::plain() } else { v }
+            }
+            Stmt::Macro(m) => self.mac(&m.mac),
+        }
+    }
+
+    fn local(&mut self, local: &syn::Local) {
+        let init = local.init.as_ref();
+        // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
+        if let Some(init) = init
+            && self.is_no_grad_guard(&init.expr)
+            && !matches!(strip_pat_type(&local.pat), Pat::Wild(_))
+        {
+            self.no_grad += 1;
+        }
+        let val = match init {
+            Some(init) => {
+                let v = self.expr(&init.expr);
+                if let Some((_, diverge)) = &init.diverge {
+                    self.expr(diverge);
+                }
+                if pat_is_host_scalar(&local.pat) { Val::plain() } else { v }
+            }
+            None => Val::plain(),
+        };
+        let span = self.span(local.span());
+        let value = self.materialize(val, init.map_or(span.clone(), |i| self.span(i.expr.span())));
+        let mut names = Vec::new();
+        pat_idents(&local.pat, &mut names);
+        for ident in names {
+            let decl = self.span(ident.span());
+            self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+        }
+    }
+
+    /// Binds the identifiers of `pat` to `val` (match arms, `for` patterns, `if let`, closures).
+    fn bind_pat(&mut self, pat: &Pat, val: Val, span: Span) {
+        let mut names = Vec::new();
+        pat_idents(pat, &mut names);
+        if names.is_empty() {
+            return;
+        }
+        let value = self.materialize(val, span.clone());
+        for ident in names {
+            let decl = self.span(ident.span());
+            self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+        }
+    }
+
+    // ----- expressions ------------------------------------------------------------------
+
+    fn expr(&mut self, e: &Expr) -> Val {
+        if self.depth >= MAX_DEPTH {
+            return Val::plain();
+        }
+        self.depth += 1;
+        let v = self.expr_inner(e);
+        self.depth -= 1;
+        v
+    }
+
+    fn exprs<'a>(&mut self, es: impl IntoIterator<Item = &'a Expr>, op: bool) -> Val {
+        let parts: Vec<(Val, Span)> = es.into_iter().map(|e| (self.expr(e), self.span(e.span()))).collect();
+        self.combine(parts, op)
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> Val {
+        match e {
+            Expr::Path(p) => self.path_read(p),
+            Expr::Lit(_) => Val::plain(),
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Reference(r) => self.expr(&r.expr),
+            Expr::Try(t) => self.expr(&t.expr),
+            Expr::Await(a) => self.expr(&a.base),
+            Expr::Unary(u) => {
+                let v = self.expr(&u.expr);
+                match u.op {
+                    syn::UnOp::Deref(_) => v,
+                    _ => self.combine(vec![(v, self.span(u.expr.span()))], true),
+                }
+            }
+            Expr::Cast(c) => {
+                self.expr(&c.expr);
+                Val::plain()
+            }
+            Expr::Field(f) => self.field_read(f),
+            Expr::Index(i) => {
+                let base = self.expr(&i.expr);
+                self.expr(&i.index);
+                base
+            }
+            Expr::Binary(b) => self.binary(b),
+            Expr::Assign(a) => {
+                self.assign(&a.left, &a.right, self.span(a.span()));
+                Val::plain()
+            }
+            Expr::MethodCall(m) => self.method_call(m),
+            Expr::Call(c) => self.call(c),
+            Expr::Macro(m) => self.mac(&m.mac),
+            Expr::Block(b) => self.block(&b.block),
+            Expr::Unsafe(u) => self.block(&u.block),
+            Expr::Const(c) => self.block(&c.block),
+            Expr::Async(a) => self.branch(|s| s.block(&a.block)),
+            Expr::If(i) => self.if_expr(i),
+            Expr::Match(m) => self.match_expr(m),
+            Expr::ForLoop(f) => {
+                let iter = self.expr(&f.expr);
+                let header = self.span(f.for_token.span).start..self.span(f.expr.span()).end;
+                let label = f.label.as_ref().map(|l| l.name.ident.to_string());
+                let pat_span = self.span(f.pat.span());
+                self.looped(header, label, |s| {
+                    s.bind_pat(&f.pat, iter, pat_span);
+                    s.block(&f.body);
+                });
+                Val::plain()
+            }
+            Expr::While(w) => {
+                let header = self.span(w.while_token.span).start..self.span(w.cond.span()).end;
+                let label = w.label.as_ref().map(|l| l.name.ident.to_string());
+                self.looped(header, label, |s| {
+                    s.expr(&w.cond);
+                    s.block(&w.body);
+                });
+                Val::plain()
+            }
+            Expr::Loop(l) => {
+                let header = self.span(l.loop_token.span);
+                let label = l.label.as_ref().map(|l| l.name.ident.to_string());
+                self.looped(header, label, |s| {
+                    s.block(&l.body);
+                });
+                Val::plain()
+            }
+            Expr::Let(l) => {
+                // `if let` / `while let`: the pattern's bindings live in the enclosing scope
+                // pushed by the caller.
+                let v = self.expr(&l.expr);
+                let span = self.span(l.expr.span());
+                self.bind_pat(&l.pat, v, span);
+                Val::plain()
+            }
+            Expr::Closure(c) => self.branch(|s| {
+                let mark = s.env.len();
+                for input in &c.inputs {
+                    let span = s.span(input.span());
+                    s.bind_pat(input, Val::plain(), span);
+                }
+                let v = s.expr(&c.body);
+                s.env.truncate(mark);
+                v
+            }),
+            Expr::Tuple(t) => self.exprs(t.elems.iter(), false),
+            Expr::Array(a) => self.exprs(a.elems.iter(), false),
+            Expr::Repeat(r) => self.expr(&r.expr),
+            Expr::Struct(s) => {
+                let fields: Vec<&Expr> = s.fields.iter().map(|f| &f.expr).chain(s.rest.as_deref()).collect();
+                self.exprs(fields, false)
+            }
+            Expr::Range(r) => {
+                self.exprs(r.start.iter().chain(r.end.iter()).map(|b| &**b), false);
+                Val::plain()
+            }
+            Expr::Return(r) => {
+                if let Some(e) = &r.expr {
+                    self.expr(e);
+                }
+                Val::plain()
+            }
+            Expr::Break(b) => {
+                if let Some(e) = &b.expr {
+                    self.expr(e);
+                }
+                Val::plain()
+            }
+            Expr::Yield(y) => {
+                if let Some(e) = &y.expr {
+                    self.expr(e);
+                }
+                Val::plain()
+            }
+            Expr::TryBlock(t) => self.block(&t.block),
+            _ => Val::plain(),
+        }
+    }
+
+    fn path_read(&mut self, p: &syn::ExprPath) -> Val {
+        if p.qself.is_none()
+            && let Some(ident) = p.path.get_ident()
+            && let Some(slot) = self.lookup(&ident.to_string())
+        {
+            return Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false };
+        }
+        Val::plain()
+    }
+
+    fn field_read(&mut self, f: &syn::ExprField) -> Val {
+        if is_self(&f.base) && self.has_self {
+            if let syn::Member::Named(name) = &f.member
+                && let Some(slot) = self.self_field(&name.to_string())
+            {
+                return Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false };
+            }
+        }
+        self.expr(&f.base)
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> Val {
+        use syn::BinOp::*;
+        match b.op {
+            AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) => {
+                let rhs = self.expr(&b.right);
+                let lhs = self.expr(&b.left);
+                let span = self.span(b.span());
+                if let Some(slot) = self.place_slot(&b.left) {
+                    let parts = vec![(lhs, self.span(b.left.span())), (rhs, self.span(b.right.span()))];
+                    let val = self.combine(parts, true);
+                    let value = self.value_node(val, self.span(b.right.span()));
+                    self.write(slot, value, Store::Fold, span, None, false);
+                }
+                Val::plain()
+            }
+            Eq(_) | Lt(_) | Le(_) | Ne(_) | Ge(_) | Gt(_) | And(_) | Or(_) => {
+                self.expr(&b.left);
+                self.expr(&b.right);
+                Val::plain()
+            }
+            _ => {
+                let l = self.expr(&b.left);
+                let r = self.expr(&b.right);
+                let parts = vec![(l, self.span(b.left.span())), (r, self.span(b.right.span()))];
+                self.combine(parts, true)
+            }
+        }
+    }
+
+    fn assign(&mut self, left: &Expr, right: &Expr, span: Span) {
+        let rhs = self.expr(right);
+        let Some(slot) = self.place_slot(left) else {
+            self.expr(left);
+            return;
+        };
+        let old = self.env[slot].1;
+        let whole = is_whole_binding(left);
+        let how = if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
+        let value = self.value_node(rhs, self.span(right.span()));
+        self.write(slot, value, how, span, None, !whole);
+    }
+
+    /// Whether `val` reads `version` directly or through value nodes built in this expression.
+    fn reads_transitively(&self, val: &Val, version: NodeIndex) -> bool {
+        let mut stack: Vec<NodeIndex> = val.reads.clone();
+        let mut budget = 256;
+        while let Some(n) = stack.pop() {
+            if n == version {
+                return true;
+            }
+            budget -= 1;
+            if budget == 0 {
+                return false;
+            }
+            if let NodeKind::Value(_) = self.g.graph[n].kind {
+                stack.extend(self.g.graph.neighbors_directed(n, petgraph::Direction::Incoming));
+            }
+        }
+        false
+    }
+
+    /// The env slot of the binding an assignment target or store receiver lives in.
+    fn place_slot(&mut self, e: &Expr) -> Option<usize> {
+        match e {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
+            Expr::Field(f) if is_self(&f.base) && self.has_self => match &f.member {
+                syn::Member::Named(name) => self.self_field(&name.to_string()),
+                syn::Member::Unnamed(_) => None,
+            },
+            Expr::Field(f) => self.place_slot(&f.base),
+            Expr::Index(i) => self.place_slot(&i.expr),
+            Expr::Paren(p) => self.place_slot(&p.expr),
+            Expr::Group(g) => self.place_slot(&g.expr),
+            Expr::Reference(r) => self.place_slot(&r.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.place_slot(&u.expr),
+            Expr::Try(t) => self.place_slot(&t.expr),
+            Expr::MethodCall(m) if PLACE_METHODS.contains(&m.method.to_string().as_str()) => self.place_slot(&m.receiver),
+            _ => None,
+        }
+    }
+
+    fn method_call(&mut self, m: &syn::ExprMethodCall) -> Val {
+        let name = m.method.to_string();
+        let argc = m.args.len();
+        let span = self.span(m.span());
+        let spec = self.g.spec;
+        let specs = self.specs();
+
+        if STORE_METHODS.contains(&name.as_str()) && argc >= 1 {
+            let args: Vec<Val> = m.args.iter().map(|a| self.expr(a)).collect();
+            let recv_val = self.expr(&m.receiver);
+            if let Some(slot) = self.place_slot(&m.receiver) {
+                // The stored value is the last argument (`insert(k, v)`, `push(v)`).
+                let stored = args.into_iter().last().unwrap_or_else(Val::plain);
+                let last = m.args.last().map_or(span.clone(), |a| self.span(a.span()));
+                let value = self.value_node(stored, last);
+                self.write(slot, value, Store::Push, span, Some(name), true);
+            }
+            drop(recv_val);
+            return Val::plain();
+        }
+
+        let recv = self.expr(&m.receiver);
+        let recv_span = self.span(m.receiver.span());
+        let receiver_text = expr_text(&m.receiver);
+
+        if specs.iter().any(|s| s.is_backward(&name, argc)) {
+            self.exprs(m.args.iter(), false);
+            self.mark_loss(recv, recv_span);
+            self.record_call(TrainingCallKind::Backward, span, receiver_text);
+            return Val::plain();
+        }
+        if specs.iter().any(|s| s.is_backward_step(&name, argc)) {
+            let loss = m.args.first().map(|a| (self.expr(a), self.span(a.span())));
+            for a in m.args.iter().skip(1) {
+                self.expr(a);
+            }
+            if let Some((v, s)) = loss {
+                self.mark_loss(v, s);
+            }
+            if spec.is_clear(&name, argc) {
+                self.record_call(TrainingCallKind::Clear, span.clone(), receiver_text.clone());
+            }
+            self.record_call(TrainingCallKind::BackwardStep, span, receiver_text);
+            return Val::plain();
+        }
+        if spec.is_clear(&name, argc) {
+            self.exprs(m.args.iter(), false);
+            self.record_call(TrainingCallKind::Clear, span, receiver_text);
+            return Val::plain();
+        }
+        if specs.iter().any(|s| s.is_step(&name, argc)) {
+            self.exprs(m.args.iter(), false);
+            if spec.is_step(&name, argc) {
+                self.record_call(TrainingCallKind::Step, span, receiver_text);
+            }
+            return Val::plain();
+        }
+        if specs.iter().any(|s| s.is_cut_method(&name)) || frameworks::is_metadata_method(&name) {
+            self.exprs(m.args.iter(), false);
+            return Val { producer: Producer::Plain, ..recv };
+        }
+        if specs.iter().any(|s| s.no_grad_models.contains(&name.as_str())) {
+            return Val { producer: Producer::InertModel, ..recv };
+        }
+        if frameworks::is_forward_method(&name) || specs.iter().any(|s| s.tape_methods.contains(&name.as_str())) {
+            let receiver = self.materialize(recv.clone(), recv_span.clone());
+            let args = self.exprs(m.args.iter(), false);
+            let mut reads = args.reads;
+            reads.extend(receiver);
+            return Val { reads, producer: Producer::Forward { receiver }, op: true };
+        }
+        if PARAM_METHODS.contains(&name.as_str()) {
+            self.exprs(m.args.iter(), false);
+            let n = self.value_node(Val { producer: Producer::Plain, ..recv }, span);
+            self.params.push(n);
+            return Val { reads: vec![n], producer: Producer::Derived, op: false };
+        }
+        if no_grad_closure_call(&name, spec) {
+            return self.no_grad_region(|s| s.exprs(m.args.iter(), false));
+        }
+        let moves = MOVE_METHODS.contains(&name.as_str());
+        let mut parts = vec![(recv, recv_span)];
+        for a in &m.args {
+            parts.push((self.expr(a), self.span(a.span())));
+        }
+        self.combine(parts, !moves)
+    }
+
+    fn call(&mut self, c: &syn::ExprCall) -> Val {
+        let span = self.span(c.span());
+        let Expr::Path(p) = &*c.func else {
+            let f = self.expr(&c.func);
+            let args = self.exprs(c.args.iter(), true);
+            return self.combine(vec![(f, span.clone()), (args, span)], true);
+        };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let last = segs.last().map(String::as_str).unwrap_or("");
+        let last_two = if segs.len() >= 2 { format!("{}::{}", segs[segs.len() - 2], last) } else { last.to_string() };
+        let ty = if segs.len() >= 2 { segs[segs.len() - 2].as_str() } else { "" };
+        let specs = self.specs();
+
+        if specs.iter().any(|s| s.no_grad_functions.contains(&last)) && c.args.len() == 1 {
+            return self.no_grad_region(|s| s.exprs(c.args.iter(), false));
+        }
+        if specs.iter().any(|s| s.is_cut_function(&last_two)) {
+            self.exprs(c.args.iter(), false);
+            return Val::plain();
+        }
+        if frameworks::is_loss_function(last) {
+            let args = self.exprs(c.args.iter(), true);
+            return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
+        }
+        if PARAM_TYPES.contains(&ty) {
+            self.exprs(c.args.iter(), false);
+            let n = self.value_node(Val::plain(), span);
+            self.params.push(n);
+            return Val { reads: vec![n], producer: Producer::Derived, op: false };
+        }
+        if TENSOR_TYPES.contains(&ty) && DATA_CONSTRUCTORS.contains(&last) {
+            self.exprs(c.args.iter(), false);
+            return Val::plain();
+        }
+        if WRAPPERS.contains(&last) || WRAPPERS.contains(&last_two.as_str()) {
+            return self.exprs(c.args.iter(), false);
+        }
+        // Unknown calls (including `Tensor::cat`, user helpers): derived from their arguments.
+        self.exprs(c.args.iter(), true)
+    }
+
+    fn mac(&mut self, mac: &syn::Macro) -> Val {
+        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        let args = mac.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated);
+        let Ok(args) = args else {
+            return Val::plain();
+        };
+        let v = self.exprs(args.iter(), false);
+        if matches!(name.as_str(), "vec" | "dbg") { v } else { Val::plain() }
+    }
+
+    fn if_expr(&mut self, i: &syn::ExprIf) -> Val {
+        let mark = self.env.len();
+        self.expr(&i.cond);
+        let after_cond: Vec<_> = self.env[..mark.min(self.env.len())].to_vec();
+        let then = self.branch(|s| s.block(&i.then_branch));
+        self.env.truncate(mark);
+        let after_then = std::mem::replace(&mut self.env, after_cond.clone());
+        let els = match &i.else_branch {
+            Some((_, e)) => self.branch(|s| s.expr(e)),
+            None => Val::plain(),
+        };
+        self.env.truncate(mark);
+        let after_else = std::mem::replace(&mut self.env, after_cond);
+        let span = self.span(i.span());
+        self.merge(&[after_then, after_else], span.clone());
+        self.combine(vec![(then, span.clone()), (els, span)], false)
+    }
+
+    fn match_expr(&mut self, m: &syn::ExprMatch) -> Val {
+        let scrutinee = self.expr(&m.expr);
+        let scrut_span = self.span(m.expr.span());
+        let before = self.env.clone();
+        let mut ends = Vec::new();
+        let mut vals = Vec::new();
+        for arm in &m.arms {
+            self.env.clone_from(&before);
+            let v = self.branch(|s| {
+                let mark = s.env.len();
+                s.bind_pat(&arm.pat, scrutinee.clone(), scrut_span.clone());
+                if let Pat::Guard(g) = &arm.pat {
+                    s.expr(&g.guard);
+                }
+                let v = s.expr(&arm.body);
+                s.env.truncate(mark);
+                v
+            });
+            vals.push((v, self.span(arm.body.span())));
+            ends.push(std::mem::take(&mut self.env));
+        }
+        self.env = before;
+        if !ends.is_empty() {
+            self.merge(&ends, self.span(m.span()));
+        }
+        self.combine(vals, false)
+    }
+
+    /// After branches: bindings whose version differs between branches get a merged version.
+    /// Every branch environment starts with the current environment's slots, in order.
+    fn merge(&mut self, ends: &[Vec<(BindingId, NodeIndex)>], span: Span) {
+        for slot in 0..self.env.len() {
+            let (id, base) = self.env[slot];
+            let mut versions: Vec<NodeIndex> = ends
+                .iter()
+                .filter_map(|env| env.get(slot).filter(|(b, _)| *b == id).map(|(_, v)| *v))
+                .collect();
+            versions.push(base);
+            versions.sort_unstable();
+            versions.dedup();
+            if versions.len() > 1 {
+                let merged = self.add_node(NodeKind::Version(id), span.clone());
+                for v in versions {
+                    self.g.graph.add_edge(v, merged, Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None });
+                }
+                self.env[slot].1 = merged;
+            }
+        }
+    }
+
+    fn branch<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.next_branch += 1;
+        self.path.push(self.next_branch);
+        let r = f(self);
+        self.path.pop();
+        r
+    }
+
+    fn no_grad_region<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Val {
+        self.no_grad += 1;
+        f(self);
+        self.no_grad -= 1;
+        Val::plain()
+    }
+
+    fn looped(&mut self, header: Span, label: Option<String>, body: impl FnOnce(&mut Self)) {
+        let id = self.g.loops.len();
+        self.g.loops.push(LoopScope { parent: self.cur_loop(), header, label, runs_backward: false });
+        let before = self.env.clone();
+        self.loop_stack.push(id);
+        self.branch(body);
+        self.loop_stack.pop();
+        // The end of an iteration flows into the next one: link end versions back to the
+        // versions live at the start (which also stand for "after the loop").
+        let span = self.g.loops[id].header.clone();
+        for (slot, &(bid, start)) in before.iter().enumerate() {
+            if let Some(&(b, end)) = self.env.get(slot)
+                && b == bid
+                && end != start
+            {
+                self.g.graph.add_edge(end, start, Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None });
+            }
+        }
+        self.env = before;
+    }
+
+    fn specs(&self) -> Vec<&'static Spec> {
+        if self.g.framework_known {
+            vec![self.g.spec]
+        } else {
+            frameworks::Framework::ALL.iter().map(|f| f.spec()).collect()
+        }
+    }
+
+    fn is_no_grad_guard(&self, e: &Expr) -> bool {
+        let e = match e {
+            Expr::Try(t) => &*t.expr,
+            e => e,
+        };
+        let Expr::Call(c) = e else { return false };
+        let Expr::Path(p) = &*c.func else { return false };
+        let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        self.specs().iter().any(|s| s.no_grad_guards.contains(&last.as_str()))
+    }
+}
+
+fn no_grad_closure_call(_name: &str, _spec: &Spec) -> bool {
+    false
+}
+
+/// Methods through which a store receiver still names the same place.
+const PLACE_METHODS: &[&str] = &[
+    "borrow_mut", "lock", "write", "get_mut", "as_mut", "unwrap", "expect", "entry", "last_mut",
+    "first_mut", "deref_mut", "or_default", "get_or_insert_with", "as_deref_mut",
+];
+
+/// Methods that store their (last) argument into the receiver.
+const STORE_METHODS: &[&str] = &[
+    "push", "push_back", "push_front", "insert", "extend", "append", "extend_from_slice",
+    "or_insert", "push_str", "replace", "set", "send", "add_assign",
+];
+
+/// Methods that move or borrow a value without computing (clones keep the graph).
+const MOVE_METHODS: &[&str] = &[
+    "clone", "shallow_clone", "to_owned", "borrow", "as_ref", "unwrap", "expect", "into", "iter",
+    "into_iter", "collect", "copied", "cloned", "get", "first", "last", "as_tensor", "lock",
+    "read", "deref", "take",
+];
+
+/// Methods that make a trainable parameter out of their receiver.
+const PARAM_METHODS: &[&str] = &["set_requires_grad", "requires_grad_", "require_grad"];
+
+/// Types whose constructors make trainable parameters.
+const PARAM_TYPES: &[&str] = &["Var", "Param"];
+
+/// Tensor types whose constructors make plain data.
+const TENSOR_TYPES: &[&str] = &["Tensor", "Array"];
+
+/// Tensor constructors that make plain data (observations, batches, constants).
+const DATA_CONSTRUCTORS: &[&str] = &[
+    "new", "from_vec", "from_slice", "from_iter", "from_data", "from_floats", "from_ints",
+    "from_bools", "zeros", "ones", "zeros_like", "ones_like", "full", "arange", "arange_step",
+    "rand", "randn", "rand_like", "randn_like", "eye", "of_slice", "from_array", "empty",
+    "from_raw_buffer", "read_npy", "load", "from_primitive", "linspace", "random", "f_from_slice",
+    "of_slice2", "from_slice2", "scalar_tensor",
+];
+
+/// Functions that wrap their argument without computing.
+const WRAPPERS: &[&str] = &[
+    "Some", "Ok", "Err", "Box::new", "Rc::new", "Arc::new", "RefCell::new", "Mutex::new",
+    "Cell::new", "RwLock::new", "Rc::clone", "Arc::clone", "identity",
+];
+
+fn is_self(e: &Expr) -> bool {
+    matches!(e, Expr::Path(p) if p.path.is_ident("self"))
+}
+
+fn is_whole_binding(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) => true,
+        Expr::Field(f) => is_self(&f.base),
+        Expr::Paren(p) => is_whole_binding(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_whole_binding(&u.expr),
+        _ => false,
+    }
+}
+
+fn strip_pat_type(p: &Pat) -> &Pat {
+    match p {
+        Pat::Type(t) => strip_pat_type(&t.pat),
+        p => p,
+    }
+}
+
+/// `let x: f32 = …`: a host scalar never carries a graph.
+fn pat_is_host_scalar(p: &Pat) -> bool {
+    let Pat::Type(t) = p else { return false };
+    let syn::Type::Path(tp) = &*t.ty else { return false };
+    let Some(ident) = tp.path.get_ident() else { return false };
+    matches!(
+        ident.to_string().as_str(),
+        "f16" | "f32" | "f64" | "i8" | "i16" | "i32" | "i64" | "i128" | "u8" | "u16" | "u32" | "u64" | "u128"
+            | "usize" | "isize" | "bool" | "String"
+    )
+}
+
+/// The identifiers a pattern binds.
+pub fn pat_idents<'p>(p: &'p Pat, out: &mut Vec<&'p syn::Ident>) {
+    match p {
+        Pat::Ident(i) => {
+            if i.ident != "self" {
+                out.push(&i.ident);
+            }
+            if let Some((_, sub)) = &i.subpat {
+                pat_idents(sub, out);
+            }
+        }
+        Pat::Tuple(t) => t.elems.iter().for_each(|p| pat_idents(p, out)),
+        Pat::TupleStruct(t) => t.elems.iter().for_each(|p| pat_idents(p, out)),
+        Pat::Struct(s) => s.fields.iter().for_each(|f| pat_idents(&f.pat, out)),
+        Pat::Slice(s) => s.elems.iter().for_each(|p| pat_idents(p, out)),
+        Pat::Or(o) => {
+            if let Some(first) = o.cases.first() {
+                pat_idents(first, out);
+            }
+        }
+        Pat::Reference(r) => pat_idents(&r.pat, out),
+        Pat::Paren(p) => pat_idents(&p.pat, out),
+        Pat::Type(t) => pat_idents(&t.pat, out),
+        Pat::Guard(g) => pat_idents(&g.pat, out),
+        _ => {}
+    }
+}
+
+/// The source text of a short expression, for messages (`opt`, `self.optimizer`).
+pub fn expr_text(e: &Expr) -> String {
+    use quote::ToTokens;
+    let s = e.to_token_stream().to_string();
+    s.replace(" . ", ".").replace(" (", "(").replace("( ", "(").replace(" )", ")").replace("& ", "&")
+}
+
+fn type_name(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        syn::Type::Reference(r) => type_name(&r.elem),
+        _ => None,
+    }
+}
+
+/// Byte range helper for other modules.
+pub fn span_range(span: PmSpan, offset: usize) -> Range<usize> {
+    byte_range(span, offset)
+}

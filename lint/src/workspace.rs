@@ -1,0 +1,239 @@
+//! Which files to lint: packages and targets from `cargo metadata --no-deps` (no dependency is
+//! downloaded or built, no build script runs), or files and folders given by path.
+
+use std::path::{Path, PathBuf};
+
+use crate::frameworks::Framework;
+use crate::output::json::Owner;
+
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum WorkspaceError {
+    #[error("could not read the cargo workspace: {0}")]
+    #[diagnostic(code(memlint::workspace), help("pass `--manifest-path path/to/Cargo.toml`, or lint files and folders by path"))]
+    Metadata(String),
+    #[error("package `{0}` is not a member of this workspace")]
+    #[diagnostic(code(memlint::workspace), help("members: {1}"))]
+    NoSuchPackage(String, String),
+    #[error("path `{0}` does not exist")]
+    #[diagnostic(code(memlint::workspace))]
+    NoSuchPath(String),
+}
+
+/// One target of a package (lib, bin, example, test, bench).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub kind: Vec<String>,
+    pub src_path: PathBuf,
+}
+
+/// One package and the files of its targets.
+#[derive(Debug, Clone)]
+pub struct Package {
+    /// The id exactly as `cargo metadata` prints it.
+    pub id: String,
+    pub name: String,
+    pub manifest_path: PathBuf,
+    /// The framework among the package's dependencies, if any.
+    pub framework: Option<Framework>,
+    pub targets: Vec<Target>,
+}
+
+impl Package {
+    pub fn root(&self) -> &Path {
+        self.manifest_path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Every `.rs` file under the folders of the package's lib, bin, example, test and bench
+    /// targets (build scripts excluded), skipping nested packages and ignored files.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for t in &self.targets {
+            if t.kind.iter().any(|k| k == "custom-build") {
+                continue;
+            }
+            let dir = t.src_path.parent().unwrap_or(self.root());
+            if dir == self.root() {
+                // A target at the package root: only that file, not the whole tree.
+                files.push(t.src_path.clone());
+            } else {
+                files.extend(rust_files(dir, Some(self.root())));
+            }
+        }
+        files.sort();
+        files.dedup();
+        files
+    }
+
+    /// The target a file belongs to: the one whose folder holds it most closely.
+    pub fn owner(&self, file: &Path) -> Owner {
+        let file = absolute(file);
+        let target = self
+            .targets
+            .iter()
+            .filter(|t| !t.kind.iter().any(|k| k == "custom-build"))
+            .filter(|t| t.src_path == file || t.src_path.parent().is_some_and(|d| file.starts_with(d)))
+            .max_by_key(|t| (t.src_path == file, t.src_path.parent().map_or(0, |d| d.components().count())))
+            .or_else(|| self.targets.first());
+        Owner {
+            package_id: self.id.clone(),
+            manifest_path: Some(self.manifest_path.display().to_string()),
+            target_name: target.map_or(self.name.clone(), |t| t.name.clone()),
+            target_kind: target.map_or(vec!["lib".to_string()], |t| t.kind.clone()),
+            src_path: target.map_or(file.display().to_string(), |t| t.src_path.display().to_string()),
+        }
+    }
+}
+
+/// The packages of a workspace.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    pub root: PathBuf,
+    pub members: Vec<Package>,
+    /// The package whose manifest is the workspace root, if it has one.
+    pub root_package: Option<String>,
+}
+
+impl Workspace {
+    /// Runs `cargo metadata --no-deps --offline` for the manifest (or the current directory).
+    pub fn load(manifest_path: Option<&Path>) -> Result<Self, WorkspaceError> {
+        let mut cmd = cargo_metadata::MetadataCommand::new();
+        cmd.no_deps().other_options(vec!["--offline".to_string()]);
+        if let Some(m) = manifest_path {
+            cmd.manifest_path(m);
+        }
+        let meta = cmd.exec().map_err(|e| WorkspaceError::Metadata(first_line(&e.to_string())))?;
+        let members = meta
+            .workspace_packages()
+            .into_iter()
+            .map(|p| Package {
+                id: p.id.repr.clone(),
+                name: p.name.to_string(),
+                manifest_path: p.manifest_path.clone().into_std_path_buf(),
+                framework: p.dependencies.iter().find_map(|d| Framework::from_crate_name(&d.name)),
+                targets: p
+                    .targets
+                    .iter()
+                    .map(|t| Target {
+                        name: t.name.clone(),
+                        kind: t.kind.iter().map(|k| k.to_string()).collect(),
+                        src_path: t.src_path.clone().into_std_path_buf(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(Self {
+            root: meta.workspace_root.clone().into_std_path_buf(),
+            members,
+            root_package: meta.root_package().map(|p| p.id.repr.clone()),
+        })
+    }
+
+    /// The packages to lint, like cargo picks them: `-p` names, `--workspace`, the package the
+    /// current directory is in, the root package, or every member of a virtual workspace.
+    pub fn select(&self, workspace: bool, names: &[String], cwd: &Path) -> Result<Vec<&Package>, WorkspaceError> {
+        if workspace {
+            return Ok(self.members.iter().collect());
+        }
+        if !names.is_empty() {
+            return names
+                .iter()
+                .map(|n| {
+                    self.members.iter().find(|p| &p.name == n).ok_or_else(|| {
+                        let all: Vec<&str> = self.members.iter().map(|p| p.name.as_str()).collect();
+                        WorkspaceError::NoSuchPackage(n.clone(), all.join(", "))
+                    })
+                })
+                .collect();
+        }
+        let cwd = absolute(cwd);
+        if let Some(p) = self
+            .members
+            .iter()
+            .filter(|p| cwd.starts_with(p.root()) && p.root() != self.root)
+            .max_by_key(|p| p.root().components().count())
+        {
+            return Ok(vec![p]);
+        }
+        if let Some(id) = &self.root_package {
+            return Ok(self.members.iter().filter(|p| &p.id == id).collect());
+        }
+        Ok(self.members.iter().collect())
+    }
+
+    /// The member package that contains a path.
+    pub fn package_of(&self, path: &Path) -> Option<&Package> {
+        let path = absolute(path);
+        self.members
+            .iter()
+            .filter(|p| path.starts_with(p.root()))
+            .max_by_key(|p| p.root().components().count())
+    }
+}
+
+/// Expands files and folders given on the command line into `.rs` files.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, WorkspaceError> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            files.push(p.clone());
+        } else if p.is_dir() {
+            files.extend(rust_files(p, None));
+        } else {
+            return Err(WorkspaceError::NoSuchPath(p.display().to_string()));
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// `.rs` files under `dir`, honouring `.gitignore`, skipping `target/` and nested packages
+/// (folders with their own `Cargo.toml` other than `package_root`).
+fn rust_files(dir: &Path, package_root: Option<&Path>) -> Vec<PathBuf> {
+    let dir_owned = dir.to_path_buf();
+    let package_root = package_root.map(Path::to_path_buf);
+    let walker = ignore::WalkBuilder::new(dir)
+        .hidden(true)
+        .parents(true)
+        .require_git(false)
+        .filter_entry(move |e| {
+            let path = e.path();
+            if !e.file_type().is_some_and(|t| t.is_dir()) || path == dir_owned {
+                return true;
+            }
+            if e.file_name() == "target" {
+                return false;
+            }
+            let nested = path.join("Cargo.toml").is_file() && package_root.as_deref() != Some(path);
+            !nested
+        })
+        .build();
+    walker
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()) && e.path().extension().is_some_and(|x| x == "rs"))
+        .map(|e| e.into_path())
+        .collect()
+}
+
+/// The framework among the dependencies of the `Cargo.toml` nearest above `path`, read with
+/// `toml` (for files linted by path outside any loaded workspace).
+pub fn framework_near(path: &Path) -> Option<Framework> {
+    let start = absolute(path);
+    let manifest = start.ancestors().map(|d| d.join("Cargo.toml")).find(|m| m.is_file())?;
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let doc: toml::Table = toml::from_str(&text).ok()?;
+    ["dependencies", "dev-dependencies"]
+        .iter()
+        .filter_map(|k| doc.get(*k).and_then(|v| v.as_table()))
+        .flat_map(|t| t.keys())
+        .find_map(|k| Framework::from_crate_name(k))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim().to_string()
+}
