@@ -109,7 +109,7 @@ impl Linter {
         let file = Arc::new(SourceFile::new(path, ""));
         let mut findings = Vec::new();
         let mut cx = Context::new(Some(file), &rules::PARSE_ERROR, &self.levels, &mut findings);
-        cx.report(Report::new(message, 0..0, "").note("memlint skipped this file; the rest of the crate is still linted"));
+        cx.report(Report::new(message, 0..0, "").help("memlint skipped this file and linted the rest"));
         FileResult { findings, decls: Vec::new() }
     }
 
@@ -136,8 +136,8 @@ impl Linter {
                 let end = (err.span().byte_range().end + offset).max(start);
                 let mut findings = Vec::new();
                 let mut cx = Context::new(Some(file.clone()), &rules::PARSE_ERROR, &self.levels, &mut findings);
-                cx.report(Report::new(format!("could not parse file: {err}"), start..end, "syntax error here").note(
-                    "memlint skipped this file; the rest of the crate is still linted",
+                cx.report(Report::new(format!("could not parse file: {err}"), start..end, "syntax error here").help(
+                    "fix the syntax (`cargo check` shows it); memlint skipped this file and linted the rest",
                 ));
                 FileResult { findings, decls: Vec::new() }
             }

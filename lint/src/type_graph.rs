@@ -29,6 +29,8 @@ pub struct FieldEdge {
     /// Reached through interior mutability (`RefCell`, `Mutex`, …), which is what lets a cycle
     /// be closed after construction.
     pub interior: bool,
+    /// Reached through `Weak`: owns nothing, but shows the author broke a cycle on purpose.
+    pub weak: bool,
 }
 
 #[derive(Debug, Default)]
@@ -60,7 +62,7 @@ pub struct FieldDecl {
 }
 
 /// The part of a type that matters for ownership: named types and their type arguments.
-/// References, raw pointers and `Weak` own nothing and are dropped.
+/// References and raw pointers own nothing and are dropped.
 #[derive(Debug, Clone)]
 pub enum Shape {
     Named { name: String, args: Vec<Shape> },
@@ -77,7 +79,7 @@ impl Shape {
             syn::Type::Path(p) if p.qself.is_none() => {
                 let Some(last) = p.path.segments.last() else { return Shape::Opaque };
                 let name = last.ident.to_string();
-                if name == "Weak" || name == "PhantomData" {
+                if name == "PhantomData" {
                     return Shape::Opaque;
                 }
                 let args = match &last.arguments {
@@ -165,12 +167,19 @@ impl TypeGraph {
             let from = by_name[d.name.as_str()];
             for f in &d.fields {
                 let mut targets = Vec::new();
-                reach(&f.ty, false, false, &by_name, &mut targets);
-                for (to, shared, interior) in targets {
+                reach(&f.ty, Via::default(), &by_name, &mut targets);
+                for (to, via) in targets {
                     graph.add_edge(
                         from,
                         to,
-                        FieldEdge { field: f.field.clone(), file: d.file.clone(), span: f.span.clone(), shared, interior },
+                        FieldEdge {
+                            field: f.field.clone(),
+                            file: d.file.clone(),
+                            span: f.span.clone(),
+                            shared: via.shared,
+                            interior: via.interior,
+                            weak: via.weak,
+                        },
                     );
                 }
             }
@@ -179,18 +188,29 @@ impl TypeGraph {
     }
 }
 
-/// The crate types a field type owns, and whether through `Rc`/`Arc` and interior mutability.
-fn reach(shape: &Shape, shared: bool, interior: bool, types: &HashMap<&str, NodeIndex>, out: &mut Vec<(NodeIndex, bool, bool)>) {
+/// What lies between a field and a type it reaches.
+#[derive(Debug, Clone, Copy, Default)]
+struct Via {
+    shared: bool,
+    interior: bool,
+    weak: bool,
+}
+
+/// The crate types a field type reaches, and through what.
+fn reach(shape: &Shape, via: Via, types: &HashMap<&str, NodeIndex>, out: &mut Vec<(NodeIndex, Via)>) {
     match shape {
         Shape::Named { name, args } => {
-            let shared = shared || name == "Rc" || name == "Arc";
-            let interior = interior || INTERIOR.contains(&name.as_str());
+            let via = Via {
+                shared: via.shared || name == "Rc" || name == "Arc",
+                interior: via.interior || INTERIOR.contains(&name.as_str()),
+                weak: via.weak || name == "Weak",
+            };
             if let Some(&n) = types.get(name.as_str()) {
-                out.push((n, shared, interior));
+                out.push((n, via));
             }
-            args.iter().for_each(|a| reach(a, shared, interior, types, out));
+            args.iter().for_each(|a| reach(a, via, types, out));
         }
-        Shape::Tuple(items) => items.iter().for_each(|a| reach(a, shared, interior, types, out)),
+        Shape::Tuple(items) => items.iter().for_each(|a| reach(a, via, types, out)),
         Shape::Opaque => {}
     }
 }

@@ -56,14 +56,15 @@ impl Rule for RcCycle {
 
     fn check_types(&self, types: &TypeGraph, cx: &mut Context<'_>) {
         let g = &types.graph;
-        for scc in tarjan_scc(g) {
+        let strong = petgraph::visit::EdgeFiltered::from_fn(g, |e| !e.weight().weak);
+        for scc in tarjan_scc(&strong) {
             let in_scc = |n: NodeIndex| scc.contains(&n);
-            let edges: Vec<EdgeIndex> = scc
-                .iter()
-                .flat_map(|&n| g.edges(n))
-                .filter(|e| in_scc(e.target()))
-                .map(|e| e.id())
-                .collect();
+            let inner = || scc.iter().flat_map(|&n| g.edges(n)).filter(|e| in_scc(e.target()));
+            // A `Weak` link inside the component: the author already broke the cycle.
+            if inner().any(|e| e.weight().weak) {
+                continue;
+            }
+            let edges: Vec<EdgeIndex> = inner().map(|e| e.id()).collect();
             // The cycle through a shared edge; prefer a shared edge with a "back" name.
             let mut shared: Vec<EdgeIndex> = edges.iter().copied().filter(|&e| g[e].shared).collect();
             shared.sort_by_key(|&e| (!is_back_name(&g[e].field), g[e].span.start));
@@ -80,7 +81,9 @@ impl Rule for RcCycle {
                 back_edge.span.clone(),
                 format!("`{}` closes the cycle", back_edge.field),
             );
-            for &e in &cycle[1..] {
+            // Label the cycle first, then the other strong links inside the component.
+            let rest = cycle[1..].iter().copied().chain(edges.iter().copied().filter(|e| !cycle.contains(e) && !g[*e].weak));
+            for e in rest {
                 let edge = &g[e];
                 let how = if edge.shared { "holds a strong reference" } else { "owns" };
                 let target = &g[g.edge_endpoints(e).unwrap().1].name;
@@ -108,6 +111,9 @@ fn is_back_name(field: &str) -> bool {
 fn cycle_through(types: &TypeGraph, first: EdgeIndex, scc: &[NodeIndex]) -> Option<Vec<EdgeIndex>> {
     let g = &types.graph;
     let (start, next) = g.edge_endpoints(first)?;
+    if g[first].weak {
+        return None;
+    }
     if next == start {
         return Some(vec![first]);
     }
@@ -117,7 +123,7 @@ fn cycle_through(types: &TypeGraph, first: EdgeIndex, scc: &[NodeIndex]) -> Opti
     let mut seen = vec![false; g.node_count()];
     seen[next.index()] = true;
     while let Some(n) = queue.pop_front() {
-        for e in g.edges(n) {
+        for e in g.edges(n).filter(|e| !e.weight().weak) {
             let t = e.target();
             if !scc.contains(&t) || seen[t.index()] {
                 continue;

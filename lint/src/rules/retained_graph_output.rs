@@ -83,6 +83,9 @@ impl Rule for RetainedGraphOutput {
                     format!("`{shown}` is kept with its autograd graph"),
                 ),
             };
+            let source = f.graph_source(value, Some(binding));
+            // Name the fix after the graph-carrying binding (`loss`), not a wrapper (`Some(loss)`).
+            let fix_on = source.as_ref().map_or(shown.clone(), |(b, _)| f.bindings[*b].name.clone());
             let mut report = Report::new(message, span.clone(), primary_label);
             let decl_text = match b.kind {
                 BindingKind::SelfField => format!("`{}` lives as long as `self`", b.name),
@@ -92,7 +95,7 @@ impl Rule for RetainedGraphOutput {
             if b.kind != BindingKind::SelfField {
                 report = report.label(b.decl.clone(), decl_text);
             }
-            if let Some((src, decl)) = f.graph_source(value, Some(binding)) {
+            if let Some((src, decl)) = source {
                 report = report.label(decl, format!("`{}` carries the autograd graph", f.bindings[src].name));
             }
             if let Some((span, text)) = f.iteration_label(iteration) {
@@ -101,8 +104,8 @@ impl Rule for RetainedGraphOutput {
             report = report
                 .help(format!(
                     "store `{}` or a host value such as `{}` instead",
-                    crate::frameworks::fill(f.spec.detach_fix, &shown),
-                    crate::frameworks::fill(f.spec.scalar_fix, &shown)
+                    crate::frameworks::fill(f.spec.detach_fix, &fix_on),
+                    crate::frameworks::fill(f.spec.scalar_fix, &fix_on)
                 ))
                 .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
             cx.report(report);

@@ -1,0 +1,44 @@
+// burn 0.20/0.21 API (`Tensor<B, D>`, `AutodiffBackend`): no gradient clearing exists or is
+// needed; summing loss tensors keeps graphs.
+use burn::module::AutodiffModule;
+use burn::optim::{GradientsParams, Optimizer};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+
+fn train<B: AutodiffBackend, M: AutodiffModule<B> + Forward<B>, O: Optimizer<M, B>>(
+    mut model: M,
+    mut optim: O,
+    batches: Vec<(Tensor<B, 2>, Tensor<B, 2>)>,
+    device: &B::Device,
+) -> M {
+    let mut running = Tensor::<B, 1>::zeros([1], device);
+    let mut history = Vec::new();
+    let mut scalar_sum = 0.0f32;
+    for (x, y) in batches {
+        let output = model.forward(x);
+        let loss = (output - y).powf_scalar(2.0).mean();
+        let grads = loss.backward();
+        let grads = GradientsParams::from_grads(grads, &model);
+        model = optim.step(1e-3, model, grads);
+        running = running + loss.clone(); //~ accumulated_loss_tensor
+        history.push(loss.clone().inner());
+        scalar_sum += loss.into_scalar().elem::<f32>();
+    }
+    model
+}
+
+// Validation with `model.valid()`: forward passes record no graph.
+fn validate<B: AutodiffBackend, M: AutodiffModule<B>>(model: &M, batches: Vec<Tensor<B::InnerBackend, 2>>, optim: &mut impl Optimizer<M, B>) {
+    let valid = model.valid();
+    let mut outputs = Vec::new();
+    for x in batches {
+        let out = valid.forward(x);
+        outputs.push(out);
+        let loss = model.forward(x.clone()).mean();
+        let _ = loss.backward();
+    }
+}
+
+trait Forward<B: burn::tensor::backend::Backend> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2>;
+}
