@@ -1,0 +1,135 @@
+//! The `cargo-memlint` binary end to end: formats, exit codes, package selection.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use cargo_metadata::Message;
+
+fn memlint(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-memlint"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cargo-memlint runs")
+}
+
+fn fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture_crate")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited")
+}
+
+#[test]
+fn json_lines_are_cargo_compiler_messages_with_the_real_package_id() {
+    let out = memlint(&["memlint", "--message-format", "json"], &fixture());
+    assert_eq!(code(&out), 0, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+
+    let meta = cargo_metadata::MetadataCommand::new()
+        .manifest_path(fixture().join("Cargo.toml"))
+        .no_deps()
+        .other_options(vec!["--offline".to_string()])
+        .exec()
+        .expect("cargo metadata");
+    let package_id = meta.packages[0].id.clone();
+
+    let mut seen = Vec::new();
+    for message in Message::parse_stream(&out.stdout[..]) {
+        let Message::CompilerMessage(m) = message.expect("valid JSON line") else {
+            panic!("not a compiler message");
+        };
+        assert_eq!(m.package_id, package_id);
+        let code = m.message.code.as_ref().expect("code").code.clone();
+        let primary = m.message.spans.iter().find(|s| s.is_primary).expect("primary span");
+        assert!(m.message.rendered.as_deref().is_some_and(|r| r.contains(&code)));
+        assert!(m.message.children.iter().any(|c| c.message.contains("docs/rules.md#")));
+        seen.push((code, primary.file_name.clone(), primary.line_start, m.target.name.clone()));
+        // Columns count characters: the push on the line with «ü» starts at column 9.
+        if primary.line_start == 14 {
+            assert_eq!(primary.column_start, 9);
+            assert!(primary.text[0].text.contains('ü'));
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("memlint::accumulated_loss_tensor".into(), "examples/train.rs".into(), 12, "train".into()),
+            ("memlint::rc_cycle".into(), "src/lib.rs".into(), 6, "fixture_crate".into()),
+            ("memlint::retained_graph_output".into(), "src/lib.rs".into(), 14, "fixture_crate".into()),
+        ]
+    );
+}
+
+#[test]
+fn exit_codes_follow_the_documented_contract() {
+    // Warnings only: 0.
+    assert_eq!(code(&memlint(&[], &fixture())), 0);
+    // `-D warnings`: 1.
+    let out = memlint(&["-D", "warnings"], &fixture());
+    assert_eq!(code(&out), 1);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("memlint::rc_cycle"));
+    // One rule denied, the other allowed: still 1; everything allowed: 0 and silent.
+    assert_eq!(code(&memlint(&["-D", "rc_cycle"], &fixture())), 1);
+    let out = memlint(&["-D", "rc_cycle", "-A", "warnings"], &fixture());
+    assert_eq!(code(&out), 0);
+    assert!(out.stdout.is_empty());
+    // Tool failures: 2, with a clear message and no panic.
+    let out = memlint(&["does/not/exist.rs"], &fixture());
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    let out = memlint(&["-D", "no_such_rule"], &fixture());
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no rule named `no_such_rule`"));
+    let out = memlint(&["--manifest-path", "/nonexistent/Cargo.toml"], &fixture());
+    assert_eq!(code(&out), 2);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn short_format_and_paths() {
+    let out = memlint(&["--message-format", "short", "src/lib.rs"], &fixture());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        vec![
+            "src/lib.rs:6:5: warning[memlint::rc_cycle]: strong reference cycle: Cache → Cache",
+            "src/lib.rs:14:9: warning[memlint::retained_graph_output]: graph-carrying tensor stored in `history`, which outlives the iteration",
+        ]
+    );
+}
+
+#[test]
+fn unparsable_and_non_utf8_files_are_reported_not_fatal() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bad.rs"), "fn f( {").unwrap();
+    std::fs::write(dir.join("latin1.rs"), b"// caf\xe9\nfn f() {}\n").unwrap();
+    std::fs::copy(fixture().join("src/lib.rs"), dir.join("good.rs")).unwrap();
+    let out = memlint(&["--message-format", "short", "--framework", "candle", "."], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 0, "{stdout}");
+    assert!(stdout.contains("bad.rs:1:7: warning[memlint::parse_error]"), "{stdout}");
+    assert!(stdout.contains("latin1.rs:1:1: warning[memlint::parse_error]: file is not valid UTF-8"), "{stdout}");
+    assert!(stdout.contains("good.rs:14:9: warning[memlint::retained_graph_output]"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn explain_prints_rule_docs() {
+    let out = memlint(&["explain", "memlint::missing_zero_grad"], &fixture());
+    assert_eq!(code(&out), 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("memlint::missing_zero_grad: "));
+    assert!(stdout.contains("### Why is this bad?"));
+    assert_eq!(code(&memlint(&["explain", "nope"], &fixture())), 2);
+}
+
+#[test]
+fn help_documents_flags_and_exit_codes() {
+    let out = memlint(&["--help"], &fixture());
+    assert_eq!(code(&out), 0);
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
+}
