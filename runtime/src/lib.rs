@@ -1,1 +1,26 @@
-//! Runtime of `#[mem_guard]`.
+//! Runtime of memlint's `#[mem_guard]`: per-iteration memory sampling (CUDA memory pool through
+//! cudarc with the `cuda` feature, the [`TrackingAllocator`], or the process's RSS), a leak
+//! detector (Theil–Sen over a sliding window, with persistence and tolerance), a budget guard,
+//! and reports: a miette diagnostic on stderr and a versioned JSON file per guarded run.
+//!
+//! Use it through the `memlint` crate: `#[memlint::mem_guard]` generates the calls into
+//! [`__private`]; the public API here is the allocator, the detector and the report types.
+
+mod alloc;
+pub mod backends;
+pub mod detector;
+mod guard;
+pub mod report;
+pub mod sampler;
+
+pub use alloc::{AllocStats, TrackingAllocator};
+pub use guard::{OnLeak, enabled, report_dir};
+pub use sampler::{BackendKind, DeviceChoice};
+
+/// What `#[mem_guard]` expands to. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::guard::{CallScope, Guard, OnLeak, Options, Site, SiteState};
+    pub use crate::report::StaticFinding;
+    pub use crate::sampler::DeviceChoice;
+}

@@ -1,0 +1,233 @@
+//! Arguments of `#[mem_guard(...)]`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::{Error, LitInt, LitStr, Result};
+
+/// The accepted forms, listed in every argument error.
+pub const ACCEPTED: &str = "accepted arguments: loop = \"label\", warmup = <iterations>, \
+window = <iterations>, tolerance = \"1MiB\", budget = \"70GiB\", on_leak = \"warn\" | \"panic\", \
+device = \"auto\" | \"host\" | \"cuda:N\", report = \"path/to/report.json\"";
+
+/// Where to sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    Auto,
+    Host,
+    Cuda(u32),
+}
+
+/// Parsed arguments; `None` = the runtime's default.
+#[derive(Debug, Default)]
+pub struct Args {
+    /// Label of the sampled loop (without the quote), with the string's span.
+    pub loop_label: Option<(String, Span)>,
+    pub warmup: Option<u64>,
+    pub window: Option<u64>,
+    pub tolerance: Option<u64>,
+    pub budget: Option<u64>,
+    /// `true` = panic.
+    pub on_leak_panic: Option<bool>,
+    pub device: Option<Device>,
+    pub report: Option<String>,
+}
+
+/// Parses the attribute's arguments.
+pub fn parse(tokens: TokenStream) -> Result<Args> {
+    let mut args = Args::default();
+    syn::meta::parser(|meta| args.parse_one(meta)).parse2(tokens)?;
+    Ok(args)
+}
+
+/// Sets `slot` once; a second occurrence of the key is an error at the key.
+fn set_once<T>(slot: &mut Option<T>, value: T, meta: &ParseNestedMeta) -> Result<()> {
+    if slot.is_some() {
+        let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        return Err(meta.error(format!("`{key}` given twice")));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+impl Args {
+    fn parse_one(&mut self, meta: ParseNestedMeta) -> Result<()> {
+        let Some(key) = meta.path.get_ident().map(ToString::to_string) else {
+            return Err(meta.error(format!("unknown argument; {ACCEPTED}")));
+        };
+        match key.as_str() {
+            "loop" => {
+                let lit: LitStr = value(&meta, "loop = \"label\"")?.parse()?;
+                let label = lit.value().trim_start_matches('\'').to_owned();
+                if label.is_empty() || !label.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                    return Err(Error::new(lit.span(), "expected a loop label such as \"train\" (for `'train: for ...`)"));
+                }
+                set_once(&mut self.loop_label, (label, lit.span()), &meta)
+            }
+            "warmup" => {
+                let n = iterations(&meta, "warmup = 10", 0)?;
+                set_once(&mut self.warmup, n, &meta)
+            }
+            "window" => {
+                let n = iterations(&meta, "window = 16", 3)?;
+                set_once(&mut self.window, n, &meta)
+            }
+            "tolerance" => {
+                let n = size(&meta, "tolerance = \"1MiB\"")?;
+                set_once(&mut self.tolerance, n, &meta)
+            }
+            "budget" => {
+                let n = size(&meta, "budget = \"70GiB\"")?;
+                if n == 0 {
+                    return Err(meta.error("`budget` must be more than 0 bytes"));
+                }
+                set_once(&mut self.budget, n, &meta)
+            }
+            "on_leak" => {
+                let lit: LitStr = value(&meta, "on_leak = \"warn\" | \"panic\"")?.parse()?;
+                let panic = match lit.value().as_str() {
+                    "warn" => false,
+                    "panic" => true,
+                    other => {
+                        return Err(Error::new(
+                            lit.span(),
+                            format!("unknown `on_leak` value `{other}`; expected \"warn\" or \"panic\""),
+                        ));
+                    }
+                };
+                set_once(&mut self.on_leak_panic, panic, &meta)
+            }
+            "device" => {
+                let lit: LitStr = value(&meta, "device = \"cuda:0\"")?.parse()?;
+                let device = parse_device(&lit.value()).ok_or_else(|| {
+                    Error::new(
+                        lit.span(),
+                        format!("unknown device `{}`; expected \"auto\", \"host\" or \"cuda:N\" (e.g. \"cuda:0\")", lit.value()),
+                    )
+                })?;
+                set_once(&mut self.device, device, &meta)
+            }
+            "report" => {
+                let lit: LitStr = value(&meta, "report = \"target/memlint/train.json\"")?.parse()?;
+                if lit.value().trim().is_empty() {
+                    return Err(Error::new(lit.span(), "`report` needs a file path"));
+                }
+                set_once(&mut self.report, lit.value(), &meta)
+            }
+            _ => Err(meta.error(format!("unknown argument `{key}`; {ACCEPTED}"))),
+        }
+    }
+}
+
+/// The `= value` part, with an error that shows the expected form when it is missing.
+fn value<'a>(meta: &ParseNestedMeta<'a>, form: &str) -> Result<syn::parse::ParseStream<'a>> {
+    if !meta.input.peek(syn::Token![=]) {
+        return Err(meta.error(format!("expected `{form}`")));
+    }
+    meta.value()
+}
+
+fn iterations(meta: &ParseNestedMeta, form: &str, min: u64) -> Result<u64> {
+    let lit: LitInt = value(meta, form)?
+        .parse()
+        .map_err(|e| Error::new(e.span(), format!("expected an integer number of iterations, as in `{form}`")))?;
+    let n: u64 = lit.base10_parse()?;
+    if n < min {
+        return Err(Error::new(lit.span(), format!("must be at least {min}")));
+    }
+    Ok(n)
+}
+
+/// A size: a string such as "1MiB" or an integer number of bytes.
+fn size(meta: &ParseNestedMeta, form: &str) -> Result<u64> {
+    let input = value(meta, form)?;
+    if input.peek(LitInt) {
+        let lit: LitInt = input.parse()?;
+        return lit.base10_parse();
+    }
+    let lit: LitStr = input
+        .parse()
+        .map_err(|e| Error::new(e.span(), format!("expected a size, as in `{form}`")))?;
+    parse_size(&lit.value()).map_err(|msg| Error::new(lit.span(), msg))
+}
+
+/// Parses "512", "1.5GB", "1MiB", "70 GiB" (units B, KB, KiB, MB, MiB, GB, GiB, TB, TiB; any case).
+pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let bad = || {
+        format!(
+            "invalid size `{text}`: expected a number with an optional unit, e.g. \"512KiB\", \"1MiB\", \
+             \"1.5GB\", \"70GiB\" (units: B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)"
+        )
+    };
+    let text_trim = text.trim();
+    let split = text_trim.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text_trim.len());
+    let (number, unit) = text_trim.split_at(split);
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "kib" => 1024.0,
+        "mb" => 1e6,
+        "mib" => 1024.0 * 1024.0,
+        "gb" => 1e9,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tb" => 1e12,
+        "tib" => 1024.0f64.powi(4),
+        _ => return Err(bad()),
+    };
+    let bytes = number * factor;
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(bytes.round() as u64)
+}
+
+fn parse_device(text: &str) -> Option<Device> {
+    match text.trim() {
+        "auto" => Some(Device::Auto),
+        "host" | "cpu" => Some(Device::Host),
+        other => {
+            let n = other.strip_prefix("cuda:")?;
+            n.parse().ok().map(Device::Cuda)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("70GiB"), Ok(70 << 30));
+        assert_eq!(parse_size("1.5 GB"), Ok(1_500_000_000));
+        assert_eq!(parse_size("4kib"), Ok(4096));
+        assert!(parse_size("7 potatoes").unwrap_err().contains("invalid size `7 potatoes`"));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("MiB").is_err());
+        assert!(parse_size("1e30TiB").is_err());
+    }
+
+    #[test]
+    fn devices() {
+        assert_eq!(parse_device("cuda:1"), Some(Device::Cuda(1)));
+        assert_eq!(parse_device("host"), Some(Device::Host));
+        assert_eq!(parse_device("auto"), Some(Device::Auto));
+        assert_eq!(parse_device("cuda"), None);
+        assert_eq!(parse_device("cuda:x"), None);
+    }
+
+    #[test]
+    fn duplicate_and_unknown_keys_are_errors() {
+        let err = parse(quote::quote!(warmup = 1, warmup = 2)).unwrap_err();
+        assert_eq!(err.to_string(), "`warmup` given twice");
+        let err = parse(quote::quote!(windows = 3)).unwrap_err();
+        assert!(err.to_string().starts_with("unknown argument `windows`; accepted arguments:"));
+        let args = parse(quote::quote!(loop = "'train", budget = "2GiB", on_leak = "panic")).unwrap();
+        assert_eq!(args.loop_label.map(|l| l.0).as_deref(), Some("train"));
+        assert_eq!(args.budget, Some(2 << 30));
+        assert_eq!(args.on_leak_panic, Some(true));
+    }
+}

@@ -1,0 +1,4 @@
+//! Memory backends, one per file.
+
+pub mod cuda;
+pub mod host;

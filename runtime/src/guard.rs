@@ -1,0 +1,674 @@
+//! The run state behind `#[mem_guard]`: sampling, verdicts, budget, reports.
+//!
+//! Two shapes, chosen by the macro:
+//! - **loop**: [`Guard`] lives in the guarded function; the macro calls [`Guard::tick`] at the
+//!   start of each iteration of the sampled loop and [`Guard::loop_exit`] after it. A tick ends
+//!   the previous iteration (one sample) and starts the next (peak reset). The report is written
+//!   when the guard drops: on return, early return, `?`, or panic.
+//! - **call**: each call of the function is one iteration; the state lives in a `static`
+//!   [`SiteState`] across calls and [`CallScope`] brackets one call. Reports are written when a
+//!   leak or budget crossing is found, at doubling iteration counts, and at process exit.
+//!
+//! ```text
+//!  Guard::enter ──► (disabled: MEMLINT=off) ──► no-op
+//!       │
+//!       ▼ first tick: pick backend, baseline
+//!   ┌─► begin iteration (peak reset) ── body ── end iteration: sample → detector → budget ─┐
+//!   └──────────────────────────────────────────────────────────────────────────────────────┘
+//!       │ drop (any exit)
+//!       ▼ final verdict → JSON report (atomic) → diagnostic if leak/breach not yet shown
+//! ```
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
+use crate::report::{
+    BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, StaticFinding, Verdict, human_bytes,
+    human_seconds, write_atomic,
+};
+use crate::sampler::{BackendKind, Capacity, DeviceChoice, Reading, Sample, select};
+
+/// Samples kept per run before every other one is dropped (and the stride doubles).
+const MAX_SAMPLES: usize = 1 << 16;
+/// Sampling errors kept per run.
+const MAX_ERRORS: usize = 16;
+
+/// What to do when a leak or a budget crossing is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnLeak {
+    /// Print a diagnostic on stderr and go on.
+    Warn,
+    /// Print the diagnostic and panic (in loop mode at once; in call mode at the next call).
+    Panic,
+}
+
+/// The `#[mem_guard(...)]` options, resolved at compile time.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Iterations ignored at the start.
+    pub warmup: u64,
+    /// Sliding-window length.
+    pub window: usize,
+    /// Consecutive growing windows needed.
+    pub persistence: usize,
+    /// Growth across one window that counts as flat, bytes.
+    pub tolerance_bytes: u64,
+    /// Budget, bytes.
+    pub budget_bytes: Option<u64>,
+    /// Reaction to a leak or a budget crossing.
+    pub on_leak: OnLeak,
+    /// Where to sample.
+    pub device: DeviceChoice,
+    /// Report path; `None` = `$MEMLINT_REPORT_DIR/<function>-<pid>-<n>.json`.
+    pub report: Option<&'static str>,
+}
+
+impl Options {
+    /// The defaults of `#[mem_guard]` without arguments.
+    pub const DEFAULT: Options = Options {
+        warmup: 10,
+        window: 12,
+        persistence: 4,
+        tolerance_bytes: 1 << 20,
+        budget_bytes: None,
+        on_leak: OnLeak::Warn,
+        device: DeviceChoice::Auto,
+        report: None,
+    };
+}
+
+/// Everything the macro knows about one guarded function, as a `static`.
+#[derive(Debug)]
+pub struct Site {
+    /// Function name.
+    pub function: &'static str,
+    /// `file!()`.
+    pub file: &'static str,
+    /// The file's path on disk when the macro ran (for the snippet), or empty.
+    pub source_path: &'static str,
+    /// 1-based line of the function.
+    pub line: u32,
+    /// 1-based line and column of the sampled loop; `None` in call mode.
+    pub loop_at: Option<(u32, u32)>,
+    /// Options.
+    pub options: Options,
+    /// Static findings inside the function.
+    pub static_findings: &'static [StaticFinding],
+}
+
+/// Whether guards are enabled (`MEMLINT` is not `off`/`0`/`false`), read once.
+pub fn enabled() -> bool {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    *ENABLED.get_or_init(|| {
+        !matches!(
+            std::env::var("MEMLINT").map(|v| v.trim().to_ascii_lowercase()).as_deref(),
+            Ok("off" | "0" | "false" | "no")
+        )
+    })
+}
+
+/// Folder of the JSON reports: `$MEMLINT_REPORT_DIR`, default `target/memlint`.
+pub fn report_dir() -> PathBuf {
+    match std::env::var_os("MEMLINT_REPORT_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from("target").join("memlint"),
+    }
+}
+
+fn report_path(site: &Site) -> PathBuf {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    match site.options.report {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let run = RUNS.fetch_add(1, Ordering::Relaxed);
+            let name: String = site
+                .function
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+                .collect();
+            report_dir().join(format!("{name}-{}-{run}.json", std::process::id()))
+        }
+    }
+}
+
+fn notice_once(notice: &str) {
+    static SHOWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut shown = SHOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if !shown.iter().any(|s| s == notice) {
+        eprintln!("{notice}");
+        shown.push(notice.to_owned());
+    }
+}
+
+/// What an iteration's end found that needs a reaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Leak,
+    Budget,
+}
+
+/// The state of one run (loop mode) or one call site (call mode).
+struct Run {
+    site: &'static Site,
+    /// Chosen at the first iteration (so a GPU set up before the loop is seen).
+    sampler: Option<Box<dyn Sample>>,
+    kind: BackendKind,
+    device: String,
+    detector: Detector,
+    /// Recorded samples; every `stride`-th iteration.
+    samples: Vec<SampleRecord>,
+    stride: u64,
+    /// Completed iterations.
+    iterations: u64,
+    in_iteration: bool,
+    /// Start of the first iteration.
+    started: Option<Instant>,
+    last_allocated: u64,
+    budget_breach: Option<BudgetBreach>,
+    /// Leak diagnostic shown / budget diagnostic shown.
+    leak_shown: bool,
+    budget_shown: bool,
+    /// Next iteration count at which the report is written while running.
+    next_flush: u64,
+    errors: Vec<String>,
+    path: PathBuf,
+}
+
+impl Run {
+    fn new(site: &'static Site) -> Self {
+        let o = site.options;
+        Self {
+            site,
+            sampler: None,
+            kind: BackendKind::HostRss,
+            device: String::new(),
+            detector: Detector::new(DetectorConfig {
+                warmup: o.warmup,
+                window: o.window,
+                tolerance_bytes: o.tolerance_bytes,
+                persistence: o.persistence,
+            }),
+            samples: Vec::with_capacity(256),
+            stride: 1,
+            iterations: 0,
+            in_iteration: false,
+            started: None,
+            last_allocated: 0,
+            budget_breach: None,
+            leak_shown: false,
+            budget_shown: false,
+            next_flush: (o.warmup + o.window as u64).max(16),
+            errors: Vec::new(),
+            path: report_path(site),
+        }
+    }
+
+    fn error(&mut self, message: String) {
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(message);
+        }
+    }
+
+    /// Bytes of this run's own growing storage, subtracted from host readings so the guard does
+    /// not see itself grow.
+    fn own_bytes(&self) -> u64 {
+        match self.kind {
+            BackendKind::Cuda => 0,
+            _ => (self.samples.capacity() * size_of::<SampleRecord>()) as u64,
+        }
+    }
+
+    fn begin(&mut self) {
+        if self.sampler.is_none() {
+            let selected = select(self.site.options.device);
+            if let Some(notice) = &selected.notice {
+                notice_once(notice);
+            }
+            self.kind = selected.sampler.kind();
+            self.device = selected.sampler.device();
+            self.sampler = Some(selected.sampler);
+        }
+        if self.started.is_none() {
+            self.started = Some(Instant::now());
+        }
+        if let Some(sampler) = self.sampler.as_mut() {
+            sampler.begin_iteration();
+        }
+        self.in_iteration = true;
+    }
+
+    /// Ends the current iteration: samples, feeds the detector, checks the budget.
+    fn end(&mut self) -> Option<Event> {
+        if !self.in_iteration {
+            return None;
+        }
+        self.in_iteration = false;
+        let iteration = self.iterations;
+        self.iterations += 1;
+        let own = self.own_bytes();
+        let reading = match self.sampler.as_mut().map(|s| s.read()) {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
+                self.error(format!("iteration {iteration}: {e}"));
+                return None;
+            }
+            None => return None,
+        };
+        let allocated = reading.allocated.saturating_sub(own);
+        let peak = reading.peak.map(|p| p.saturating_sub(own).max(allocated));
+        self.last_allocated = allocated;
+        self.record(iteration, Reading { allocated, reserved: reading.reserved, peak });
+        let mut event = None;
+        if self.detector.observe(iteration, allocated).is_some() {
+            event = Some(Event::Leak);
+        }
+        if let (Some(budget), None) = (self.site.options.budget_bytes, self.budget_breach) {
+            let bytes = peak.unwrap_or(allocated);
+            if bytes > budget {
+                self.budget_breach = Some(BudgetBreach { budget_bytes: budget, iteration, bytes });
+                event = Some(Event::Budget);
+            }
+        }
+        if event.is_some() || self.iterations >= self.next_flush {
+            self.next_flush = self.next_flush.saturating_mul(2);
+            self.write("running");
+        }
+        event
+    }
+
+    fn record(&mut self, iteration: u64, reading: Reading) {
+        if iteration % self.stride != 0 {
+            return;
+        }
+        if self.samples.len() == MAX_SAMPLES {
+            let mut keep = 0;
+            for i in (0..self.samples.len()).step_by(2) {
+                self.samples[keep] = self.samples[i];
+                keep += 1;
+            }
+            self.samples.truncate(keep);
+            self.stride *= 2;
+            if iteration % self.stride != 0 {
+                return;
+            }
+        }
+        self.samples.push(SampleRecord {
+            iteration,
+            allocated_bytes: reading.allocated,
+            reserved_bytes: reading.reserved,
+            peak_bytes: reading.peak,
+        });
+    }
+
+    fn seconds_per_iteration(&self) -> Option<f64> {
+        let started = self.started?;
+        (self.iterations > 0).then(|| started.elapsed().as_secs_f64() / self.iterations as f64)
+    }
+
+    fn capacity(&mut self) -> Option<Capacity> {
+        self.sampler.as_mut()?.capacity()
+    }
+
+    fn verdict(&mut self) -> Verdict {
+        let warmup = self.site.options.warmup;
+        let after: Vec<(u64, u64)> = self
+            .samples
+            .iter()
+            .filter(|s| s.iteration >= warmup)
+            .map(|s| (s.iteration, s.allocated_bytes))
+            .collect();
+        let fit = overall_fit(&after);
+        let total_growth = match (after.first(), after.last()) {
+            (Some(first), Some(last)) => last.1 as i64 - first.1 as i64,
+            _ => 0,
+        };
+        let detection = self.detector.detection();
+        let growth = match detection {
+            Some(d) if after.len() < 2 => d.growth_bytes_per_iteration,
+            _ => fit.slope,
+        };
+        let mut verdict = Verdict {
+            leak: detection.is_some(),
+            growth_bytes_per_iteration: growth,
+            total_growth_bytes: total_growth,
+            detected_at_iteration: detection.map(|d| d.iteration),
+            detected_by: detection.map(|d| match d.horizon {
+                Horizon::Window => "window",
+                Horizon::Long => "long",
+            }),
+            projected_iterations_to_exhaustion: None,
+            projected_seconds_to_exhaustion: None,
+            exhaustion_limit: None,
+        };
+        if detection.is_some() || self.budget_breach.is_some() {
+            self.project(&mut verdict);
+        }
+        verdict
+    }
+
+    /// Fills the projection: the earlier of the budget and the device/host memory.
+    fn project(&mut self, verdict: &mut Verdict) {
+        let growth = verdict.growth_bytes_per_iteration;
+        let used = self.last_allocated;
+        let mut best: Option<(u64, &'static str)> = None;
+        if let Some(budget) = self.site.options.budget_bytes {
+            best = iterations_until(used, budget, growth).map(|n| (n, "budget"));
+        }
+        if let Some(capacity) = self.capacity() {
+            let limit = if self.kind == BackendKind::Cuda { "device" } else { "host" };
+            // `available` is what is still free; for the host RSS it excludes our own usage.
+            if let Some(n) = iterations_until(0, capacity.available, growth) {
+                if best.is_none_or(|(b, _)| n < b) {
+                    best = Some((n, limit));
+                }
+            }
+        }
+        if let Some((n, limit)) = best {
+            verdict.projected_iterations_to_exhaustion = Some(n);
+            verdict.exhaustion_limit = Some(limit);
+            verdict.projected_seconds_to_exhaustion = self.seconds_per_iteration().map(|s| s * n as f64);
+        }
+    }
+
+    fn report(&mut self, outcome: &'static str) -> Report {
+        let verdict = self.verdict();
+        let o = self.site.options;
+        Report {
+            version: crate::report::SCHEMA_VERSION,
+            function: self.site.function,
+            file: self.site.file,
+            line: self.site.line,
+            loop_line: self.site.loop_at.map(|(line, _)| line),
+            mode: if self.site.loop_at.is_some() { "loop" } else { "call" },
+            backend: self.kind.as_str(),
+            device: if self.device.is_empty() { "host".to_owned() } else { self.device.clone() },
+            pid: std::process::id(),
+            outcome,
+            warmup: o.warmup,
+            window: o.window,
+            tolerance_bytes: o.tolerance_bytes,
+            budget_bytes: o.budget_bytes,
+            iterations: self.iterations,
+            elapsed_seconds: self.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+            sample_stride: self.stride,
+            samples: self.samples.clone(),
+            verdict,
+            budget_breach: self.budget_breach,
+            static_findings: self.site.static_findings,
+            errors: self.errors.clone(),
+        }
+    }
+
+    /// Writes the JSON report; a failure is printed, never raised.
+    fn write(&mut self, outcome: &'static str) -> Option<Report> {
+        if self.sampler.is_none() {
+            return None;
+        }
+        let report = self.report(outcome);
+        if let Err(e) = write_atomic(&self.path, &report) {
+            notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
+        }
+        Some(report)
+    }
+
+    /// Reacts to an event: prints the diagnostic; returns the panic message for `on_leak = "panic"`.
+    fn react(&mut self, event: Event) -> Option<String> {
+        let report = self.write("running")?;
+        let message = self.show(&report, event)?;
+        (self.site.options.on_leak == OnLeak::Panic).then_some(message)
+    }
+
+    /// Prints the diagnostic for `event` once; returns its one-line message.
+    fn show(&mut self, report: &Report, event: Event) -> Option<String> {
+        let shown = match event {
+            Event::Leak => &mut self.leak_shown,
+            Event::Budget => &mut self.budget_shown,
+        };
+        if *shown {
+            return None;
+        }
+        *shown = true;
+        let diagnostic = diagnostic(self.site, report, event, &self.path);
+        eprint!("{}", diagnostic.render(std::io::stderr().is_terminal(), 100));
+        Some(diagnostic.to_string())
+    }
+
+    /// Final report; never panics (called from `Drop`).
+    fn finish(&mut self, outcome: &'static str) {
+        if let Some(report) = self.write(outcome) {
+            if report.verdict.leak && !self.leak_shown {
+                self.show(&report, Event::Leak);
+            }
+            if report.budget_breach.is_some() && !self.budget_shown {
+                self.show(&report, Event::Budget);
+            }
+        }
+    }
+}
+
+/// Builds the miette diagnostic of `event` from a report.
+fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path) -> GuardDiagnostic {
+    let (line, column) = site.loop_at.unwrap_or((site.line, 0));
+    let location = Location { display: site.file, path: site.source_path, line, column };
+    let v = &report.verdict;
+    let per_iteration = human_bytes(v.growth_bytes_per_iteration);
+    let unit = if site.loop_at.is_some() { "iteration" } else { "call" };
+    let (code, message, label) = match event {
+        Event::Leak => (
+            "memlint::runtime_leak",
+            format!("memory grows by {per_iteration} per {unit} in `{}`", site.function),
+            format!("{per_iteration} more {} after each {unit} of this loop", report.backend_memory()),
+        ),
+        Event::Budget => {
+            let breach = report.budget_breach.unwrap_or(BudgetBreach { budget_bytes: 0, iteration: 0, bytes: 0 });
+            (
+                "memlint::budget_exceeded",
+                format!(
+                    "memory budget of {} exceeded in `{}`: {} in use at {unit} {}",
+                    human_bytes(breach.budget_bytes as f64),
+                    site.function,
+                    human_bytes(breach.bytes as f64),
+                    breach.iteration
+                ),
+                format!("{unit} {} crossed the budget", breach.iteration),
+            )
+        }
+    };
+    let label = if site.loop_at.is_some() { label } else { format!("each call of `{}` is one {unit}", site.function) };
+    let mut d = GuardDiagnostic::new(code, message, label, location);
+    for finding in site.static_findings {
+        d = d.with_line_label(finding.line, format!("likely cause: {}", finding.rule));
+    }
+    let mut help = String::new();
+    if let (Some(n), Some(limit)) = (v.projected_iterations_to_exhaustion, v.exhaustion_limit) {
+        let what = match limit {
+            "budget" => format!("the budget of {}", human_bytes(report.budget_bytes.unwrap_or(0) as f64)),
+            "device" => format!("{} memory", report.device),
+            _ => "host memory".to_owned(),
+        };
+        help.push_str(&format!("at this rate {what} runs out in {n} {unit}s"));
+        if let Some(s) = v.projected_seconds_to_exhaustion {
+            help.push_str(&format!(" (about {})", human_seconds(s)));
+        }
+        help.push('\n');
+    }
+    if site.static_findings.is_empty() {
+        help.push_str("look for values kept across iterations that hold tensors or graphs (sums of losses, Vecs of outputs)");
+    } else {
+        help.push_str("likely causes found by memlint's static rules:");
+        for f in site.static_findings {
+            help.push_str(&format!("\n  - line {}: {} [{}]", f.line, f.message, f.rule));
+        }
+    }
+    let detected = match v.detected_at_iteration {
+        Some(i) => format!(", detected at {unit} {i}"),
+        None => String::new(),
+    };
+    d.with_help(help).with_note(format!(
+        "{} {unit}s sampled on {} ({}), warm-up {}{detected}; total growth {}; report: {}",
+        report.iterations,
+        report.device,
+        report.backend,
+        report.warmup,
+        human_bytes(v.total_growth_bytes as f64),
+        path.display()
+    ))
+}
+
+impl Report {
+    fn backend_memory(&self) -> &'static str {
+        match self.backend {
+            "cuda" => "bytes of GPU memory",
+            "host-allocator" => "bytes of heap",
+            _ => "bytes of resident memory",
+        }
+    }
+}
+
+/// The guard of one run of a function whose loop is sampled (loop mode).
+pub struct Guard {
+    run: Option<Box<Run>>,
+}
+
+impl Guard {
+    /// Starts a run of `site`; a no-op guard when `MEMLINT=off`.
+    pub fn enter(site: &'static Site) -> Self {
+        Self { run: enabled().then(|| Box::new(Run::new(site))) }
+    }
+
+    /// Start of an iteration of the sampled loop: ends the previous one (if any) and begins this
+    /// one. Panics with `on_leak = "panic"` when the previous iteration revealed a leak or crossed
+    /// the budget.
+    #[inline]
+    pub fn tick(&mut self) {
+        if let Some(run) = self.run.as_deref_mut() {
+            let panic = run.end().and_then(|event| run.react(event));
+            run.begin();
+            if let Some(message) = panic {
+                panic!("{message}");
+            }
+        }
+    }
+
+    /// The sampled loop finished: ends its last iteration.
+    #[inline]
+    pub fn loop_exit(&mut self) {
+        if let Some(run) = self.run.as_deref_mut() {
+            if let Some(message) = run.end().and_then(|event| run.react(event)) {
+                panic!("{message}");
+            }
+        }
+    }
+
+    /// Completed iterations so far (0 when disabled).
+    pub fn iterations(&self) -> u64 {
+        self.run.as_ref().map_or(0, |r| r.iterations)
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(run) = self.run.as_deref_mut() {
+            let outcome = if std::thread::panicking() { "panicked" } else { "returned" };
+            // An iteration cut short by `return`/`?`/panic is not a sample.
+            run.in_iteration = false;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.finish(outcome)));
+        }
+    }
+}
+
+/// Per-call-site state of a function sampled once per call (call mode), kept in a `static`.
+pub struct SiteState {
+    site: &'static Site,
+    run: Mutex<Option<Run>>,
+    /// A leak/breach found at the end of a call with `on_leak = "panic"`: the next call panics
+    /// (a `Drop` must not).
+    pending_panic: Mutex<Option<String>>,
+    registered: AtomicBool,
+}
+
+impl SiteState {
+    /// State for `site`; `const` so it can initialise a `static`.
+    pub const fn new(site: &'static Site) -> Self {
+        Self { site, run: Mutex::new(None), pending_panic: Mutex::new(None), registered: AtomicBool::new(false) }
+    }
+
+    /// Completed calls so far.
+    pub fn iterations(&self) -> u64 {
+        self.run.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |r| r.iterations)
+    }
+
+    /// Writes the report now (also done at process exit).
+    pub fn flush(&self) {
+        if let Some(run) = self.run.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            run.finish("returned");
+        }
+    }
+}
+
+static SITES: Mutex<Vec<&'static SiteState>> = Mutex::new(Vec::new());
+
+extern "C" fn flush_sites_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let sites: Vec<&'static SiteState> = SITES.lock().map(|s| s.clone()).unwrap_or_default();
+        for site in sites {
+            site.flush();
+        }
+    });
+}
+
+fn register(state: &'static SiteState) {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    if !state.registered.swap(true, Ordering::AcqRel) {
+        SITES.lock().unwrap_or_else(|p| p.into_inner()).push(state);
+        AT_EXIT.call_once(|| {
+            // SAFETY: registers a plain `extern "C"` function without arguments.
+            unsafe { libc::atexit(flush_sites_at_exit) };
+        });
+    }
+}
+
+/// One call of a function sampled per call (call mode).
+pub struct CallScope {
+    state: Option<&'static SiteState>,
+}
+
+impl CallScope {
+    /// Begins a call. Panics when the previous call found a leak and `on_leak = "panic"`.
+    pub fn enter(state: &'static SiteState) -> Self {
+        if !enabled() {
+            return Self { state: None };
+        }
+        if let Some(message) = state.pending_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            panic!("{message}");
+        }
+        register(state);
+        let mut run = state.run.lock().unwrap_or_else(|p| p.into_inner());
+        run.get_or_insert_with(|| Run::new(state.site)).begin();
+        Self { state: Some(state) }
+    }
+}
+
+impl Drop for CallScope {
+    fn drop(&mut self) {
+        let Some(state) = self.state else { return };
+        let panicking = std::thread::panicking();
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut guard = state.run.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(run) = guard.as_mut() else { return };
+            if panicking {
+                run.in_iteration = false;
+                run.finish("panicked");
+                return;
+            }
+            if let Some(message) = run.end().and_then(|event| run.react(event)) {
+                *state.pending_panic.lock().unwrap_or_else(|p| p.into_inner()) = Some(message);
+            }
+        }));
+    }
+}
+
