@@ -673,6 +673,10 @@ impl Builder {
             self.record_call(TrainingCallKind::Clear, span, receiver_text);
             return Val::plain();
         }
+        if spec.fresh_tape_methods.contains(&name.as_str()) {
+            // A tape with a fresh gradient store: this iteration's gradients start from zero.
+            self.record_call(TrainingCallKind::Clear, span.clone(), receiver_text.clone());
+        }
         if specs.iter().any(|s| s.is_step(&name, argc)) {
             self.exprs(m.args.iter(), false);
             if spec.is_step(&name, argc) {
@@ -899,7 +903,7 @@ const PLACE_METHODS: &[&str] = &[
 /// Methods that store their (last) argument into the receiver.
 const STORE_METHODS: &[&str] = &[
     "push", "push_back", "push_front", "insert", "extend", "append", "extend_from_slice",
-    "or_insert", "push_str", "replace", "set", "send", "add_assign",
+    "or_insert",
 ];
 
 /// Methods that move or borrow a value without computing (clones keep the graph).

@@ -57,7 +57,7 @@ impl Package {
                 // A target at the package root: only that file, not the whole tree.
                 files.push(t.src_path.clone());
             } else {
-                files.extend(rust_files(dir, Some(self.root())));
+                files.extend(rust_files(dir, Nested::SkipExcept(self.root())));
             }
         }
         files.sort();
@@ -178,7 +178,7 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, WorkspaceError> {
         if p.is_file() {
             files.push(p.clone());
         } else if p.is_dir() {
-            files.extend(rust_files(p, None));
+            files.extend(rust_files(p, Nested::Include));
         } else {
             return Err(WorkspaceError::NoSuchPath(p.display().to_string()));
         }
@@ -188,11 +188,22 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, WorkspaceError> {
     Ok(files)
 }
 
-/// `.rs` files under `dir`, honouring `.gitignore`, skipping `target/` and nested packages
-/// (folders with their own `Cargo.toml` other than `package_root`).
-fn rust_files(dir: &Path, package_root: Option<&Path>) -> Vec<PathBuf> {
+/// Whether a walk enters folders that hold another package's `Cargo.toml`.
+enum Nested<'a> {
+    /// Folders given on the command line: lint everything below.
+    Include,
+    /// A package's targets: other packages are not part of it.
+    SkipExcept(&'a Path),
+}
+
+/// `.rs` files under `dir`, honouring `.gitignore`, skipping `target/` (and nested packages
+/// when asked).
+fn rust_files(dir: &Path, nested: Nested<'_>) -> Vec<PathBuf> {
     let dir_owned = dir.to_path_buf();
-    let package_root = package_root.map(Path::to_path_buf);
+    let package_root = match nested {
+        Nested::Include => None,
+        Nested::SkipExcept(root) => Some(root.to_path_buf()),
+    };
     let walker = ignore::WalkBuilder::new(dir)
         .hidden(true)
         .parents(true)
@@ -205,8 +216,10 @@ fn rust_files(dir: &Path, package_root: Option<&Path>) -> Vec<PathBuf> {
             if e.file_name() == "target" {
                 return false;
             }
-            let nested = path.join("Cargo.toml").is_file() && package_root.as_deref() != Some(path);
-            !nested
+            match &package_root {
+                Some(root) => !(path.join("Cargo.toml").is_file() && path != root),
+                None => true,
+            }
         })
         .build();
     walker

@@ -19,6 +19,8 @@ pub(super) static SPEC: Spec = Spec {
     no_grad_guards: &[],
     no_grad_models: &[],
     tape_methods: &[],
+    fresh_tape_methods: &[],
+    clear_per_optimizer: false,
     grads_accumulate: false,
     scalar_fix: "{}.to_scalar::<f32>()?",
     detach_fix: "{}.detach()",

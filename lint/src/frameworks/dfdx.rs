@@ -19,6 +19,8 @@ pub(super) static SPEC: Spec = Spec {
     no_grad_guards: &[],
     no_grad_models: &[],
     tape_methods: &["trace", "traced", "leaky_trace", "leaky_traced", "trace_into"],
+    fresh_tape_methods: &["leaky_trace", "leaky_traced"],
+    clear_per_optimizer: false,
     grads_accumulate: true,
     scalar_fix: "{}.array()",
     detach_fix: "{}.retaped::<NoneTape>()",

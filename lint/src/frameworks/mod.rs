@@ -102,8 +102,13 @@ pub struct Spec {
     pub no_grad_models: &'static [&'static str],
     /// Methods that attach a gradient tape to their receiver (dfdx `traced`).
     pub tape_methods: &'static [&'static str],
+    /// Tape methods that start from a fresh gradient store (dfdx `leaky_trace`): nothing piles up.
+    pub fresh_tape_methods: &'static [&'static str],
     /// Whether gradients pile up across backward calls until cleared.
     pub grads_accumulate: bool,
+    /// Whether a clear only covers the optimizer it is called on (tch `opt.zero_grad()`), rather
+    /// than whatever the step updates (dfdx `model.zero_grads(&mut grads)`).
+    pub clear_per_optimizer: bool,
     /// How to turn a loss into a host scalar, with `{}` for the expression.
     pub scalar_fix: &'static str,
     /// How to cut the graph, with `{}` for the expression.

@@ -46,6 +46,8 @@ pub(super) static SPEC: Spec = Spec {
     no_grad_guards: &["no_grad_guard"],
     no_grad_models: &[],
     tape_methods: &[],
+    fresh_tape_methods: &[],
+    clear_per_optimizer: true,
     grads_accumulate: true,
     scalar_fix: "f64::try_from(&{})?",
     detach_fix: "{}.detach()",

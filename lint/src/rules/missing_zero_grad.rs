@@ -70,7 +70,9 @@ impl Rule for MissingZeroGrad {
             let Some(backward) = calls.iter().find(|c| c.kind == TrainingCallKind::Backward) else { continue };
             let clears: Vec<&&TrainingCall> = calls.iter().filter(|c| c.kind == TrainingCallKind::Clear).collect();
             for step in calls.iter().filter(|c| c.kind == TrainingCallKind::Step) {
-                let cleared = clears.iter().any(|c| step.path.starts_with(&c.path));
+                let cleared = clears.iter().any(|c| {
+                    step.path.starts_with(&c.path) && (!f.spec.clear_per_optimizer || c.receiver == step.receiver)
+                });
                 if cleared {
                     continue;
                 }

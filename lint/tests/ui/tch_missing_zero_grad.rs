@@ -71,3 +71,18 @@ fn main() {
     let vs = nn::VarStore::new(Device::Cpu);
     let _opt = nn::Adam::default().build(&vs, 1e-3).unwrap();
 }
+
+// Two optimizers: clearing one does not clear the other.
+struct Agent {
+    critic_opt: nn::Optimizer,
+    actor_opt: nn::Optimizer,
+}
+impl Agent {
+    fn train(&mut self, critic_loss: Tensor, actor_loss: Tensor) {
+        critic_loss.backward();
+        self.critic_opt.step(); //~ missing_zero_grad
+        self.actor_opt.zero_grad();
+        actor_loss.backward();
+        self.actor_opt.step();
+    }
+}
