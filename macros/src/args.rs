@@ -133,7 +133,8 @@ fn iterations(meta: &ParseNestedMeta, form: &str, min: u64) -> Result<u64> {
         .map_err(|e| Error::new(e.span(), format!("expected an integer number of iterations, as in `{form}`")))?;
     let n: u64 = lit.base10_parse()?;
     if n < min {
-        return Err(Error::new(lit.span(), format!("must be at least {min}")));
+        let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        return Err(Error::new(lit.span(), format!("`{key}` must be at least {min} iterations")));
     }
     Ok(n)
 }

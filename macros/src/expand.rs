@@ -116,7 +116,15 @@ fn static_findings(first: usize, last: usize) -> (String, Vec<memlint_lint::Find
     let Ok(text) = std::fs::read_to_string(&path) else {
         return (absolute.display().to_string(), Vec::new());
     };
-    let mut findings: Vec<_> = memlint_lint::lint_source(&path, &text)
+    // The engine parses plain text with proc-macro2, which inside a macro would hand its spans to
+    // the compiler's bridge (and panic on the engine's span bookkeeping): force proc-macro2's own
+    // implementation while it runs, on a separate thread so that a panic in the engine costs only
+    // the findings. Every compiler span this macro needs was read above; tokens are built after.
+    proc_macro2::fallback::force();
+    let linted = std::thread::scope(|scope| scope.spawn(|| memlint_lint::lint_source(&path, &text)).join());
+    proc_macro2::fallback::unforce();
+    let mut findings: Vec<_> = linted
+        .unwrap_or_default()
         .into_iter()
         .filter(|f| f.line >= first && f.line <= last && f.rule != "parse_error")
         .collect();

@@ -522,9 +522,9 @@ fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path
 impl Report {
     fn backend_memory(&self) -> &'static str {
         match self.backend {
-            "cuda" => "bytes of GPU memory",
-            "host-allocator" => "bytes of heap",
-            _ => "bytes of resident memory",
+            "cuda" => "GPU memory",
+            "host-allocator" => "heap",
+            _ => "resident memory",
         }
     }
 }

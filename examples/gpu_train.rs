@@ -1,0 +1,174 @@
+//! The candle examples on a CUDA GPU, plus the guard's overhead per iteration.
+//! Needs the `cuda-examples` feature (nvcc to build, a driver to run); never built by CI.
+//! `scripts/gpu/run.sh` builds it here and runs it on the GPU machine.
+//!
+//!     cargo run --release --features cuda-examples --example gpu_train -- [steps]
+//!
+//! Model and data as measured in the project's GPU notes: an MLP 1024 → 4096 → 10, batch 256,
+//! AdamW, random inputs labelled by a fixed random teacher.
+
+use std::time::Instant;
+
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{AdamW, Linear, Optimizer, ParamsAdamW, VarBuilder, VarMap, linear, loss};
+
+const INPUTS: usize = 1024;
+const HIDDEN: usize = 4096;
+const CLASSES: usize = 10;
+const BATCH: usize = 256;
+
+struct Mlp {
+    hidden: Linear,
+    out: Linear,
+}
+
+impl Module for Mlp {
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        self.out.forward(&self.hidden.forward(xs)?.relu()?)
+    }
+}
+
+struct Setup {
+    model: Mlp,
+    opt: AdamW,
+    teacher: Tensor,
+}
+
+fn setup(device: &Device) -> Result<Setup> {
+    let varmap = VarMap::new();
+    let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
+    let model = Mlp { hidden: linear(INPUTS, HIDDEN, vb.pp("hidden"))?, out: linear(HIDDEN, CLASSES, vb.pp("out"))? };
+    let opt = AdamW::new(varmap.all_vars(), ParamsAdamW { lr: 1e-3, ..Default::default() })?;
+    let teacher = Tensor::randn(0f32, 1.0, (INPUTS, CLASSES), device)?;
+    Ok(Setup { model, opt, teacher })
+}
+
+fn batch(teacher: &Tensor) -> Result<(Tensor, Tensor)> {
+    let xs = Tensor::randn(0f32, 1.0, (BATCH, INPUTS), teacher.device())?;
+    let ys = xs.matmul(teacher)?.argmax(1)?;
+    Ok((xs, ys))
+}
+
+#[memlint::mem_guard(report = "target/memlint/gpu_leaky.json")]
+fn train_leaky(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut total = Tensor::zeros((), DType::F32, s.teacher.device())?;
+    for _step in 0..steps {
+        let (xs, ys) = batch(&s.teacher)?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        total = (total + &loss)?;
+    }
+    (total / steps as f64)?.to_scalar::<f32>()
+}
+
+#[memlint::mem_guard(report = "target/memlint/gpu_fixed.json")]
+fn train_fixed(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for _step in 0..steps {
+        let (xs, ys) = batch(&s.teacher)?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// The same loop as `train_fixed`, unguarded: the overhead baseline.
+fn train_unguarded(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for _step in 0..steps {
+        let (xs, ys) = batch(&s.teacher)?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// The guarded version of `train_fixed` with its own report, for the timing rounds.
+#[memlint::mem_guard(report = "target/memlint/gpu_timed.json")]
+fn train_timed(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for _step in 0..steps {
+        let (xs, ys) = batch(&s.teacher)?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// An empty guarded loop: the cost of one tick (pool reads + detector) alone.
+#[memlint::mem_guard(loop = "ticks", report = "target/memlint/gpu_ticks.json")]
+fn ticks(n: u64) -> u64 {
+    let mut acc = 0u64;
+    'ticks: for i in 0..n {
+        if i == u64::MAX {
+            break 'ticks;
+        }
+        acc = acc.wrapping_add(std::hint::black_box(i));
+    }
+    acc
+}
+
+fn summary(path: &str) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        println!("{path}: no report");
+        return;
+    };
+    let samples = v["samples"].as_array().map(|s| s.as_slice()).unwrap_or(&[]);
+    let first: Vec<String> = samples.iter().take(4).map(|s| s["allocated_bytes"].to_string()).collect();
+    let last: Vec<String> = samples.iter().rev().take(4).rev().map(|s| s["allocated_bytes"].to_string()).collect();
+    println!(
+        "{path}: backend={} device={} iterations={} leak={} growth_bytes_per_iteration={} detected_at_iteration={} projected_iterations_to_exhaustion={} limit={} static_findings={}",
+        v["backend"], v["device"], v["iterations"], v["verdict"]["leak"], v["verdict"]["growth_bytes_per_iteration"],
+        v["verdict"]["detected_at_iteration"], v["verdict"]["projected_iterations_to_exhaustion"], v["verdict"]["exhaustion_limit"],
+        v["static_findings"].as_array().map_or(0, |a| a.len())
+    );
+    println!("  allocated_bytes first {first:?} … last {last:?}; reserved last {}", samples.last().map_or("null".into(), |s| s["reserved_bytes"].to_string()));
+}
+
+fn main() -> Result<()> {
+    let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(80);
+    let device = Device::new_cuda(0)?;
+    let mut s = setup(&device)?;
+    let t = Instant::now();
+    train_unguarded(&mut s, 20)?; // PTX JIT and allocator warm-up, unmeasured
+    println!("warm-up (20 steps, incl. kernel JIT): {:.1} s", t.elapsed().as_secs_f64());
+
+    let t = Instant::now();
+    let leaky = train_leaky(&mut s, steps)?;
+    println!("leaky loop: {steps} steps in {:.2} s, mean loss {leaky:.4}", t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let fixed = train_fixed(&mut s, steps)?;
+    println!("fixed loop: {steps} steps in {:.2} s, mean loss {fixed:.4}", t.elapsed().as_secs_f64());
+    summary("target/memlint/gpu_leaky.json");
+    summary("target/memlint/gpu_fixed.json");
+
+    // Overhead: alternate unguarded and guarded rounds of the same loop; compare medians.
+    let (rounds, per_round) = (9, 100);
+    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        train_unguarded(&mut s, per_round)?;
+        plain.push(t.elapsed().as_secs_f64() / per_round as f64);
+        let t = Instant::now();
+        train_timed(&mut s, per_round)?;
+        guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+    }
+    plain.sort_by(f64::total_cmp);
+    guarded.sort_by(f64::total_cmp);
+    let (p, g) = (plain[rounds / 2], guarded[rounds / 2]);
+    println!(
+        "step time, median of {rounds} rounds × {per_round} steps: unguarded {:.1} µs, guarded {:.1} µs, ratio {:.4} ({:+.2}%)",
+        p * 1e6, g * 1e6, g / p, (g / p - 1.0) * 100.0
+    );
+    let n = 200_000u64;
+    let t = Instant::now();
+    std::hint::black_box(ticks(n));
+    let tick = t.elapsed().as_secs_f64() / n as f64;
+    println!("cost of one guard tick on CUDA (empty loop, {n} ticks): {:.2} µs = {:.3}% of the unguarded step", tick * 1e6, tick / p * 100.0);
+    summary("target/memlint/gpu_ticks.json");
+    Ok(())
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the CUDA example (examples/gpu_train.rs, feature `cuda-examples`) on this machine, which
+# has no GPU, with the CUDA 13.0 toolchain from ../shared/gpu/cuda-toolchain.sh, and copies the
+# stripped binary and the device-side script into the git-ignored gpu-bin/ folder.
+#
+#   scripts/gpu/build.sh            # then run scripts/gpu/device.sh on the GPU machine, carrying gpu-bin
+#
+# A cold build of candle with `cuda` takes ~12 min on 2 cores: the target folder (default
+# target-cuda/) is kept between builds, so later builds take seconds.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+TOOLCHAIN=${MEMLINT_CUDA_TOOLCHAIN:-$ROOT/../shared/gpu/cuda-toolchain.sh}
+cargo fetch --quiet
+eval "$("$TOOLCHAIN")"
+export CARGO_TARGET_DIR=${MEMLINT_CUDA_TARGET_DIR:-$ROOT/target-cuda}
+cargo build --release --features cuda-examples --example gpu_train
+mkdir -p gpu-bin
+cp "$CARGO_TARGET_DIR/release/examples/gpu_train" gpu-bin/gpu_train
+strip gpu-bin/gpu_train
+cp scripts/gpu/device.sh gpu-bin/device.sh
+ls -l gpu-bin

@@ -1,0 +1,51 @@
+//! Shared by the runtime integration tests (each is its own binary: global state).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The reports this process wrote for `function` under `MEMLINT_REPORT_DIR`, oldest first.
+pub fn reports_for(function: &str) -> Vec<PathBuf> {
+    let prefix = format!("{function}-{}-", std::process::id());
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(memlint::report_dir())
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter_map(|p| {
+                    let name = p.file_name()?.to_str()?.to_owned();
+                    let run = name.strip_prefix(&prefix)?.strip_suffix(".json")?.parse().ok()?;
+                    Some((run, p))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Parses a JSON report.
+pub fn read(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The only report of `function` in this process.
+pub fn only_report(function: &str) -> serde_json::Value {
+    let paths = reports_for(function);
+    assert_eq!(paths.len(), 1, "reports of `{function}`: {paths:?}");
+    read(&paths[0])
+}
+
+/// Checks the fields every report must have (schema version 1).
+pub fn check_schema(report: &serde_json::Value) {
+    assert_eq!(report["version"], 1);
+    for key in ["function", "file", "line", "backend", "device", "warmup", "iterations", "samples", "verdict", "static_findings"] {
+        assert!(!report[key].is_null(), "missing `{key}` in {report}");
+    }
+    for key in ["leak", "growth_bytes_per_iteration", "detected_at_iteration", "projected_iterations_to_exhaustion"] {
+        assert!(report["verdict"].get(key).is_some(), "missing verdict.{key}");
+    }
+    for sample in report["samples"].as_array().expect("samples array") {
+        assert!(sample["iteration"].is_u64() && sample["allocated_bytes"].is_u64(), "{sample}");
+        assert!(sample.get("reserved_bytes").is_some() && sample.get("peak_bytes").is_some(), "{sample}");
+    }
+}

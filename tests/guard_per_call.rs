@@ -1,0 +1,53 @@
+//! A function without a training loop is sampled once per call, with state kept per call site.
+
+mod common;
+
+#[global_allocator]
+static ALLOC: memlint::TrackingAllocator = memlint::TrackingAllocator::new();
+
+struct Trainer {
+    history: Vec<Vec<f32>>,
+}
+
+impl Trainer {
+    #[memlint::mem_guard]
+    fn train_step(&mut self, batch: &[f32]) -> f32 {
+        // The leak: every step's activations are kept.
+        self.history.push(batch.iter().map(|x| x * 2.0).collect());
+        batch.iter().sum()
+    }
+}
+
+#[memlint::mem_guard]
+fn clean_step(batch: &[f32]) -> f32 {
+    let doubled: Vec<f32> = batch.iter().map(|x| x * 2.0).collect();
+    doubled.iter().sum()
+}
+
+#[test]
+fn leaking_step_function_is_flagged_across_calls() {
+    let mut trainer = Trainer { history: Vec::new() };
+    let batch = vec![1.0f32; 64 * 1024]; // 256 KiB per step
+    // Host memory is process-wide: a clean function called between leaking calls would see the
+    // growth too, so the clean one runs first.
+    for _ in 0..60 {
+        clean_step(&batch);
+    }
+    let clean = common::reports_for("clean_step");
+    assert_eq!(clean.len(), 1, "written while running (at 22 and 44 calls)");
+    assert_eq!(common::read(&clean[0])["verdict"]["leak"], false);
+    assert_eq!(common::read(&clean[0])["iterations"], 44);
+    for _ in 0..60 {
+        trainer.train_step(&batch);
+    }
+    // Call mode writes its report when a leak is found (and at exit).
+    let report = common::only_report("train_step");
+    common::check_schema(&report);
+    assert_eq!(report["mode"], "call");
+    assert!(report["loop_line"].is_null());
+    assert_eq!(report["verdict"]["leak"], true);
+    let detected = report["verdict"]["detected_at_iteration"].as_u64().unwrap();
+    assert!(detected <= 10 + 30, "detected at call {detected}");
+    let growth = report["verdict"]["growth_bytes_per_iteration"].as_f64().unwrap();
+    assert!((growth - 262_144.0).abs() < 8192.0, "growth {growth}");
+}
