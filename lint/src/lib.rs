@@ -57,16 +57,25 @@ impl Linter {
     /// pool) and type rules over all of them. `fallback` is the framework of the crate's
     /// dependencies, used for files that name none. Findings are sorted by file and position.
     pub fn lint_crate(&self, files: &[PathBuf], fallback: Option<Framework>) -> Vec<Finding> {
-        let results: Vec<FileResult> = files
+        let mut unreadable = Vec::new();
+        let sources: Vec<Arc<SourceFile>> = files
             .par_iter()
-            .map(|path| {
-                let file = match read_source(path) {
-                    Ok(file) => Arc::new(file),
-                    Err(message) => return self.unreadable(path, message),
-                };
-                self.lint_file(file, fallback)
-            })
+            .map(|path| read_source(path).map(Arc::new).map_err(|message| self.unreadable(path, message)))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter_map(|r| r.map_err(|e| unreadable.push(e)).ok())
             .collect();
+        let mut findings = self.lint_sources(&sources, fallback);
+        for r in unreadable {
+            findings.extend(r.findings);
+        }
+        sort(&mut findings);
+        findings
+    }
+
+    /// Lints the in-memory files of one crate (see [`Linter::lint_crate`]).
+    pub fn lint_sources(&self, files: &[Arc<SourceFile>], fallback: Option<Framework>) -> Vec<Finding> {
+        let results: Vec<FileResult> = files.par_iter().map(|file| self.lint_file(file.clone(), fallback)).collect();
         let mut findings = Vec::new();
         let mut decls = Vec::new();
         for r in results {

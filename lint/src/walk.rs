@@ -78,7 +78,11 @@ impl Items<'_> {
             Some(o) => format!("{o}::{}", sig.ident),
             None => sig.ident.to_string(),
         };
-        let mut b = Builder::new(name, byte_range(sig.span(), self.offset), self.spec, self.known, self.offset);
+        let sig_span = {
+            let start = byte_range(sig.fn_token.span, self.offset).start;
+            start..byte_range(sig.paren_token.span.close(), self.offset).end
+        };
+        let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
@@ -179,6 +183,26 @@ impl Builder {
 
     fn span(&self, span: PmSpan) -> Span {
         byte_range(span, self.offset)
+    }
+
+    /// The span of a node no label shows (intermediate values): none, which costs nothing.
+    fn cheap(&self, _e: &Expr) -> Span {
+        0..0
+    }
+
+    /// The exact span of an expression, from its first to its last token, without printing it
+    /// to tokens (`Spanned::span` does, which costs more than parsing the file).
+    fn full(&self, e: &Expr) -> Span {
+        self.between(first_token(e), last_token(e))
+    }
+
+    fn between(&self, first: PmSpan, last: PmSpan) -> Span {
+        let (first, last) = (self.span(first), self.span(last));
+        first.start..last.end.max(first.start)
+    }
+
+    fn cheap_pat(&self, _p: &Pat) -> Span {
+        0..0
     }
 
     fn cur_loop(&self) -> Option<LoopId> {
@@ -360,8 +384,9 @@ impl Builder {
             }
             None => Val::plain(),
         };
-        let span = self.span(local.span());
-        let value = self.materialize(val, init.map_or(span.clone(), |i| self.span(i.expr.span())));
+        // No label shows a `let`'s value: skip computing its span.
+        let span = 0..0;
+        let value = self.materialize(val, span.clone());
         let mut names = Vec::new();
         pat_idents(&local.pat, &mut names);
         for ident in names {
@@ -397,7 +422,7 @@ impl Builder {
     }
 
     fn exprs<'a>(&mut self, es: impl IntoIterator<Item = &'a Expr>, op: bool) -> Val {
-        let parts: Vec<(Val, Span)> = es.into_iter().map(|e| (self.expr(e), self.span(e.span()))).collect();
+        let parts: Vec<(Val, Span)> = es.into_iter().map(|e| (self.expr(e), self.cheap(e))).collect();
         self.combine(parts, op)
     }
 
@@ -414,7 +439,7 @@ impl Builder {
                 let v = self.expr(&u.expr);
                 match u.op {
                     syn::UnOp::Deref(_) => v,
-                    _ => self.combine(vec![(v, self.span(u.expr.span()))], true),
+                    _ => self.combine(vec![(v, self.cheap(&u.expr))], true),
                 }
             }
             Expr::Cast(c) => {
@@ -429,7 +454,7 @@ impl Builder {
             }
             Expr::Binary(b) => self.binary(b),
             Expr::Assign(a) => {
-                self.assign(&a.left, &a.right, self.span(a.span()));
+                self.assign(&a.left, &a.right, self.between(first_token(&a.left), last_token(&a.right)));
                 Val::plain()
             }
             Expr::MethodCall(m) => self.method_call(m),
@@ -443,9 +468,9 @@ impl Builder {
             Expr::Match(m) => self.match_expr(m),
             Expr::ForLoop(f) => {
                 let iter = self.expr(&f.expr);
-                let header = self.span(f.for_token.span).start..self.span(f.expr.span()).end;
+                let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
                 let label = f.label.as_ref().map(|l| l.name.ident.to_string());
-                let pat_span = self.span(f.pat.span());
+                let pat_span = self.cheap_pat(&f.pat);
                 self.looped(header, label, |s| {
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.block(&f.body);
@@ -453,7 +478,7 @@ impl Builder {
                 Val::plain()
             }
             Expr::While(w) => {
-                let header = self.span(w.while_token.span).start..self.span(w.cond.span()).end;
+                let header = self.span(w.while_token.span).start..self.span(last_token(&w.cond)).end;
                 let label = w.label.as_ref().map(|l| l.name.ident.to_string());
                 self.looped(header, label, |s| {
                     s.expr(&w.cond);
@@ -473,14 +498,14 @@ impl Builder {
                 // `if let` / `while let`: the pattern's bindings live in the enclosing scope
                 // pushed by the caller.
                 let v = self.expr(&l.expr);
-                let span = self.span(l.expr.span());
+                let span = self.cheap(&l.expr);
                 self.bind_pat(&l.pat, v, span);
                 Val::plain()
             }
             Expr::Closure(c) => self.branch(|s| {
                 let mark = s.env.len();
                 for input in &c.inputs {
-                    let span = s.span(input.span());
+                    let span = s.cheap_pat(input);
                     s.bind_pat(input, Val::plain(), span);
                 }
                 let v = s.expr(&c.body);
@@ -548,11 +573,11 @@ impl Builder {
             AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) => {
                 let rhs = self.expr(&b.right);
                 let lhs = self.expr(&b.left);
-                let span = self.span(b.span());
+                let span = self.between(first_token(&b.left), last_token(&b.right));
                 if let Some(slot) = self.place_slot(&b.left) {
-                    let parts = vec![(lhs, self.span(b.left.span())), (rhs, self.span(b.right.span()))];
+                    let parts = vec![(lhs, self.cheap(&b.left)), (rhs, self.cheap(&b.right))];
                     let val = self.combine(parts, true);
-                    let value = self.value_node(val, self.span(b.right.span()));
+                    let value = self.value_node(val, self.full(&b.right));
                     self.write(slot, value, Store::Fold, span, None, false);
                 }
                 Val::plain()
@@ -565,7 +590,7 @@ impl Builder {
             _ => {
                 let l = self.expr(&b.left);
                 let r = self.expr(&b.right);
-                let parts = vec![(l, self.span(b.left.span())), (r, self.span(b.right.span()))];
+                let parts = vec![(l, self.cheap(&b.left)), (r, self.cheap(&b.right))];
                 self.combine(parts, true)
             }
         }
@@ -580,7 +605,7 @@ impl Builder {
         let old = self.env[slot].1;
         let whole = is_whole_binding(left);
         let how = if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
-        let value = self.value_node(rhs, self.span(right.span()));
+        let value = self.value_node(rhs, self.full(right));
         self.write(slot, value, how, span, None, !whole);
     }
 
@@ -626,7 +651,6 @@ impl Builder {
     fn method_call(&mut self, m: &syn::ExprMethodCall) -> Val {
         let name = m.method.to_string();
         let argc = m.args.len();
-        let span = self.span(m.span());
         let spec = self.g.spec;
         let specs = self.specs();
 
@@ -634,9 +658,10 @@ impl Builder {
             let args: Vec<Val> = m.args.iter().map(|a| self.expr(a)).collect();
             let recv_val = self.expr(&m.receiver);
             if let Some(slot) = self.place_slot(&m.receiver) {
+                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 // The stored value is the last argument (`insert(k, v)`, `push(v)`).
                 let stored = args.into_iter().last().unwrap_or_else(Val::plain);
-                let last = m.args.last().map_or(span.clone(), |a| self.span(a.span()));
+                let last = m.args.last().map_or(span.clone(), |a| self.full(a));
                 let value = self.value_node(stored, last);
                 self.write(slot, value, Store::Push, span, Some(name), true);
             }
@@ -645,17 +670,17 @@ impl Builder {
         }
 
         let recv = self.expr(&m.receiver);
-        let recv_span = self.span(m.receiver.span());
-        let receiver_text = expr_text(&m.receiver);
+        let recv_span = self.cheap(&m.receiver);
+        let receiver_text = || expr_text(&m.receiver);
 
         if specs.iter().any(|s| s.is_backward(&name, argc)) {
             self.exprs(m.args.iter(), false);
             self.mark_loss(recv, recv_span);
-            self.record_call(TrainingCallKind::Backward, span, receiver_text);
+            self.record_call(TrainingCallKind::Backward, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
             return Val::plain();
         }
         if specs.iter().any(|s| s.is_backward_step(&name, argc)) {
-            let loss = m.args.first().map(|a| (self.expr(a), self.span(a.span())));
+            let loss = m.args.first().map(|a| (self.expr(a), self.cheap(a)));
             for a in m.args.iter().skip(1) {
                 self.expr(a);
             }
@@ -663,24 +688,24 @@ impl Builder {
                 self.mark_loss(v, s);
             }
             if spec.is_clear(&name, argc) {
-                self.record_call(TrainingCallKind::Clear, span.clone(), receiver_text.clone());
+                self.record_call(TrainingCallKind::Clear, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
             }
-            self.record_call(TrainingCallKind::BackwardStep, span, receiver_text);
+            self.record_call(TrainingCallKind::BackwardStep, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
             return Val::plain();
         }
         if spec.is_clear(&name, argc) {
             self.exprs(m.args.iter(), false);
-            self.record_call(TrainingCallKind::Clear, span, receiver_text);
+            self.record_call(TrainingCallKind::Clear, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
             return Val::plain();
         }
         if spec.fresh_tape_methods.contains(&name.as_str()) {
             // A tape with a fresh gradient store: this iteration's gradients start from zero.
-            self.record_call(TrainingCallKind::Clear, span.clone(), receiver_text.clone());
+            self.record_call(TrainingCallKind::Clear, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
         }
         if specs.iter().any(|s| s.is_step(&name, argc)) {
             self.exprs(m.args.iter(), false);
             if spec.is_step(&name, argc) {
-                self.record_call(TrainingCallKind::Step, span, receiver_text);
+                self.record_call(TrainingCallKind::Step, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
             }
             return Val::plain();
         }
@@ -700,7 +725,7 @@ impl Builder {
         }
         if PARAM_METHODS.contains(&name.as_str()) {
             self.exprs(m.args.iter(), false);
-            let n = self.value_node(Val { producer: Producer::Plain, ..recv }, span);
+            let n = self.value_node(Val { producer: Producer::Plain, ..recv }, recv_span.clone());
             self.params.push(n);
             return Val { reads: vec![n], producer: Producer::Derived, op: false };
         }
@@ -710,13 +735,13 @@ impl Builder {
         let moves = MOVE_METHODS.contains(&name.as_str());
         let mut parts = vec![(recv, recv_span)];
         for a in &m.args {
-            parts.push((self.expr(a), self.span(a.span())));
+            parts.push((self.expr(a), self.cheap(a)));
         }
         self.combine(parts, !moves)
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Val {
-        let span = self.span(c.span());
+        let span = self.cheap(&c.func);
         let Expr::Path(p) = &*c.func else {
             let f = self.expr(&c.func);
             let args = self.exprs(c.args.iter(), true);
@@ -756,14 +781,18 @@ impl Builder {
         self.exprs(c.args.iter(), true)
     }
 
+    /// Macros: only `vec![…]` (and `dbg!`) pass values through; formatting and assertion macros
+    /// produce strings or nothing, so their bodies are not parsed (parsing them costs as much
+    /// as the rest of the walk).
     fn mac(&mut self, mac: &syn::Macro) -> Val {
-        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-        let args = mac.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated);
-        let Ok(args) = args else {
+        let passes_through = mac.path.segments.last().is_some_and(|s| s.ident == "vec" || s.ident == "dbg");
+        if !passes_through {
             return Val::plain();
-        };
-        let v = self.exprs(args.iter(), false);
-        if matches!(name.as_str(), "vec" | "dbg") { v } else { Val::plain() }
+        }
+        match mac.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated) {
+            Ok(args) => self.exprs(args.iter(), false),
+            Err(_) => Val::plain(),
+        }
     }
 
     fn if_expr(&mut self, i: &syn::ExprIf) -> Val {
@@ -779,14 +808,14 @@ impl Builder {
         };
         self.env.truncate(mark);
         let after_else = std::mem::replace(&mut self.env, after_cond);
-        let span = self.span(i.span());
+        let span = self.span(i.if_token.span);
         self.merge(&[after_then, after_else], span.clone());
         self.combine(vec![(then, span.clone()), (els, span)], false)
     }
 
     fn match_expr(&mut self, m: &syn::ExprMatch) -> Val {
         let scrutinee = self.expr(&m.expr);
-        let scrut_span = self.span(m.expr.span());
+        let scrut_span = self.cheap(&m.expr);
         let before = self.env.clone();
         let mut ends = Vec::new();
         let mut vals = Vec::new();
@@ -802,12 +831,13 @@ impl Builder {
                 s.env.truncate(mark);
                 v
             });
-            vals.push((v, self.span(arm.body.span())));
+            vals.push((v, self.cheap(&arm.body)));
             ends.push(std::mem::take(&mut self.env));
         }
         self.env = before;
         if !ends.is_empty() {
-            self.merge(&ends, self.span(m.span()));
+            let span = self.span(m.match_token.span);
+            self.merge(&ends, span);
         }
         self.combine(vals, false)
     }
@@ -1016,4 +1046,72 @@ fn type_name(ty: &syn::Type) -> Option<String> {
 /// Byte range helper for other modules.
 pub fn span_range(span: PmSpan, offset: usize) -> Range<usize> {
     byte_range(span, offset)
+}
+
+/// The leftmost token of an expression.
+fn first_token(e: &Expr) -> PmSpan {
+    match e {
+        Expr::MethodCall(m) => first_token(&m.receiver),
+        Expr::Binary(b) => first_token(&b.left),
+        Expr::Field(f) => first_token(&f.base),
+        Expr::Index(i) => first_token(&i.expr),
+        Expr::Try(t) => first_token(&t.expr),
+        Expr::Await(a) => first_token(&a.base),
+        Expr::Cast(c) => first_token(&c.expr),
+        Expr::Call(c) => first_token(&c.func),
+        Expr::Assign(a) => first_token(&a.left),
+        Expr::Range(r) => r.start.as_deref().map_or_else(|| r.limits.span(), first_token),
+        Expr::Path(p) if p.qself.is_none() => match &p.path.leading_colon {
+            Some(c) => c.spans[0],
+            None => p.path.segments.first().map_or_else(PmSpan::call_site, |s| s.ident.span()),
+        },
+        Expr::Lit(l) => l.lit.span(),
+        Expr::Paren(p) => p.paren_token.span.open(),
+        Expr::Tuple(t) => t.paren_token.span.open(),
+        Expr::Array(a) => a.bracket_token.span.open(),
+        Expr::Reference(r) => r.and_token.span,
+        Expr::Unary(u) => u.op.span(),
+        Expr::Macro(m) => m.mac.path.segments.first().map_or_else(PmSpan::call_site, |s| s.ident.span()),
+        Expr::Block(b) if b.label.is_none() => b.block.brace_token.span.open(),
+        Expr::If(i) => i.if_token.span,
+        Expr::Match(m) => m.match_token.span,
+        e => e.span(),
+    }
+}
+
+/// The rightmost token of an expression.
+fn last_token(e: &Expr) -> PmSpan {
+    match e {
+        Expr::MethodCall(m) => m.paren_token.span.close(),
+        Expr::Call(c) => c.paren_token.span.close(),
+        Expr::Binary(b) => last_token(&b.right),
+        Expr::Assign(a) => last_token(&a.right),
+        Expr::Field(f) => match &f.member {
+            syn::Member::Named(n) => n.span(),
+            syn::Member::Unnamed(i) => i.span,
+        },
+        Expr::Index(i) => i.bracket_token.span.close(),
+        Expr::Try(t) => t.question_token.span,
+        Expr::Await(a) => a.await_token.span,
+        Expr::Path(p) if p.qself.is_none() => match p.path.segments.last() {
+            Some(s) if matches!(s.arguments, syn::PathArguments::None) => s.ident.span(),
+            _ => e.span(),
+        },
+        Expr::Lit(l) => l.lit.span(),
+        Expr::Paren(p) => p.paren_token.span.close(),
+        Expr::Tuple(t) => t.paren_token.span.close(),
+        Expr::Array(a) => a.bracket_token.span.close(),
+        Expr::Reference(r) => last_token(&r.expr),
+        Expr::Unary(u) => last_token(&u.expr),
+        Expr::Macro(m) => match &m.mac.delimiter {
+            syn::MacroDelimiter::Paren(p) => p.span.close(),
+            syn::MacroDelimiter::Brace(b) => b.span.close(),
+            syn::MacroDelimiter::Bracket(b) => b.span.close(),
+        },
+        Expr::Block(b) => b.block.brace_token.span.close(),
+        Expr::Struct(s) => s.brace_token.span.close(),
+        Expr::Match(m) => m.brace_token.span.close(),
+        Expr::Closure(c) => last_token(&c.body),
+        e => e.span(),
+    }
 }
