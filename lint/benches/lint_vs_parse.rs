@@ -66,12 +66,12 @@ fn main() {
     for d in &dirs {
         rust_files(d, &mut paths);
     }
-    let files: Vec<Arc<SourceFile>> = paths
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok().map(|t| Arc::new(SourceFile::new(p, t))))
-        .collect();
+    let files: Vec<Arc<SourceFile>> =
+        paths.iter().filter_map(|p| std::fs::read_to_string(p).ok().map(|t| Arc::new(SourceFile::new(p, t)))).collect();
     if files.is_empty() {
-        eprintln!("no sources found: `cargo fetch` candle-core, candle-nn, burn-core, dfdx and tch, or set MEMLINT_BENCH_DIRS");
+        eprintln!(
+            "no sources found: `cargo fetch` candle-core, candle-nn, burn-core, dfdx and tch, or set MEMLINT_BENCH_DIRS"
+        );
         std::process::exit(1);
     }
     let bytes: usize = files.iter().map(|f| f.text.len()).sum();
@@ -83,7 +83,8 @@ fn main() {
 
     let linter = Linter::default();
     let threads = rayon::current_num_threads();
-    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).stack_size(memlint_lint::PARSE_STACK_SIZE).build().unwrap();
+    let one_thread =
+        rayon::ThreadPoolBuilder::new().num_threads(1).stack_size(memlint_lint::PARSE_STACK_SIZE).build().unwrap();
     let all_threads = rayon::ThreadPoolBuilder::new().stack_size(memlint_lint::PARSE_STACK_SIZE).build().unwrap();
     let (mut parse, mut lint1, mut lintn) = (Vec::new(), Vec::new(), Vec::new());
     let mut findings = 0;
@@ -111,7 +112,12 @@ fn main() {
     println!();
     println!("{:<40} {:>12} {:>14}", "measurement (median of 7)", "time", "ratio to parse");
     println!("{:<40} {:>10.1}ms {:>14.2}", "syn::parse_file, 1 thread", p.as_secs_f64() * 1e3, 1.0);
-    println!("{:<40} {:>10.1}ms {:>14.2}", "memlint (parse+graphs+rules), 1 thread", l1.as_secs_f64() * 1e3, l1.as_secs_f64() / p.as_secs_f64());
+    println!(
+        "{:<40} {:>10.1}ms {:>14.2}",
+        "memlint (parse+graphs+rules), 1 thread",
+        l1.as_secs_f64() * 1e3,
+        l1.as_secs_f64() / p.as_secs_f64()
+    );
     println!(
         "{:<40} {:>10.1}ms {:>14.2}",
         format!("memlint, {threads} threads"),

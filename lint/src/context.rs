@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::diagnostic::{Finding, Label, Level};
+use crate::diagnostic::{Finding, Label, Level, Suggestion};
 use crate::levels::Levels;
 use crate::rule::RuleMeta;
 use crate::source::SourceFile;
@@ -17,6 +17,7 @@ pub struct Report {
     pub help: Option<String>,
     pub note: Option<String>,
     pub elsewhere: Vec<(std::path::PathBuf, usize, String)>,
+    pub suggestions: Vec<Suggestion>,
 }
 
 impl Report {
@@ -36,6 +37,11 @@ impl Report {
 
     pub fn note(mut self, note: impl Into<String>) -> Self {
         self.note = Some(note.into());
+        self
+    }
+
+    pub fn suggest(mut self, suggestion: Suggestion) -> Self {
+        self.suggestions.push(suggestion);
         self
     }
 }
@@ -82,11 +88,8 @@ impl<'a> Context<'a> {
         }
         let primary = report.primary.unwrap_or_else(|| Label::new(0..0, ""));
         let (line, column) = file.line_col(primary.span.start);
-        let secondary = report
-            .secondary
-            .into_iter()
-            .filter(|l| l.span != primary.span && l.span.end <= file.text.len())
-            .collect();
+        let secondary =
+            report.secondary.into_iter().filter(|l| l.span != primary.span && l.span.end <= file.text.len()).collect();
         self.findings.push(Finding {
             rule: self.rule.id,
             level,
@@ -97,6 +100,7 @@ impl<'a> Context<'a> {
             help: report.help,
             note: report.note,
             elsewhere: report.elsewhere,
+            suggestions: report.suggestions.into_iter().filter(|s| s.span.end <= file.text.len()).collect(),
             line,
             column,
         });

@@ -40,6 +40,25 @@ impl Label {
     }
 }
 
+/// How safe a suggested edit is (rustc's applicability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Applicability {
+    /// Types and behaviour are unchanged except for the fix: apply without review.
+    MachineApplicable,
+    /// Likely right, but may not compile or may change behaviour: review.
+    MaybeIncorrect,
+}
+
+/// A suggested edit: replace `span` (in the finding's file) with `replacement`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suggestion {
+    /// What the edit does, imperative (`detach the value before storing it`).
+    pub message: String,
+    pub span: Range<usize>,
+    pub replacement: String,
+    pub applicability: Applicability,
+}
+
 /// One finding of one rule. Rules fill the message, labels, help and note; the context stamps
 /// rule id, level, file and position.
 #[derive(Debug, Clone)]
@@ -61,6 +80,8 @@ pub struct Finding {
     pub note: Option<String>,
     /// Places in other files (e.g. fields of an `Rc` cycle spread over modules).
     pub elsewhere: Vec<(PathBuf, usize, String)>,
+    /// Suggested edits in this file.
+    pub suggestions: Vec<Suggestion>,
     /// 1-based line of the primary label.
     pub line: usize,
     /// 1-based column (characters) of the primary label.
@@ -140,10 +161,7 @@ impl miette::Diagnostic for FindingDiagnostic<'_> {
         let f = self.finding;
         let to_span = |l: &Label| SourceSpan::from(l.span.start..l.span.end);
         let primary = LabeledSpan::new_primary_with_span(Some(f.primary.text.clone()), to_span(&f.primary));
-        let rest = f
-            .secondary
-            .iter()
-            .map(move |l| LabeledSpan::new_with_span(Some(l.text.clone()), to_span(l)));
+        let rest = f.secondary.iter().map(move |l| LabeledSpan::new_with_span(Some(l.text.clone()), to_span(l)));
         Some(Box::new(std::iter::once(primary).chain(rest)))
     }
 }

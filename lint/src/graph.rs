@@ -332,7 +332,9 @@ impl FnGraph {
     /// A secondary label for the iteration: the loop header that runs backward.
     pub fn iteration_label(&self, iteration: Iteration) -> Option<(Span, String)> {
         match iteration {
-            Iteration::Loop(l) => Some((self.loops[l].header.clone(), "this loop runs backward every iteration".to_string())),
+            Iteration::Loop(l) => {
+                Some((self.loops[l].header.clone(), "this loop runs backward every iteration".to_string()))
+            }
             Iteration::Call => Some((self.sig.clone(), "each call of this function runs backward".to_string())),
         }
     }

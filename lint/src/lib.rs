@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-pub use diagnostic::{Finding, Label, Level};
+pub use diagnostic::{Applicability, Finding, Label, Level, Suggestion};
 pub use frameworks::Framework;
 pub use levels::Levels;
 pub use source::SourceFile;
@@ -145,9 +145,10 @@ impl Linter {
                 let end = (err.span().byte_range().end + offset).max(start);
                 let mut findings = Vec::new();
                 let mut cx = Context::new(Some(file.clone()), &rules::PARSE_ERROR, &self.levels, &mut findings);
-                cx.report(Report::new(format!("could not parse file: {err}"), start..end, "syntax error here").help(
-                    "fix the syntax (`cargo check` shows it); memlint skipped this file and linted the rest",
-                ));
+                cx.report(
+                    Report::new(format!("could not parse file: {err}"), start..end, "syntax error here")
+                        .help("fix the syntax (`cargo check` shows it); memlint skipped this file and linted the rest"),
+                );
                 FileResult { findings, decls: Vec::new() }
             }
         };
@@ -201,6 +202,10 @@ fn parseable_text(text: &str) -> (std::borrow::Cow<'_, str>, usize) {
 
 fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        (a.file.path.as_path(), a.primary.span.start, a.rule).cmp(&(b.file.path.as_path(), b.primary.span.start, b.rule))
+        (a.file.path.as_path(), a.primary.span.start, a.rule).cmp(&(
+            b.file.path.as_path(),
+            b.primary.span.start,
+            b.rule,
+        ))
     });
 }

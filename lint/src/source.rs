@@ -17,9 +17,7 @@ pub struct SourceFile {
 impl SourceFile {
     pub fn new(path: impl Into<PathBuf>, text: impl Into<Arc<str>>) -> Self {
         let text: Arc<str> = text.into();
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
+        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
         Self { path: path.into(), text, line_starts }
     }
 
@@ -39,10 +37,7 @@ impl SourceFile {
     /// Byte range of a 1-based line, without its line break.
     pub fn line_range(&self, line: usize) -> Range<usize> {
         let start = self.line_starts.get(line.wrapping_sub(1)).copied().unwrap_or(self.text.len());
-        let end = self
-            .line_starts
-            .get(line)
-            .map_or(self.text.len(), |&next| next.saturating_sub(1));
+        let end = self.line_starts.get(line).map_or(self.text.len(), |&next| next.saturating_sub(1));
         let end = if end > start && self.text.as_bytes().get(end - 1) == Some(&b'\r') { end - 1 } else { end };
         start..end.max(start)
     }

@@ -40,8 +40,18 @@ pub struct TypeGraph {
 
 /// Wrappers that give interior mutability.
 const INTERIOR: &[&str] = &[
-    "RefCell", "Cell", "Mutex", "RwLock", "OnceCell", "OnceLock", "UnsafeCell", "ReentrantMutex",
-    "AtomicCell", "ArcSwap", "ArcSwapOption", "LazyCell",
+    "RefCell",
+    "Cell",
+    "Mutex",
+    "RwLock",
+    "OnceCell",
+    "OnceLock",
+    "UnsafeCell",
+    "ReentrantMutex",
+    "AtomicCell",
+    "ArcSwap",
+    "ArcSwapOption",
+    "LazyCell",
 ];
 
 /// A struct or enum declared in the crate, with its fields' types reduced to names.

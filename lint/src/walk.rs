@@ -14,8 +14,8 @@ use syn::{Block, Expr, Pat, Stmt};
 
 use crate::frameworks::{self, Spec};
 use crate::graph::{
-    Binding, BindingId, BindingKind, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
-    Span, Store, Taint, TrainingCall, TrainingCallKind,
+    Binding, BindingId, BindingKind, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer, Span, Store, Taint,
+    TrainingCall, TrainingCallKind,
 };
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
@@ -214,7 +214,13 @@ impl Builder {
         self.g.graph.add_node(Node { kind, span, in_loop, taint: Taint::NONE })
     }
 
-    fn declare(&mut self, name: String, kind: BindingKind, decl: Span, init: Option<(NodeIndex, Store, Span)>) -> NodeIndex {
+    fn declare(
+        &mut self,
+        name: String,
+        kind: BindingKind,
+        decl: Span,
+        init: Option<(NodeIndex, Store, Span)>,
+    ) -> NodeIndex {
         let id = self.g.bindings.len();
         self.g.bindings.push(Binding { name, kind, decl: decl.clone(), decl_loop: self.cur_loop() });
         let v = self.add_node(NodeKind::Version(id), decl);
@@ -249,7 +255,12 @@ impl Builder {
         for name in fields.0 {
             let span = self.span(name.span());
             let id = self.g.bindings.len();
-            self.g.bindings.push(Binding { name: format!("self.{name}"), kind: BindingKind::SelfField, decl: span.clone(), decl_loop: None });
+            self.g.bindings.push(Binding {
+                name: format!("self.{name}"),
+                kind: BindingKind::SelfField,
+                decl: span.clone(),
+                decl_loop: None,
+            });
             let v = self.add_node(NodeKind::Version(id), span);
             self.env.push((id, v));
         }
@@ -557,12 +568,12 @@ impl Builder {
     }
 
     fn field_read(&mut self, f: &syn::ExprField) -> Val {
-        if is_self(&f.base) && self.has_self {
-            if let syn::Member::Named(name) = &f.member
-                && let Some(slot) = self.self_field(&name.to_string())
-            {
-                return Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false };
-            }
+        if is_self(&f.base)
+            && self.has_self
+            && let syn::Member::Named(name) = &f.member
+            && let Some(slot) = self.self_field(&name.to_string())
+        {
+            return Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false };
         }
         self.expr(&f.base)
     }
@@ -604,7 +615,8 @@ impl Builder {
         };
         let old = self.env[slot].1;
         let whole = is_whole_binding(left);
-        let how = if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
+        let how =
+            if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
         let value = self.value_node(rhs, self.full(right));
         self.write(slot, value, how, span, None, !whole);
     }
@@ -643,7 +655,9 @@ impl Builder {
             Expr::Reference(r) => self.place_slot(&r.expr),
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.place_slot(&u.expr),
             Expr::Try(t) => self.place_slot(&t.expr),
-            Expr::MethodCall(m) if PLACE_METHODS.contains(&m.method.to_string().as_str()) => self.place_slot(&m.receiver),
+            Expr::MethodCall(m) if PLACE_METHODS.contains(&m.method.to_string().as_str()) => {
+                self.place_slot(&m.receiver)
+            }
             _ => None,
         }
     }
@@ -676,7 +690,11 @@ impl Builder {
         if specs.iter().any(|s| s.is_backward(&name, argc)) {
             self.exprs(m.args.iter(), false);
             self.mark_loss(recv, recv_span);
-            self.record_call(TrainingCallKind::Backward, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
+            self.record_call(
+                TrainingCallKind::Backward,
+                self.between(first_token(&m.receiver), m.paren_token.span.close()),
+                receiver_text(),
+            );
             return Val::plain();
         }
         if specs.iter().any(|s| s.is_backward_step(&name, argc)) {
@@ -688,24 +706,44 @@ impl Builder {
                 self.mark_loss(v, s);
             }
             if spec.is_clear(&name, argc) {
-                self.record_call(TrainingCallKind::Clear, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
+                self.record_call(
+                    TrainingCallKind::Clear,
+                    self.between(first_token(&m.receiver), m.paren_token.span.close()),
+                    receiver_text(),
+                );
             }
-            self.record_call(TrainingCallKind::BackwardStep, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
+            self.record_call(
+                TrainingCallKind::BackwardStep,
+                self.between(first_token(&m.receiver), m.paren_token.span.close()),
+                receiver_text(),
+            );
             return Val::plain();
         }
         if spec.is_clear(&name, argc) {
             self.exprs(m.args.iter(), false);
-            self.record_call(TrainingCallKind::Clear, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
+            self.record_call(
+                TrainingCallKind::Clear,
+                self.between(first_token(&m.receiver), m.paren_token.span.close()),
+                receiver_text(),
+            );
             return Val::plain();
         }
         if spec.fresh_tape_methods.contains(&name.as_str()) {
             // A tape with a fresh gradient store: this iteration's gradients start from zero.
-            self.record_call(TrainingCallKind::Clear, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
+            self.record_call(
+                TrainingCallKind::Clear,
+                self.between(first_token(&m.receiver), m.paren_token.span.close()),
+                receiver_text(),
+            );
         }
         if specs.iter().any(|s| s.is_step(&name, argc)) {
             self.exprs(m.args.iter(), false);
             if spec.is_step(&name, argc) {
-                self.record_call(TrainingCallKind::Step, self.between(first_token(&m.receiver), m.paren_token.span.close()), receiver_text());
+                self.record_call(
+                    TrainingCallKind::Step,
+                    self.between(first_token(&m.receiver), m.paren_token.span.close()),
+                    receiver_text(),
+                );
             }
             return Val::plain();
         }
@@ -847,17 +885,19 @@ impl Builder {
     fn merge(&mut self, ends: &[Vec<(BindingId, NodeIndex)>], span: Span) {
         for slot in 0..self.env.len() {
             let (id, base) = self.env[slot];
-            let mut versions: Vec<NodeIndex> = ends
-                .iter()
-                .filter_map(|env| env.get(slot).filter(|(b, _)| *b == id).map(|(_, v)| *v))
-                .collect();
+            let mut versions: Vec<NodeIndex> =
+                ends.iter().filter_map(|env| env.get(slot).filter(|(b, _)| *b == id).map(|(_, v)| *v)).collect();
             versions.push(base);
             versions.sort_unstable();
             versions.dedup();
             if versions.len() > 1 {
                 let merged = self.add_node(NodeKind::Version(id), span.clone());
                 for v in versions {
-                    self.g.graph.add_edge(v, merged, Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None });
+                    self.g.graph.add_edge(
+                        v,
+                        merged,
+                        Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None },
+                    );
                 }
                 self.env[slot].1 = merged;
             }
@@ -894,7 +934,11 @@ impl Builder {
                 && b == bid
                 && end != start
             {
-                self.g.graph.add_edge(end, start, Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None });
+                self.g.graph.add_edge(
+                    end,
+                    start,
+                    Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None },
+                );
             }
         }
         self.env = before;
@@ -926,21 +970,49 @@ fn no_grad_closure_call(_name: &str, _spec: &Spec) -> bool {
 
 /// Methods through which a store receiver still names the same place.
 const PLACE_METHODS: &[&str] = &[
-    "borrow_mut", "lock", "write", "get_mut", "as_mut", "unwrap", "expect", "entry", "last_mut",
-    "first_mut", "deref_mut", "or_default", "get_or_insert_with", "as_deref_mut",
+    "borrow_mut",
+    "lock",
+    "write",
+    "get_mut",
+    "as_mut",
+    "unwrap",
+    "expect",
+    "entry",
+    "last_mut",
+    "first_mut",
+    "deref_mut",
+    "or_default",
+    "get_or_insert_with",
+    "as_deref_mut",
 ];
 
 /// Methods that store their (last) argument into the receiver.
-const STORE_METHODS: &[&str] = &[
-    "push", "push_back", "push_front", "insert", "extend", "append", "extend_from_slice",
-    "or_insert",
-];
+const STORE_METHODS: &[&str] =
+    &["push", "push_back", "push_front", "insert", "extend", "append", "extend_from_slice", "or_insert"];
 
 /// Methods that move or borrow a value without computing (clones keep the graph).
 const MOVE_METHODS: &[&str] = &[
-    "clone", "shallow_clone", "to_owned", "borrow", "as_ref", "unwrap", "expect", "into", "iter",
-    "into_iter", "collect", "copied", "cloned", "get", "first", "last", "as_tensor", "lock",
-    "read", "deref", "take",
+    "clone",
+    "shallow_clone",
+    "to_owned",
+    "borrow",
+    "as_ref",
+    "unwrap",
+    "expect",
+    "into",
+    "iter",
+    "into_iter",
+    "collect",
+    "copied",
+    "cloned",
+    "get",
+    "first",
+    "last",
+    "as_tensor",
+    "lock",
+    "read",
+    "deref",
+    "take",
 ];
 
 /// Methods that make a trainable parameter out of their receiver.
@@ -954,17 +1026,56 @@ const TENSOR_TYPES: &[&str] = &["Tensor", "Array"];
 
 /// Tensor constructors that make plain data (observations, batches, constants).
 const DATA_CONSTRUCTORS: &[&str] = &[
-    "new", "from_vec", "from_slice", "from_iter", "from_data", "from_floats", "from_ints",
-    "from_bools", "zeros", "ones", "zeros_like", "ones_like", "full", "arange", "arange_step",
-    "rand", "randn", "rand_like", "randn_like", "eye", "of_slice", "from_array", "empty",
-    "from_raw_buffer", "read_npy", "load", "from_primitive", "linspace", "random", "f_from_slice",
-    "of_slice2", "from_slice2", "scalar_tensor",
+    "new",
+    "from_vec",
+    "from_slice",
+    "from_iter",
+    "from_data",
+    "from_floats",
+    "from_ints",
+    "from_bools",
+    "zeros",
+    "ones",
+    "zeros_like",
+    "ones_like",
+    "full",
+    "arange",
+    "arange_step",
+    "rand",
+    "randn",
+    "rand_like",
+    "randn_like",
+    "eye",
+    "of_slice",
+    "from_array",
+    "empty",
+    "from_raw_buffer",
+    "read_npy",
+    "load",
+    "from_primitive",
+    "linspace",
+    "random",
+    "f_from_slice",
+    "of_slice2",
+    "from_slice2",
+    "scalar_tensor",
 ];
 
 /// Functions that wrap their argument without computing.
 const WRAPPERS: &[&str] = &[
-    "Some", "Ok", "Err", "Box::new", "Rc::new", "Arc::new", "RefCell::new", "Mutex::new",
-    "Cell::new", "RwLock::new", "Rc::clone", "Arc::clone", "identity",
+    "Some",
+    "Ok",
+    "Err",
+    "Box::new",
+    "Rc::new",
+    "Arc::new",
+    "RefCell::new",
+    "Mutex::new",
+    "Cell::new",
+    "RwLock::new",
+    "Rc::clone",
+    "Arc::clone",
+    "identity",
 ];
 
 fn is_self(e: &Expr) -> bool {
@@ -995,8 +1106,23 @@ fn pat_is_host_scalar(p: &Pat) -> bool {
     let Some(ident) = tp.path.get_ident() else { return false };
     matches!(
         ident.to_string().as_str(),
-        "f16" | "f32" | "f64" | "i8" | "i16" | "i32" | "i64" | "i128" | "u8" | "u16" | "u32" | "u64" | "u128"
-            | "usize" | "isize" | "bool" | "String"
+        "f16"
+            | "f32"
+            | "f64"
+            | "i8"
+            | "i16"
+            | "i32"
+            | "i64"
+            | "i128"
+            | "u8"
+            | "u16"
+            | "u32"
+            | "u64"
+            | "u128"
+            | "usize"
+            | "isize"
+            | "bool"
+            | "String"
     )
 }
 

@@ -9,7 +9,10 @@ use crate::output::json::Owner;
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum WorkspaceError {
     #[error("could not read the cargo workspace: {0}")]
-    #[diagnostic(code(memlint::workspace), help("pass `--manifest-path path/to/Cargo.toml`, or lint files and folders by path"))]
+    #[diagnostic(
+        code(memlint::workspace),
+        help("pass `--manifest-path path/to/Cargo.toml`, or lint files and folders by path")
+    )]
     Metadata(String),
     #[error("package `{0}` is not a member of this workspace")]
     #[diagnostic(code(memlint::workspace), help("members: {1}"))]
@@ -164,10 +167,7 @@ impl Workspace {
     /// The member package that contains a path.
     pub fn package_of(&self, path: &Path) -> Option<&Package> {
         let path = absolute(path);
-        self.members
-            .iter()
-            .filter(|p| path.starts_with(p.root()))
-            .max_by_key(|p| p.root().components().count())
+        self.members.iter().filter(|p| path.starts_with(p.root())).max_by_key(|p| p.root().components().count())
     }
 }
 

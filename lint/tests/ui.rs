@@ -72,3 +72,26 @@ fn rendered_output_snapshots() {
         });
     }
 }
+
+#[test]
+fn suggestions_cut_the_graph_in_the_framework_spelling() {
+    let mut got = Vec::new();
+    for path in fixtures() {
+        let (text, findings) = lint(&path);
+        for f in &findings {
+            for s in &f.suggestions {
+                got.push(format!(
+                    "{}:{}: `{}` -> `{}` ({:?})",
+                    path.file_name().unwrap().to_string_lossy(),
+                    f.line,
+                    &text[s.span.clone()],
+                    s.replacement,
+                    s.applicability
+                ));
+            }
+        }
+    }
+    insta::with_settings!({ snapshot_path => "ui/snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("suggestions", got.join("\n"));
+    });
+}

@@ -36,9 +36,7 @@ impl Framework {
     /// The framework a crate name (as written in `Cargo.toml` or a `use` path) belongs to.
     pub fn from_crate_name(name: &str) -> Option<Self> {
         let name = name.replace('-', "_");
-        Self::ALL
-            .into_iter()
-            .find(|fw| fw.spec().crate_names.contains(&name.as_str()))
+        Self::ALL.into_iter().find(|fw| fw.spec().crate_names.contains(&name.as_str()))
     }
 
     pub fn name(self) -> &'static str {
@@ -148,6 +146,45 @@ pub fn fill(template: &str, expr: &str) -> String {
     template.replace("{}", expr)
 }
 
+/// A suggested edit that cuts the graph of the expression `text` at `span`, in this framework's
+/// spelling. Machine-applicable where the framework's `detach` keeps the type (candle, tch,
+/// burn); `None` for values a postfix call cannot wrap without changing their type (`Some(x)`,
+/// tuples, struct literals) or that do not parse on their own.
+pub fn detach_suggestion(spec: &Spec, span: std::ops::Range<usize>, text: &str) -> Option<crate::Suggestion> {
+    use syn::Expr;
+    let expr: Expr = syn::parse_str(text.trim()).ok()?;
+    let postfix = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Path(_) | Expr::MethodCall(_) | Expr::Field(_) | Expr::Try(_) | Expr::Paren(_) | Expr::Index(_)
+        )
+    };
+    let receiver = match &expr {
+        // `x.clone()` is cut directly: `x.detach()`.
+        Expr::MethodCall(m) if m.method == "clone" && m.args.is_empty() && postfix(&m.receiver) => {
+            text.trim().strip_suffix(".clone()").unwrap_or(text.trim()).to_string()
+        }
+        e if postfix(e) => text.trim().to_string(),
+        Expr::Binary(_) | Expr::Reference(_) | Expr::Unary(_) => format!("({})", text.trim()),
+        Expr::Call(c) if matches!(&*c.func, Expr::Path(p) if !p.path.segments.last().is_some_and(|s| s.ident.to_string().starts_with(char::is_uppercase))) => {
+            text.trim().to_string()
+        }
+        _ => return None,
+    };
+    // dfdx changes the tape type parameter: never safe to apply blindly.
+    let applicability = if spec.framework == Framework::Dfdx {
+        crate::Applicability::MaybeIncorrect
+    } else {
+        crate::Applicability::MachineApplicable
+    };
+    Some(crate::Suggestion {
+        message: "cut the autograd graph before keeping the value".to_string(),
+        span,
+        replacement: fill(spec.detach_fix, &receiver),
+        applicability,
+    })
+}
+
 /// Methods that run a model forward, in every framework.
 const FORWARD_METHODS: &[&str] = &[
     "forward",
@@ -181,9 +218,34 @@ const LOSS_FUNCTIONS: &[&str] = &[
 
 /// Methods that return facts about a tensor rather than a tensor (shape, device, …).
 const METADATA_METHODS: &[&str] = &[
-    "shape", "dims", "dim", "dims0", "dims1", "dims2", "dims3", "dims4", "dims5", "dtype", "device",
-    "elem_count", "rank", "size", "size1", "size2", "size3", "size4", "kind", "numel", "len",
-    "is_empty", "to_string", "is_contiguous", "layout", "stride", "requires_grad", "id",
+    "shape",
+    "dims",
+    "dim",
+    "dims0",
+    "dims1",
+    "dims2",
+    "dims3",
+    "dims4",
+    "dims5",
+    "dtype",
+    "device",
+    "elem_count",
+    "rank",
+    "size",
+    "size1",
+    "size2",
+    "size3",
+    "size4",
+    "kind",
+    "numel",
+    "len",
+    "is_empty",
+    "to_string",
+    "is_contiguous",
+    "layout",
+    "stride",
+    "requires_grad",
+    "id",
 ];
 
 /// Whether a method call runs a model forward.
@@ -207,9 +269,7 @@ pub fn is_metadata_method(name: &str) -> bool {
 pub fn is_training_call(method: &str) -> bool {
     Framework::ALL.iter().any(|fw| {
         let s = fw.spec();
-        [s.backward, s.backward_step, s.step]
-            .iter()
-            .any(|calls| calls.iter().any(|c| c.name == method))
+        [s.backward, s.backward_step, s.step].iter().any(|calls| calls.iter().any(|c| c.name == method))
     })
 }
 

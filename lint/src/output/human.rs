@@ -21,10 +21,8 @@ impl Style {
 
 pub fn render(f: &Finding, style: Style) -> String {
     let theme = if style.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme)
-        .with_width(style.width)
-        .with_links(style.links)
-        .with_context_lines(1);
+    let handler =
+        GraphicalReportHandler::new_themed(theme).with_width(style.width).with_links(style.links).with_context_lines(1);
     let mut out = String::new();
     let diagnostic = f.diagnostic();
     if handler.render_report(&mut out, &diagnostic).is_err() {

@@ -3,13 +3,5 @@
 use crate::diagnostic::Finding;
 
 pub fn render(f: &Finding) -> String {
-    format!(
-        "{}:{}:{}: {}[{}]: {}",
-        f.file.path.display(),
-        f.line,
-        f.column,
-        f.level.as_str(),
-        f.code(),
-        f.message
-    )
+    format!("{}:{}:{}: {}[{}]: {}", f.file.path.display(), f.line, f.column, f.level.as_str(), f.code(), f.message)
 }

@@ -6,7 +6,6 @@ use crate::diagnostic::Level;
 use crate::graph::{FnGraph, Store, Taint};
 use crate::rule::{Rule, RuleMeta};
 
-
 pub struct AccumulatedLossTensor;
 
 pub static META: RuleMeta = RuleMeta {
@@ -89,6 +88,11 @@ impl Rule for AccumulatedLossTensor {
                     crate::frameworks::fill(f.spec.detach_fix, &shown),
                 ))
                 .note("every summand stays reachable from the sum, so each iteration's whole graph (activations included) is kept until the sum is dropped");
+            let value_span = f.graph[value].span.clone();
+            let text = cx.snippet(&value_span).to_string();
+            if let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text) {
+                report = report.suggest(s);
+            }
             cx.report(report);
         }
     }

@@ -5,7 +5,6 @@ use crate::diagnostic::Level;
 use crate::graph::{FnGraph, Iteration, TrainingCall, TrainingCallKind};
 use crate::rule::{Rule, RuleMeta};
 
-
 pub struct MissingZeroGrad;
 
 pub static META: RuleMeta = RuleMeta {

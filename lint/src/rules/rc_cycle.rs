@@ -82,16 +82,23 @@ impl Rule for RcCycle {
                 format!("`{}` closes the cycle", back_edge.field),
             );
             // Label the cycle first, then the other strong links inside the component.
-            let rest = cycle[1..].iter().copied().chain(edges.iter().copied().filter(|e| !cycle.contains(e) && !g[*e].weak));
+            let rest =
+                cycle[1..].iter().copied().chain(edges.iter().copied().filter(|e| !cycle.contains(e) && !g[*e].weak));
             for e in rest {
                 let edge = &g[e];
                 let how = if edge.shared { "holds a strong reference" } else { "owns" };
                 let target = &g[g.edge_endpoints(e).unwrap().1].name;
                 if std::sync::Arc::ptr_eq(&edge.file, &back_edge.file) {
-                    report.secondary.push(Label::new(edge.span.clone(), format!("`{}` {how} to `{target}`", edge.field)));
+                    report
+                        .secondary
+                        .push(Label::new(edge.span.clone(), format!("`{}` {how} to `{target}`", edge.field)));
                 } else {
                     let (line, _) = edge.file.line_col(edge.span.start);
-                    report.elsewhere.push((edge.file.path.clone(), line, format!("`{}` {how} to `{target}`", edge.field)));
+                    report.elsewhere.push((
+                        edge.file.path.clone(),
+                        line,
+                        format!("`{}` {how} to `{target}`", edge.field),
+                    ));
                 }
             }
             report = report

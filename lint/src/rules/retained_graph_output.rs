@@ -5,7 +5,6 @@ use crate::diagnostic::Level;
 use crate::graph::{BindingKind, FnGraph, Store, Taint};
 use crate::rule::{Rule, RuleMeta};
 
-
 pub struct RetainedGraphOutput;
 
 pub static META: RuleMeta = RuleMeta {
@@ -108,6 +107,11 @@ impl Rule for RetainedGraphOutput {
                     crate::frameworks::fill(f.spec.scalar_fix, &fix_on)
                 ))
                 .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
+            let value_span = f.graph[value].span.clone();
+            let text = cx.snippet(&value_span).to_string();
+            if let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text) {
+                report = report.suggest(s);
+            }
             cx.report(report);
         }
     }
