@@ -5,6 +5,8 @@
 //! and runs the [`rules`] over them. [`Linter::lint_crate`] lints the files of one crate in
 //! parallel; [`lint_source`] lints one file's text (used by `#[mem_guard]`).
 
+pub mod baseline;
+pub mod config;
 pub mod context;
 pub mod diagnostic;
 pub mod frameworks;
@@ -14,6 +16,7 @@ pub mod output;
 pub mod rule;
 pub mod rules;
 pub mod source;
+pub mod suppress;
 pub mod type_graph;
 pub mod walk;
 pub mod workspace;

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostic::{Finding, Label};
+use crate::diagnostic::{Applicability, Finding, Label, Suggestion};
 use crate::source::SourceFile;
 
 /// The cargo package and target a finding belongs to.
@@ -17,10 +17,17 @@ pub struct Owner {
     pub src_path: String,
 }
 
-/// Renders one finding; `rendered` is the human rendering to embed.
+/// Renders one finding; `rendered` is the human rendering to embed. File names are the paths
+/// the findings carry (relative to the working directory).
 pub fn render(f: &Finding, owner: &Owner, rendered: &str) -> String {
-    let mut spans = vec![span(&f.file, &f.primary, true)];
-    spans.extend(f.secondary.iter().map(|l| span(&f.file, l, false)));
+    render_named(f, owner, rendered, &f.file.path.display().to_string())
+}
+
+/// Renders one finding with `file_name` as the spans' file name. Cargo's messages name files
+/// relative to the workspace root, and rust-analyzer resolves them against it.
+pub fn render_named(f: &Finding, owner: &Owner, rendered: &str, file_name: &str) -> String {
+    let mut spans = vec![span(&f.file, file_name, &f.primary, true, None)];
+    spans.extend(f.secondary.iter().map(|l| span(&f.file, file_name, l, false, None)));
     let mut children = Vec::new();
     if let Some(note) = &f.note {
         children.push(child("note", note));
@@ -32,6 +39,13 @@ pub fn render(f: &Finding, owner: &Owner, rendered: &str) -> String {
         children.push(child("note", &format!("{}:{line}: {text}", path.display())));
     }
     children.push(child("note", &format!("for more information see {}", f.url())));
+    // Each suggestion is a `help` child whose span carries the replacement, as rustc emits them:
+    // rust-analyzer turns it into a quick fix and `rustfix` applies it.
+    for s in &f.suggestions {
+        let mut c = child("help", &s.message);
+        c["spans"] = json!([span(&f.file, file_name, &Label::new(s.span.clone(), ""), true, Some(s))]);
+        children.push(c);
+    }
     let value = json!({
         "reason": "compiler-message",
         "package_id": owner.package_id,
@@ -71,7 +85,7 @@ fn child(level: &str, message: &str) -> Value {
     })
 }
 
-fn span(file: &SourceFile, label: &Label, primary: bool) -> Value {
+fn span(file: &SourceFile, file_name: &str, label: &Label, primary: bool, suggestion: Option<&Suggestion>) -> Value {
     let (line_start, column_start) = file.line_col(label.span.start);
     let (line_end, column_end) = file.line_col(label.span.end);
     // The text of every line the span touches, with 1-based character highlights.
@@ -86,7 +100,7 @@ fn span(file: &SourceFile, label: &Label, primary: bool) -> Value {
         })
         .collect();
     json!({
-        "file_name": file.path.display().to_string(),
+        "file_name": file_name,
         "byte_start": label.span.start,
         "byte_end": label.span.end,
         "line_start": line_start,
@@ -96,8 +110,11 @@ fn span(file: &SourceFile, label: &Label, primary: bool) -> Value {
         "is_primary": primary,
         "text": text,
         "label": if label.text.is_empty() { Value::Null } else { Value::from(label.text.clone()) },
-        "suggested_replacement": Value::Null,
-        "suggestion_applicability": Value::Null,
+        "suggested_replacement": suggestion.map(|s| s.replacement.clone()),
+        "suggestion_applicability": suggestion.map(|s| match s.applicability {
+            Applicability::MachineApplicable => "MachineApplicable",
+            Applicability::MaybeIncorrect => "MaybeIncorrect",
+        }),
         "expansion": Value::Null,
     })
 }

@@ -5,6 +5,7 @@ mod missing_zero_grad;
 mod parse_error;
 mod rc_cycle;
 mod retained_graph_output;
+mod unused_suppression;
 
 use crate::rule::{Rule, RuleMeta};
 
@@ -21,7 +22,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
 
 /// Metadata of every diagnostic code memlint emits: the rules and `parse_error`.
 pub fn all_meta() -> Vec<&'static RuleMeta> {
-    all().iter().map(|r| r.meta()).chain(std::iter::once(&parse_error::META)).collect()
+    all().iter().map(|r| r.meta()).chain([&parse_error::META, &unused_suppression::META]).collect()
 }
 
 /// Metadata by id (`rc_cycle` or `memlint::rc_cycle`).

@@ -1,118 +1,292 @@
 //! `cargo memlint [PATH]...`: lint and print findings.
 
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
-use memlint_lint::output::{MessageFormat, human, json, short};
-use memlint_lint::workspace::{self, Package, Workspace};
+use memlint_lint::baseline::{self, Baseline, BaselineEntry};
+use memlint_lint::config::{Config, Table};
+use memlint_lint::output::{self, Entry, MessageFormat, RunInfo, human, json};
+use memlint_lint::workspace::{self, Workspace};
 use memlint_lint::{Finding, Framework, Level, Levels, Linter};
 
 use crate::args::{CheckArgs, Color, FrameworkArg};
 
 /// A set of files linted together (one crate: the type graph spans them).
-struct Group<'a> {
-    package: Option<&'a Package>,
+struct Group {
+    /// Index into the workspace's members.
+    package: Option<usize>,
     files: Vec<PathBuf>,
     fallback: Option<Framework>,
 }
 
-pub fn run(args: &CheckArgs, levels: Levels) -> miette::Result<ExitCode> {
+/// The findings of one run, with what is needed to print them.
+pub struct Outcome {
+    pub ws: Workspace,
+    pub cwd: PathBuf,
+    /// Findings per package (index into `ws.members`, or none for files outside any package).
+    pub results: Vec<(Option<usize>, Vec<Finding>)>,
+    pub file_count: usize,
+}
+
+/// Where the output goes: one format on stdout, others into files.
+pub struct Outputs {
+    pub stdout: MessageFormat,
+    pub files: Vec<(MessageFormat, PathBuf)>,
+}
+
+impl Outputs {
+    pub fn from_args(args: &CheckArgs) -> miette::Result<Self> {
+        let stdout = MessageFormat::parse_list(args.message_format.iter().map(String::as_str))
+            .map_err(format_error)?
+            .unwrap_or(MessageFormat::Human);
+        let mut files = Vec::new();
+        for spec in &args.output_file {
+            let Some((format, path)) = spec.split_once('=') else {
+                return Err(miette::miette!(
+                    code = "memlint::usage",
+                    help = "write it as FORMAT=PATH, e.g. `--output-file sarif=memlint.sarif`",
+                    "`--output-file {spec}` names no format"
+                ));
+            };
+            let format = MessageFormat::parse_list([format])
+                .map_err(format_error)?
+                .ok_or_else(|| miette::miette!(code = "memlint::usage", "`--output-file {spec}` names no format"))?;
+            if path.is_empty() {
+                return Err(miette::miette!(code = "memlint::usage", "`--output-file {spec}` names no file"));
+            }
+            files.push((format, PathBuf::from(path)));
+        }
+        Ok(Self { stdout, files })
+    }
+}
+
+fn format_error(e: output::FormatError) -> miette::Report {
+    let names: Vec<&str> = output::FORMAT_NAMES.iter().map(|(n, _)| *n).collect();
+    miette::miette!(
+        code = "memlint::usage",
+        help = format!("formats: {}; write other formats to files with `--output-file FORMAT=PATH`", names.join(", ")),
+        "{e}"
+    )
+}
+
+/// Lints what the arguments select, applying config and suppressions.
+pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::ThreadPool) -> miette::Result<Outcome> {
     let cwd = std::env::current_dir().map_err(|e| miette::miette!("cannot read the current directory: {e}"))?;
-    let mut linter = Linter::new(levels);
-    linter.framework = args.framework.map(|f| match f {
+    let mut groups: Vec<Group> = Vec::new();
+    let ws = if args.paths.is_empty() {
+        let ws = Workspace::load(args.manifest_path.as_deref())?;
+        let names = package_names(&ws, &args.packages);
+        let selected: Vec<String> = ws.select(args.workspace, &names, &cwd)?.iter().map(|p| p.id.clone()).collect();
+        for id in selected {
+            let i = ws.members.iter().position(|p| p.id == id).expect("selected from members");
+            let package = &ws.members[i];
+            groups.push(Group { package: Some(i), files: package.files(), fallback: package.framework });
+        }
+        ws
+    } else {
+        let files = workspace::expand_paths(&args.paths)?;
+        let ws = match Workspace::load(args.manifest_path.as_deref()) {
+            Ok(ws) => ws,
+            Err(e) if args.manifest_path.is_some() => return Err(e.into()),
+            Err(_) => Workspace { root: cwd.clone(), members: Vec::new(), root_package: None },
+        };
+        for file in files {
+            let package = ws.package_of(&file).and_then(|p| ws.members.iter().position(|m| m.id == p.id));
+            match groups.iter_mut().find(|g| g.package == package) {
+                Some(g) => g.files.push(file),
+                None => {
+                    let fallback =
+                        package.and_then(|i| ws.members[i].framework).or_else(|| workspace::framework_near(&file));
+                    groups.push(Group { package, files: vec![file], fallback });
+                }
+            }
+        }
+        ws
+    };
+
+    // Config: the workspace's table, then the package's, then the command line.
+    let ws_config = if ws.members.is_empty() {
+        None
+    } else {
+        Config::load(&ws.root.join("Cargo.toml"), Table::Workspace).map_err(|e| miette::Report::new(*e))?
+    };
+    let cli_framework = args.framework.map(|f| match f {
         FrameworkArg::Candle => Framework::Candle,
         FrameworkArg::Tch => Framework::Tch,
         FrameworkArg::Burn => Framework::Burn,
         FrameworkArg::Dfdx => Framework::Dfdx,
     });
 
-    let ws;
-    let mut groups: Vec<Group<'_>> = Vec::new();
-    if args.paths.is_empty() {
-        ws = Workspace::load(args.manifest_path.as_deref())?;
-        for package in ws.select(args.workspace, &args.packages, &cwd)? {
-            groups.push(Group { package: Some(package), files: package.files(), fallback: package.framework });
-        }
-    } else {
-        let files = workspace::expand_paths(&args.paths)?;
-        ws = match Workspace::load(args.manifest_path.as_deref()) {
-            Ok(ws) => ws,
-            Err(e) if args.manifest_path.is_some() => return Err(e.into()),
-            Err(_) => Workspace { root: cwd.clone(), members: Vec::new(), root_package: None },
+    let mut file_count = 0;
+    let mut results = Vec::new();
+    for g in &groups {
+        let pkg_config = match g.package {
+            Some(i) => {
+                Config::load(&ws.members[i].manifest_path, Table::Package).map_err(|e| miette::Report::new(*e))?
+            }
+            None => None,
         };
-        for file in files {
-            let package = ws.package_of(&file);
-            match groups.iter_mut().find(|g| g.package.map(|p| &p.id) == package.map(|p| &p.id)) {
-                Some(g) => g.files.push(file),
-                None => {
-                    let fallback = package.and_then(|p| p.framework).or_else(|| workspace::framework_near(&file));
-                    groups.push(Group { package, files: vec![file], fallback });
-                }
+        let configs: Vec<&Config> = ws_config.iter().chain(pkg_config.iter()).collect();
+        let mut levels = Levels::default();
+        for c in &configs {
+            for (name, level) in &c.levels {
+                levels.set(name, *level);
             }
         }
+        for (name, level) in cli_levels {
+            levels.set(name, *level);
+        }
+        let mut linter = Linter::new(levels.clone());
+        linter.framework = cli_framework.or_else(|| configs.iter().rev().find_map(|c| c.framework));
+        let files: Vec<PathBuf> =
+            g.files.iter().filter(|f| !configs.iter().any(|c| c.excludes(f))).map(|f| relative_to(f, &cwd)).collect();
+        file_count += files.len();
+        let findings = pool.install(|| linter.lint_crate(&files, g.fallback));
+        let findings = memlint_lint::suppress::apply(&files, findings, &levels);
+        results.push((g.package, findings));
     }
+    Ok(Outcome { ws, cwd, results, file_count })
+}
 
+/// Maps `-p` package id specs (as rust-analyzer passes them: `path+file:///…#name@0.1.0`,
+/// `name@0.1.0`, or a plain name) to member names; unknown ones are kept for the error.
+fn package_names(ws: &Workspace, specs: &[String]) -> Vec<String> {
+    specs
+        .iter()
+        .map(|spec| {
+            if let Some(p) = ws.members.iter().find(|p| &p.id == spec) {
+                return p.name.clone();
+            }
+            let (url, fragment) = match spec.split_once('#') {
+                Some((u, f)) => (Some(u), f),
+                None if spec.contains("://") => (Some(spec.as_str()), ""),
+                None => (None, spec.as_str()),
+            };
+            let name = fragment.split('@').next().unwrap_or("");
+            // `…#0.1.0`: the fragment is only a version; the name is the URL's last segment.
+            let name = if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+                url.and_then(|u| u.trim_end_matches('/').rsplit('/').next()).unwrap_or(name)
+            } else {
+                name
+            };
+            if let Some(dir) = url.and_then(|u| u.split_once("file://")).map(|(_, path)| PathBuf::from(path))
+                && let Some(p) = ws.members.iter().find(|p| p.root() == dir)
+            {
+                return p.name.clone();
+            }
+            ws.members
+                .iter()
+                .find(|p| p.name == name || p.name.replace('-', "_") == name.replace('-', "_"))
+                .map_or_else(|| spec.clone(), |p| p.name.clone())
+        })
+        .collect()
+}
+
+/// Lints, applies the baseline, prints. Returns the exit status.
+pub fn run(args: &CheckArgs, cli_levels: &[(String, Level)]) -> miette::Result<u8> {
+    let outputs = Outputs::from_args(args)?;
+    let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(memlint_lint::PARSE_STACK_SIZE)
         .build()
         .map_err(|e| miette::miette!("cannot start worker threads: {e}"))?;
-    let mut file_count = 0;
-    let mut results: Vec<(Option<&Package>, Vec<Finding>)> = Vec::new();
-    for g in &groups {
-        file_count += g.files.len();
-        let relative: Vec<PathBuf> = g.files.iter().map(|f| relative_to(f, &cwd)).collect();
-        let findings = pool.install(|| linter.lint_crate(&relative, g.fallback));
-        results.push((g.package, findings));
-    }
 
+    let outcome = if args.fix { crate::fix::run(args, cli_levels, &pool)? } else { lint(args, cli_levels, &pool)? };
+    report(args, &outputs, baseline.as_ref(), &outcome, &pool)
+}
+
+/// Prints an outcome in every requested format and returns the exit status.
+pub fn report(
+    args: &CheckArgs,
+    outputs: &Outputs,
+    baseline: Option<&Baseline>,
+    outcome: &Outcome,
+    pool: &rayon::ThreadPool,
+) -> miette::Result<u8> {
     let color = match args.color {
         Color::Always => true,
         Color::Never => false,
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let width = terminal_width();
-    let mut stdout = std::io::stdout().lock();
-    let (mut warnings, mut errors) = (0usize, 0usize);
-    for (package, findings) in &results {
-        for f in findings {
-            match f.level {
-                Level::Deny => errors += 1,
-                Level::Warn => warnings += 1,
-                Level::Allow => continue,
-            }
-            let line = match args.message_format {
-                MessageFormat::Human => human::render(f, human::Style { color, width, links: false }),
-                MessageFormat::Short => short::render(f),
-                MessageFormat::Json => {
-                    let owner = match package {
-                        Some(p) => p.owner(&f.file.path),
-                        None => orphan_owner(&f.file.path),
-                    };
-                    json::render(f, &owner, &human::render(f, human::Style::plain()))
-                }
-            };
-            if writeln!(stdout, "{line}").is_err() {
-                // Closed pipe (`| head`): stop printing, keep the exit status.
-                break;
-            }
-        }
+    let run = RunInfo {
+        root: outcome.ws.root.clone(),
+        cwd: outcome.cwd.clone(),
+        style: human::Style { color, width: terminal_width(), links: false },
+    };
+    let all: Vec<(&Finding, Option<usize>)> = outcome
+        .results
+        .iter()
+        .flat_map(|(p, fs)| fs.iter().filter(|f| f.level != Level::Allow).map(move |f| (f, *p)))
+        .collect();
+    let findings: Vec<&Finding> = all.iter().map(|(f, _)| *f).collect();
+    let fingerprints = pool.install(|| baseline::fingerprints(&findings, |p| run.root_relative(p)));
+
+    if let Some(path) = &args.write_baseline {
+        let entries = all
+            .iter()
+            .zip(&fingerprints)
+            .map(|((f, _), fp)| BaselineEntry {
+                rule: f.rule.to_string(),
+                file: run.root_relative(&f.file.path),
+                line: f.line,
+                message: f.message.clone(),
+                fingerprint: fp.clone(),
+            })
+            .collect();
+        Baseline::new(entries).write(path)?;
     }
+
+    let known = baseline.map(|b| b.fingerprints()).unwrap_or_default();
+    let mut hidden = 0;
+    let mut entries = Vec::new();
+    for ((f, package), fp) in all.iter().zip(&fingerprints) {
+        if known.contains(fp.as_str()) {
+            hidden += 1;
+            continue;
+        }
+        let owner = match package {
+            Some(i) => outcome.ws.members[*i].owner(&f.file.path),
+            None => orphan_owner(&f.file.path),
+        };
+        entries.push(Entry { finding: f, owner, fingerprint: fp.clone() });
+    }
+
+    for (format, path) in &outputs.files {
+        let mut buf = Vec::new();
+        output::write(*format, &entries, &run, &mut buf).and_then(|()| std::fs::write(path, &buf)).map_err(|e| {
+            miette::miette!(
+                code = "memlint::output",
+                "cannot write {} output to {}: {e}",
+                format.name(),
+                path.display()
+            )
+        })?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    output::write(outputs.stdout, &entries, &run, &mut stdout)
+        .map_err(|e| miette::miette!(code = "memlint::output", "cannot write to stdout: {e}"))?;
     drop(stdout);
-    if args.message_format != MessageFormat::Json {
-        eprintln!(
-            "memlint: {} file{} checked, {warnings} warning{}, {errors} error{}",
-            file_count,
-            plural(file_count),
+
+    let errors = entries.iter().filter(|e| e.finding.level == Level::Deny).count();
+    let warnings = entries.iter().filter(|e| e.finding.level == Level::Warn).count();
+    if !outputs.stdout.is_machine_readable() {
+        let n = outcome.file_count;
+        let mut summary = format!(
+            "memlint: {n} file{} checked, {warnings} warning{}, {errors} error{}",
+            plural(n),
             plural(warnings),
             plural(errors)
         );
+        if hidden > 0 {
+            summary.push_str(&format!(" ({hidden} known from the baseline not shown)"));
+        }
+        eprintln!("{summary}");
     }
-    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if errors > 0 { 1 } else { 0 })
 }
 
 /// A stand-in owner for files outside any cargo package.
-fn orphan_owner(path: &std::path::Path) -> json::Owner {
+fn orphan_owner(path: &Path) -> json::Owner {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = abs.parent().unwrap_or(&abs);
     let name = abs.file_stem().map_or("unknown".to_string(), |s| s.to_string_lossy().replace('-', "_"));
@@ -125,7 +299,7 @@ fn orphan_owner(path: &std::path::Path) -> json::Owner {
     }
 }
 
-fn relative_to(path: &std::path::Path, base: &std::path::Path) -> PathBuf {
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     abs.strip_prefix(base).map(PathBuf::from).unwrap_or(abs)
 }

@@ -5,12 +5,14 @@
 
 mod args;
 mod check;
+mod check_with;
 mod explain;
+mod fix;
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use memlint_lint::{Level, Levels};
+use memlint_lint::Level;
 
 fn main() -> ExitCode {
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -28,21 +30,40 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let result = match &cli.command {
-        Some(args::Command::Explain(e)) => explain::run(e),
-        None => levels(&matches).and_then(|levels| check::run(&cli.check, levels)),
-    };
-    match result {
-        Ok(code) => code,
-        Err(report) => {
+    match &cli.command {
+        Some(args::Command::Explain(e)) => explain::run(e).unwrap_or_else(|report| {
             eprintln!("{report:?}");
             ExitCode::from(2)
+        }),
+        None => ExitCode::from(check(&cli.check, &matches)),
+    }
+}
+
+/// Lints (after `cargo check`/`clippy` with `--check-with`); returns the exit status.
+fn check(args: &args::CheckArgs, matches: &clap::ArgMatches) -> u8 {
+    let report = |report: miette::Report| {
+        eprintln!("{report:?}");
+        2
+    };
+    let cargo = match args.check_with {
+        Some(tool) => {
+            let format = check::Outputs::from_args(args).map(|o| o.stdout);
+            match format.and_then(|f| check_with::run(tool, args, f)) {
+                Ok(code) => Some(code),
+                Err(e) => return report(e),
+            }
         }
+        None => None,
+    };
+    let memlint = levels(matches).and_then(|levels| check::run(args, &levels)).unwrap_or_else(report);
+    match cargo {
+        Some(code) => check_with::combine(code, memlint),
+        None => memlint,
     }
 }
 
 /// `-D`/`-W`/`-A` in command-line order (later ones win, as with rustc).
-fn levels(matches: &clap::ArgMatches) -> miette::Result<Levels> {
+fn levels(matches: &clap::ArgMatches) -> miette::Result<Vec<(String, Level)>> {
     let mut ordered: Vec<(usize, &String, Level)> = Vec::new();
     for (id, level) in [("deny", Level::Deny), ("warn", Level::Warn), ("allow", Level::Allow)] {
         if let (Some(values), Some(indices)) = (matches.get_many::<String>(id), matches.indices_of(id)) {
@@ -50,7 +71,7 @@ fn levels(matches: &clap::ArgMatches) -> miette::Result<Levels> {
         }
     }
     ordered.sort_by_key(|(i, _, _)| *i);
-    let mut levels = Levels::default();
+    let mut levels = Vec::new();
     for (_, name, level) in ordered {
         if name != "warnings" && memlint_lint::rules::find(name).is_none() {
             let known: Vec<&str> = memlint_lint::rules::all_meta().iter().map(|m| m.id).collect();
@@ -60,7 +81,7 @@ fn levels(matches: &clap::ArgMatches) -> miette::Result<Levels> {
                 "no rule named `{name}`"
             ));
         }
-        levels.set(name, level);
+        levels.push((name.clone(), level));
     }
     Ok(levels)
 }
