@@ -122,11 +122,20 @@ fn summary(path: &str) {
     let last: Vec<String> = samples.iter().rev().take(4).rev().map(|s| s["allocated_bytes"].to_string()).collect();
     println!(
         "{path}: backend={} device={} iterations={} leak={} growth_bytes_per_iteration={} detected_at_iteration={} projected_iterations_to_exhaustion={} limit={} static_findings={}",
-        v["backend"], v["device"], v["iterations"], v["verdict"]["leak"], v["verdict"]["growth_bytes_per_iteration"],
-        v["verdict"]["detected_at_iteration"], v["verdict"]["projected_iterations_to_exhaustion"], v["verdict"]["exhaustion_limit"],
+        v["backend"],
+        v["device"],
+        v["iterations"],
+        v["verdict"]["leak"],
+        v["verdict"]["growth_bytes_per_iteration"],
+        v["verdict"]["detected_at_iteration"],
+        v["verdict"]["projected_iterations_to_exhaustion"],
+        v["verdict"]["exhaustion_limit"],
         v["static_findings"].as_array().map_or(0, |a| a.len())
     );
-    println!("  allocated_bytes first {first:?} … last {last:?}; reserved last {}", samples.last().map_or("null".into(), |s| s["reserved_bytes"].to_string()));
+    println!(
+        "  allocated_bytes first {first:?} … last {last:?}; reserved last {}",
+        samples.last().map_or("null".into(), |s| s["reserved_bytes"].to_string())
+    );
 }
 
 fn main() -> Result<()> {
@@ -162,13 +171,20 @@ fn main() -> Result<()> {
     let (p, g) = (plain[rounds / 2], guarded[rounds / 2]);
     println!(
         "step time, median of {rounds} rounds × {per_round} steps: unguarded {:.1} µs, guarded {:.1} µs, ratio {:.4} ({:+.2}%)",
-        p * 1e6, g * 1e6, g / p, (g / p - 1.0) * 100.0
+        p * 1e6,
+        g * 1e6,
+        g / p,
+        (g / p - 1.0) * 100.0
     );
     let n = 200_000u64;
     let t = Instant::now();
     std::hint::black_box(ticks(n));
     let tick = t.elapsed().as_secs_f64() / n as f64;
-    println!("cost of one guard tick on CUDA (empty loop, {n} ticks): {:.2} µs = {:.3}% of the unguarded step", tick * 1e6, tick / p * 100.0);
+    println!(
+        "cost of one guard tick on CUDA (empty loop, {n} ticks): {:.2} µs = {:.3}% of the unguarded step",
+        tick * 1e6,
+        tick / p * 100.0
+    );
     summary("target/memlint/gpu_ticks.json");
     Ok(())
 }

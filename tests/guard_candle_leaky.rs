@@ -24,6 +24,7 @@ fn leaky_candle_loop_is_flagged_soon_after_warmup() {
     let growth = verdict["growth_bytes_per_iteration"].as_f64().unwrap();
     assert!(growth > 32.0 * 1024.0, "growth {growth} B/iteration");
     assert!(verdict["projected_iterations_to_exhaustion"].as_u64().is_some(), "{verdict}");
-    let rules: Vec<&str> = report["static_findings"].as_array().unwrap().iter().filter_map(|f| f["rule"].as_str()).collect();
+    let rules: Vec<&str> =
+        report["static_findings"].as_array().unwrap().iter().filter_map(|f| f["rule"].as_str()).collect();
     assert!(rules.contains(&"accumulated_loss_tensor"), "static findings: {rules:?}");
 }

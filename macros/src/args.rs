@@ -60,7 +60,10 @@ impl Args {
                 let lit: LitStr = value(&meta, "loop = \"label\"")?.parse()?;
                 let label = lit.value().trim_start_matches('\'').to_owned();
                 if label.is_empty() || !label.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                    return Err(Error::new(lit.span(), "expected a loop label such as \"train\" (for `'train: for ...`)"));
+                    return Err(Error::new(
+                        lit.span(),
+                        "expected a loop label such as \"train\" (for `'train: for ...`)",
+                    ));
                 }
                 set_once(&mut self.loop_label, (label, lit.span()), &meta)
             }
@@ -102,7 +105,10 @@ impl Args {
                 let device = parse_device(&lit.value()).ok_or_else(|| {
                     Error::new(
                         lit.span(),
-                        format!("unknown device `{}`; expected \"auto\", \"host\" or \"cuda:N\" (e.g. \"cuda:0\")", lit.value()),
+                        format!(
+                            "unknown device `{}`; expected \"auto\", \"host\" or \"cuda:N\" (e.g. \"cuda:0\")",
+                            lit.value()
+                        ),
                     )
                 })?;
                 set_once(&mut self.device, device, &meta)
@@ -146,9 +152,7 @@ fn size(meta: &ParseNestedMeta, form: &str) -> Result<u64> {
         let lit: LitInt = input.parse()?;
         return lit.base10_parse();
     }
-    let lit: LitStr = input
-        .parse()
-        .map_err(|e| Error::new(e.span(), format!("expected a size, as in `{form}`")))?;
+    let lit: LitStr = input.parse().map_err(|e| Error::new(e.span(), format!("expected a size, as in `{form}`")))?;
     parse_size(&lit.value()).map_err(|msg| Error::new(lit.span(), msg))
 }
 

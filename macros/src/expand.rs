@@ -10,11 +10,13 @@ use crate::args::{Args, Device};
 
 /// Expands `#[mem_guard(args)]` on `item`.
 pub fn expand(args: Args, item: TokenStream) -> Result<TokenStream> {
-    let mut function: ItemFn = syn::parse2(item).map_err(|e| {
-        Error::new(e.span(), "#[mem_guard] applies to functions and methods with a body")
-    })?;
+    let mut function: ItemFn = syn::parse2(item)
+        .map_err(|e| Error::new(e.span(), "#[mem_guard] applies to functions and methods with a body"))?;
     if let Some(constness) = &function.sig.constness {
-        return Err(Error::new(constness.span(), "#[mem_guard] cannot guard a `const fn`: sampling memory is not possible at compile time"));
+        return Err(Error::new(
+            constness.span(),
+            "#[mem_guard] cannot guard a `const fn`: sampling memory is not possible at compile time",
+        ));
     }
     let name = function.sig.ident.to_string();
     let guard = Ident::new("__memlint_guard", Span::mixed_site());
@@ -246,12 +248,17 @@ fn choose_loop(loops: &[FoundLoop], label: Option<&(String, Span)>, function: &s
         let Some(index) = loops.iter().position(|l| l.label.as_deref() == Some(label.as_str())) else {
             let known: Vec<String> = loops.iter().filter_map(|l| l.label.as_ref().map(|n| format!("'{n}"))).collect();
             let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-            return Err(Error::new(*span, format!("no loop labelled `'{label}` in `{function}` (labelled loops: {known})")));
+            return Err(Error::new(
+                *span,
+                format!("no loop labelled `'{label}` in `{function}` (labelled loops: {known})"),
+            ));
         };
         if loops[index].in_closure {
             return Err(Error::new(
                 loops[index].span,
-                format!("#[mem_guard] cannot sample `'{label}`: it is inside a closure or async block; label a loop of the function body itself"),
+                format!(
+                    "#[mem_guard] cannot sample `'{label}`: it is inside a closure or async block; label a loop of the function body itself"
+                ),
             ));
         }
         return Ok(Some(index));

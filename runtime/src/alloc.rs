@@ -6,16 +6,28 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
+/// An atomic counter on its own cache line, so threads updating different counters do not
+/// contend (false sharing).
+#[repr(align(128))]
+struct Counter(AtomicU64);
+
+impl std::ops::Deref for Counter {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 /// Live heap bytes (allocated minus freed), in bytes.
-static CURRENT: AtomicU64 = AtomicU64::new(0);
+static CURRENT: Counter = Counter(AtomicU64::new(0));
 /// Highest `CURRENT` since the process started, in bytes.
-static PEAK: AtomicU64 = AtomicU64::new(0);
+static PEAK: Counter = Counter(AtomicU64::new(0));
 /// Highest `CURRENT` since the last [`TrackingAllocator::reset_window_peak`], in bytes.
-static WINDOW_PEAK: AtomicU64 = AtomicU64::new(0);
+static WINDOW_PEAK: Counter = Counter(AtomicU64::new(0));
 /// Number of allocations (including reallocations), a count.
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATIONS: Counter = Counter(AtomicU64::new(0));
 /// Number of deallocations, a count.
-static DEALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static DEALLOCATIONS: Counter = Counter(AtomicU64::new(0));
 /// Set by the first allocation that goes through a `TrackingAllocator`: tells the runtime that
 /// the allocator is installed as `#[global_allocator]` and its figures are meaningful.
 static INSTALLED: AtomicBool = AtomicBool::new(false);

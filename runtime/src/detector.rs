@@ -17,7 +17,8 @@
 //! A leak is declared after `persistence` consecutive growing windows. Stationary loops whose
 //! memory varies with the batch (noise), single steps (a cache filled once) and sawtooth
 //! patterns (periodic frees) fail the tau, noise or new-high tests. A second, long-horizon check
-//! applies the growth, tau and noise tests to the medians of consecutive blocks of `window` samples, which finds slow leaks whose
+//! applies the growth, tau and noise tests (after a cheap gate: the latest median must exceed
+//! every median of the older half) to the medians of consecutive blocks of `window` samples, which finds slow leaks whose
 //! growth within one window stays below the tolerance.
 
 use std::collections::VecDeque;
@@ -29,7 +30,7 @@ pub const MIN_TAU: f64 = 0.6;
 /// Minimum Kendall tau of a growing long-horizon history (block medians).
 pub const MIN_LONG_TAU: f64 = 0.7;
 /// Block medians kept for the long-horizon check.
-pub const LONG_BLOCKS: usize = 64;
+pub const LONG_BLOCKS: usize = 32;
 /// Block medians needed before the long-horizon check runs.
 pub const MIN_LONG_BLOCKS: usize = 16;
 /// Consecutive growing long-horizon checks needed.
@@ -146,7 +147,7 @@ impl Detector {
     }
 
     /// Feeds the bytes in use after `iteration` (0-based). Returns the detection the first time a
-    /// leak is declared; later calls keep refining [`Detector::last_fit`].
+    /// leak is declared.
     pub fn observe(&mut self, iteration: u64, bytes: u64) -> Option<Detection> {
         if iteration < self.config.warmup {
             return None;
@@ -161,17 +162,23 @@ impl Detector {
         self.recent.push_back((x, y));
         let mut fired = None;
         if self.recent.len() == self.config.window {
-            let fit = theil_sen(self.recent.iter().copied(), &mut self.scratch);
-            self.last_fit = Some(fit);
-            let growth = fit.slope * (self.config.window - 1) as f64;
-            let noise = residual_noise(self.recent.iter().copied(), fit.slope, &mut self.scratch);
-            let clear = growth >= MIN_SIGNAL_TO_NOISE * noise;
-            let new_high = clear && self.history_len >= self.config.window as u64 && {
+            let points = self.recent.make_contiguous();
+            // The cheap test first: a flat loop rarely sets a new high, so it skips the fit.
+            let new_high = self.history_len >= self.config.window as u64 && {
                 self.scratch.clear();
-                self.scratch.extend(self.recent.iter().map(|&(_, y)| y));
+                self.scratch.extend(points.iter().map(|&(_, y)| y));
                 median(&mut self.scratch) > self.history_max
             };
-            if growth > self.config.tolerance_bytes as f64 && fit.tau >= MIN_TAU && new_high {
+            let growing = new_high && {
+                let fit = theil_sen(points, &mut self.scratch);
+                self.last_fit = Some(fit);
+                let growth = fit.slope * (self.config.window - 1) as f64;
+                let noise = residual_noise(points, fit.slope, &mut self.scratch);
+                growth > self.config.tolerance_bytes as f64
+                    && fit.tau >= MIN_TAU
+                    && growth >= MIN_SIGNAL_TO_NOISE * noise
+            };
+            if growing {
                 self.streak += 1;
             } else {
                 self.streak = 0;
@@ -179,7 +186,7 @@ impl Detector {
             if self.streak >= self.config.persistence {
                 fired = Some(Detection {
                     iteration,
-                    growth_bytes_per_iteration: fit.slope,
+                    growth_bytes_per_iteration: self.last_fit.map_or(0.0, |f| f.slope),
                     horizon: Horizon::Window,
                 });
             }
@@ -193,10 +200,20 @@ impl Detector {
             }
             self.blocks.push_back((self.blocks_done as f64, median));
             self.blocks_done += 1;
-            if fired.is_none() && self.blocks.len() >= MIN_LONG_BLOCKS {
-                let fit = theil_sen(self.blocks.iter().copied(), &mut self.scratch);
-                let growth = fit.slope * (self.blocks.len() - 1) as f64;
-                let noise = residual_noise(self.blocks.iter().copied(), fit.slope, &mut self.scratch);
+            // Cheap gate: a growing history ends above everything in its older half.
+            let rising = {
+                let blocks = self.blocks.make_contiguous();
+                let (older, newer) = blocks.split_at(blocks.len() / 2);
+                let older_max = older.iter().map(|b| b.1).fold(f64::NEG_INFINITY, f64::max);
+                newer.last().is_some_and(|last| last.1 > older_max)
+            };
+            if !rising {
+                self.long_streak = 0;
+            } else if fired.is_none() && self.blocks.len() >= MIN_LONG_BLOCKS {
+                let blocks = self.blocks.make_contiguous();
+                let fit = theil_sen(blocks, &mut self.scratch);
+                let growth = fit.slope * (blocks.len() - 1) as f64;
+                let noise = residual_noise(blocks, fit.slope, &mut self.scratch);
                 if growth > self.config.tolerance_bytes as f64
                     && fit.tau >= MIN_LONG_TAU
                     && growth >= MIN_SIGNAL_TO_NOISE * noise
@@ -228,30 +245,27 @@ impl Detector {
         self.detection
     }
 
-    /// The latest sliding-window fit, once the window has filled.
+    /// The latest sliding-window fit (windows that set no new high are not fitted).
     pub fn last_fit(&self) -> Option<Fit> {
         self.last_fit
     }
 }
 
 /// Theil–Sen slope and Kendall tau of `points` (x strictly increasing). `scratch` is reused.
-pub fn theil_sen(points: impl Iterator<Item = (f64, f64)> + Clone, scratch: &mut Vec<f64>) -> Fit {
+pub fn theil_sen(points: &[(f64, f64)], scratch: &mut Vec<f64>) -> Fit {
     scratch.clear();
     let mut rising = 0i64;
     let mut falling = 0i64;
-    for (i, (xi, yi)) in points.clone().enumerate() {
-        for (xj, yj) in points.clone().skip(i + 1) {
+    for (i, &(xi, yi)) in points.iter().enumerate() {
+        for &(xj, yj) in &points[i + 1..] {
             let dx = xj - xi;
             if dx <= 0.0 {
                 continue;
             }
             let dy = yj - yi;
             scratch.push(dy / dx);
-            if dy > 0.0 {
-                rising += 1;
-            } else if dy < 0.0 {
-                falling += 1;
-            }
+            rising += i64::from(dy > 0.0);
+            falling += i64::from(dy < 0.0);
         }
     }
     if scratch.is_empty() {
@@ -263,12 +277,12 @@ pub fn theil_sen(points: impl Iterator<Item = (f64, f64)> + Clone, scratch: &mut
 
 /// Robust standard deviation of the residuals around the line with `slope` through `points`
 /// (intercept = median of `y - slope·x`): 1.4826 × the median absolute residual.
-pub fn residual_noise(points: impl Iterator<Item = (f64, f64)> + Clone, slope: f64, scratch: &mut Vec<f64>) -> f64 {
+pub fn residual_noise(points: &[(f64, f64)], slope: f64, scratch: &mut Vec<f64>) -> f64 {
     scratch.clear();
-    scratch.extend(points.clone().map(|(x, y)| y - slope * x));
+    scratch.extend(points.iter().map(|&(x, y)| y - slope * x));
     let intercept = median(scratch);
     scratch.clear();
-    scratch.extend(points.map(|(x, y)| (y - slope * x - intercept).abs()));
+    scratch.extend(points.iter().map(|&(x, y)| (y - slope * x - intercept).abs()));
     1.4826 * median(scratch)
 }
 
@@ -293,10 +307,9 @@ pub fn median(values: &mut [f64]) -> f64 {
 pub fn overall_fit(samples: &[(u64, u64)]) -> Fit {
     const MAX_POINTS: usize = 64;
     let step = samples.len().div_ceil(MAX_POINTS).max(1);
-    let picked: Vec<(f64, f64)> =
-        samples.iter().step_by(step).map(|&(x, y)| (x as f64, y as f64)).collect();
+    let picked: Vec<(f64, f64)> = samples.iter().step_by(step).map(|&(x, y)| (x as f64, y as f64)).collect();
     let mut scratch = Vec::with_capacity(picked.len() * picked.len() / 2);
-    theil_sen(picked.iter().copied(), &mut scratch)
+    theil_sen(&picked, &mut scratch)
 }
 
 /// Iterations until `used` bytes growing by `growth_per_iteration` reach `limit` bytes.
@@ -353,7 +366,7 @@ mod tests {
         let mut points: Vec<(f64, f64)> = (0..20).map(|i| (i as f64, 100.0 + 7.0 * i as f64)).collect();
         points[3].1 = 1e9;
         points[11].1 = -1e9;
-        let fit = theil_sen(points.iter().copied(), &mut Vec::new());
+        let fit = theil_sen(&points, &mut Vec::new());
         assert_eq!(fit.slope, 7.0);
         assert!(fit.tau > 0.6, "{fit:?}");
     }
@@ -369,8 +382,8 @@ mod tests {
     fn linear_leak_with_noise_found_soon_after_warmup() {
         let mut rng = Rng(7);
         // 12 MiB per iteration (candle's leaky MLP on the H200) over ±8 MiB of batch noise.
-        let hit = run(2000, |i| 500.0 * MIB + 12.0 * MIB * i as f64 + (rng.unit() - 0.5) * 16.0 * MIB)
-            .expect("leak found");
+        let hit =
+            run(2000, |i| 500.0 * MIB + 12.0 * MIB * i as f64 + (rng.unit() - 0.5) * 16.0 * MIB).expect("leak found");
         assert_eq!(hit.horizon, Horizon::Window);
         assert!(hit.iteration < 10 + 30, "found at {}", hit.iteration);
         assert!((hit.growth_bytes_per_iteration / MIB - 12.0).abs() < 1.5, "{hit:?}");
@@ -388,8 +401,8 @@ mod tests {
     fn slow_leak_below_window_tolerance_found_by_long_horizon() {
         let mut rng = Rng(99);
         // 20 KiB per iteration = 220 KiB per window (< 1 MiB tolerance), under ±1 MiB noise.
-        let hit = run(5000, |i| 3e8 + 20.0 * 1024.0 * i as f64 + (rng.unit() - 0.5) * 2.0 * MIB)
-            .expect("slow leak found");
+        let hit =
+            run(5000, |i| 3e8 + 20.0 * 1024.0 * i as f64 + (rng.unit() - 0.5) * 2.0 * MIB).expect("slow leak found");
         assert_eq!(hit.horizon, Horizon::Long);
         assert!((hit.growth_bytes_per_iteration / 1024.0 - 20.0).abs() < 4.0, "{hit:?}");
     }
@@ -417,7 +430,10 @@ mod tests {
         // Growth during warm-up only, then flat.
         assert_eq!(run(1000, |i| 1e8 + 50.0 * MIB * i.min(9) as f64), None);
         // One-off steps: a cache filled at iteration 100 and again at 400.
-        assert_eq!(run(1000, |i| 1e8 + if i >= 100 { 64.0 * MIB } else { 0.0 } + if i >= 400 { 64.0 * MIB } else { 0.0 }), None);
+        assert_eq!(
+            run(1000, |i| 1e8 + if i >= 100 { 64.0 * MIB } else { 0.0 } + if i >= 400 { 64.0 * MIB } else { 0.0 }),
+            None
+        );
         // Sawtooth: grows for 8 iterations, then a periodic flush frees everything.
         assert_eq!(run(3000, |i| 1e8 + (i % 8) as f64 * 4.0 * MIB), None);
     }

@@ -27,8 +27,8 @@ use std::time::Instant;
 
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
 use crate::report::{
-    BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, StaticFinding, Verdict, human_bytes,
-    human_seconds, write_atomic,
+    BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, StaticFinding, Verdict, human_bytes, human_seconds,
+    write_atomic,
 };
 use crate::sampler::{BackendKind, Capacity, DeviceChoice, Reading, Sample, select};
 
@@ -125,11 +125,8 @@ fn report_path(site: &Site) -> PathBuf {
         Some(path) => PathBuf::from(path),
         None => {
             let run = RUNS.fetch_add(1, Ordering::Relaxed);
-            let name: String = site
-                .function
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-                .collect();
+            let name: String =
+                site.function.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
             report_dir().join(format!("{name}-{}-{run}.json", std::process::id()))
         }
     }
@@ -315,12 +312,8 @@ impl Run {
 
     fn verdict(&mut self) -> Verdict {
         let warmup = self.site.options.warmup;
-        let after: Vec<(u64, u64)> = self
-            .samples
-            .iter()
-            .filter(|s| s.iteration >= warmup)
-            .map(|s| (s.iteration, s.allocated_bytes))
-            .collect();
+        let after: Vec<(u64, u64)> =
+            self.samples.iter().filter(|s| s.iteration >= warmup).map(|s| (s.iteration, s.allocated_bytes)).collect();
         let fit = overall_fit(&after);
         let total_growth = match (after.first(), after.last()) {
             (Some(first), Some(last)) => last.1 as i64 - first.1 as i64,
@@ -497,7 +490,9 @@ fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path
         help.push('\n');
     }
     if site.static_findings.is_empty() {
-        help.push_str("look for values kept across iterations that hold tensors or graphs (sums of losses, Vecs of outputs)");
+        help.push_str(
+            "look for values kept across iterations that hold tensors or graphs (sums of losses, Vecs of outputs)",
+        );
     } else {
         help.push_str("likely causes found by memlint's static rules:");
         for f in site.static_findings {
@@ -672,3 +667,94 @@ impl Drop for CallScope {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::SCHEMA_VERSION;
+
+    fn leak_report(site: &'static Site) -> Report {
+        Report {
+            version: SCHEMA_VERSION,
+            function: site.function,
+            file: site.file,
+            line: site.line,
+            loop_line: site.loop_at.map(|l| l.0),
+            mode: "loop",
+            backend: "host-allocator",
+            device: "host".to_owned(),
+            pid: 1,
+            outcome: "running",
+            warmup: 10,
+            window: 12,
+            tolerance_bytes: 1 << 20,
+            budget_bytes: Some(1 << 30),
+            iterations: 37,
+            elapsed_seconds: 3.7,
+            sample_stride: 1,
+            samples: Vec::new(),
+            verdict: Verdict {
+                leak: true,
+                growth_bytes_per_iteration: 2.0 * 1024.0 * 1024.0,
+                total_growth_bytes: 54 << 20,
+                detected_at_iteration: Some(36),
+                detected_by: Some("window"),
+                projected_iterations_to_exhaustion: Some(480),
+                projected_seconds_to_exhaustion: Some(48.0),
+                exhaustion_limit: Some("budget"),
+            },
+            budget_breach: None,
+            static_findings: site.static_findings,
+            errors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn leak_diagnostic_points_at_the_loop_and_the_likely_cause() {
+        let dir = std::env::temp_dir().join(format!("memlint-diag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("train.rs");
+        std::fs::write(
+            &file,
+            "fn train() {\n    let mut total = zero();\n    for batch in data {\n        total = total + loss(batch);\n    }\n}\n",
+        )
+        .unwrap();
+        let path: &'static str = Box::leak(file.display().to_string().into_boxed_str());
+        static FINDINGS: [StaticFinding; 1] = [StaticFinding {
+            rule: "accumulated_loss_tensor",
+            line: 4,
+            message: "`total` accumulates a graph-carrying tensor across iterations",
+        }];
+        let site: &'static Site = Box::leak(Box::new(Site {
+            function: "train",
+            file: "src/train.rs",
+            source_path: path,
+            line: 1,
+            loop_at: Some((3, 5)),
+            options: Options::DEFAULT,
+            static_findings: &FINDINGS,
+        }));
+        let report = leak_report(site);
+        let d = diagnostic(site, &report, Event::Leak, std::path::Path::new("target/memlint/train-1-0.json"));
+        assert!(d.has_snippet());
+        let text = d.render(false, 200);
+        for expected in [
+            "memlint::runtime_leak",
+            "memory grows by 2.00 MiB per iteration in `train`",
+            "╭─[src/train.rs:3:5]",
+            "2.00 MiB more heap after each iteration of this loop",
+            "likely cause: accumulated_loss_tensor",
+            "at this rate the budget of 1.00 GiB runs out in 480 iterations (about 48 s)",
+            "line 4: `total` accumulates a graph-carrying tensor across iterations",
+            "report: target/memlint/train-1-0.json",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
+        assert!(!text.contains('\u{1b}'), "no colour codes");
+
+        // Without the source file: no snippet, the location in words.
+        std::fs::remove_dir_all(&dir).unwrap();
+        let d = diagnostic(site, &report, Event::Leak, std::path::Path::new("r.json"));
+        assert!(!d.has_snippet());
+        assert!(d.render(false, 80).contains("at src/train.rs:3:5 (source not readable)"));
+    }
+}

@@ -123,10 +123,12 @@ pub fn write_atomic(path: &Path, report: &Report) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
+    // Serialised in memory first: one write, not one per JSON token.
+    let mut bytes = serde_json::to_vec_pretty(report)?;
+    bytes.push(b'\n');
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut file, report)?;
-        file.write_all(b"\n")?;
+        file.write_all(&bytes)?;
         file.sync_data()?;
         std::fs::rename(&tmp, path)
     })();
@@ -243,16 +245,8 @@ impl GuardDiagnostic {
             .then(|| std::fs::read_to_string(location.path).ok())
             .flatten()
             .map(|text| NamedSource::new(location.display, text));
-        let mut diagnostic = Self {
-            code,
-            message,
-            primary_label,
-            location,
-            source,
-            labels: Vec::new(),
-            help: None,
-            notes: Vec::new(),
-        };
+        let mut diagnostic =
+            Self { code, message, primary_label, location, source, labels: Vec::new(), help: None, notes: Vec::new() };
         let (line, column, label) =
             (diagnostic.location.line, diagnostic.location.column, diagnostic.primary_label.clone());
         if let Some(span) = diagnostic.line_span(line, column) {

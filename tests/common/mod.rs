@@ -38,7 +38,18 @@ pub fn only_report(function: &str) -> serde_json::Value {
 /// Checks the fields every report must have (schema version 1).
 pub fn check_schema(report: &serde_json::Value) {
     assert_eq!(report["version"], 1);
-    for key in ["function", "file", "line", "backend", "device", "warmup", "iterations", "samples", "verdict", "static_findings"] {
+    for key in [
+        "function",
+        "file",
+        "line",
+        "backend",
+        "device",
+        "warmup",
+        "iterations",
+        "samples",
+        "verdict",
+        "static_findings",
+    ] {
         assert!(!report[key].is_null(), "missing `{key}` in {report}");
     }
     for key in ["leak", "growth_bytes_per_iteration", "detected_at_iteration", "projected_iterations_to_exhaustion"] {

@@ -92,9 +92,7 @@ mod imp {
     fn device(ordinal: u32) -> Result<Device, String> {
         let ctx = call("cuDevicePrimaryCtxRetain", || CudaContext::new(ordinal as usize))?;
         // SAFETY: the device comes from a live context.
-        let pool = call("cuDeviceGetMemPool", || unsafe {
-            result::device::get_mem_pool(ctx.cu_device())
-        })?;
+        let pool = call("cuDeviceGetMemPool", || unsafe { result::device::get_mem_pool(ctx.cu_device()) })?;
         Ok(Device { ctx, pool })
     }
 
@@ -189,8 +187,7 @@ mod imp {
             for d in &self.devices {
                 let (free, total) = call("cuMemGetInfo", || d.ctx.mem_get_info()).ok()?;
                 let used = get(d.pool, CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT).ok()?;
-                let reserved =
-                    get(d.pool, CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT).ok()?;
+                let reserved = get(d.pool, CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT).ok()?;
                 // Cached pool memory is reusable by the next allocations.
                 capacity.available += free as u64 + reserved.saturating_sub(used);
                 capacity.total += total as u64;

@@ -82,8 +82,7 @@ fn page_size() -> u64 {
 fn resident_pages() -> Result<u64, SampleError> {
     let text = std::fs::read_to_string("/proc/self/statm")
         .map_err(|e| SampleError(format!("cannot read /proc/self/statm: {e}")))?;
-    parse_statm_resident(&text)
-        .ok_or_else(|| SampleError(format!("unexpected /proc/self/statm contents: {text:?}")))
+    parse_statm_resident(&text).ok_or_else(|| SampleError(format!("unexpected /proc/self/statm contents: {text:?}")))
 }
 
 fn parse_statm_resident(text: &str) -> Option<u64> {
@@ -119,10 +118,7 @@ mod tests {
     #[test]
     fn meminfo_fields_in_bytes() {
         let text = "MemTotal:       24000000 kB\nMemFree:  1 kB\nMemAvailable:   23000000 kB\n";
-        assert_eq!(
-            parse_meminfo(text),
-            Some(Capacity { available: 23_000_000 * 1024, total: 24_000_000 * 1024 })
-        );
+        assert_eq!(parse_meminfo(text), Some(Capacity { available: 23_000_000 * 1024, total: 24_000_000 * 1024 }));
         assert_eq!(parse_meminfo("MemTotal: 5 kB\n"), None);
     }
 
