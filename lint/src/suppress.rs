@@ -374,7 +374,8 @@ fn line_comments(text: &str) -> Vec<Range<usize>> {
             b'\'' => {
                 // A character literal ('x', '\n', '\u{..}') or a lifetime ('a).
                 if b.get(i + 1) == Some(&b'\\') {
-                    i += 2;
+                    // Skip the quote, the backslash and the escaped character, then up to the end.
+                    i += 3;
                     while i < b.len() && b[i] != b'\'' {
                         i += 1;
                     }
@@ -403,6 +404,10 @@ mod tests {
         let text = "let s = \"// memlint: allow(rc_cycle)\"; let r = r#\"// x\"#; let c = '/'; // real\n/* // no */ fn f<'a>() {} // yes\n";
         let found: Vec<&str> = line_comments(text).into_iter().map(|r| &text[r]).collect();
         assert_eq!(found, vec!["// real", "// yes"]);
+        let text =
+            "let q = '\\''; let s = \"'\"; let u = '\\u{2F}'; let e = \"\\\"//\"; /// doc\n//! inner\nx(); //// four\n";
+        let found: Vec<&str> = line_comments(text).into_iter().map(|r| &text[r]).collect();
+        assert_eq!(found, vec!["//// four"]);
     }
 
     #[test]
