@@ -82,6 +82,23 @@ fn main() {
     }
 
     let linter = Linter::default();
+    // One pass of one measurement, for instruction counting under `valgrind --tool=callgrind`
+    // (repeatable whatever else the machine is doing).
+    match std::env::var("MEMLINT_BENCH_MODE").as_deref() {
+        Ok("parse") => {
+            for f in &files {
+                std::hint::black_box(syn::parse_file(&f.text).ok());
+                proc_macro2::extra::invalidate_current_thread_spans();
+            }
+            return;
+        }
+        Ok("lint") => {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+            std::hint::black_box(pool.install(|| linter.lint_sources(&files, None)));
+            return;
+        }
+        _ => {}
+    }
     let threads = rayon::current_num_threads();
     let one_thread =
         rayon::ThreadPoolBuilder::new().num_threads(1).stack_size(memlint_lint::PARSE_STACK_SIZE).build().unwrap();

@@ -125,7 +125,21 @@ pub enum Edge {
     /// The target value reads the source binding version.
     DerivedFrom,
     /// The source value is written into the target binding version.
-    StoredInto { how: Store, span: Span, method: Option<String> },
+    StoredInto { how: Store, span: Span, method: Option<String>, through: Option<Through> },
+}
+
+/// A store made inside a called function of the crate (`self.record(loss)` pushing into
+/// `self.history`), seen at the call site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Through {
+    /// `Trainer::record`.
+    pub callee: String,
+    pub file: std::path::PathBuf,
+    pub line: usize,
+    /// The store inside the callee, in `file`.
+    pub span: Span,
+    /// What the callee stores into (`self.history`).
+    pub target: String,
 }
 
 /// A loop scope.
@@ -182,6 +196,49 @@ pub struct FnGraph {
     pub param_values: Vec<NodeIndex>,
     /// Value nodes that compute (tensor ops, calls) rather than move.
     pub op_values: Vec<NodeIndex>,
+    /// The function's own name (`train_step`), and the type of `impl`/`trait` it is in.
+    pub ident: String,
+    pub owner: Option<String>,
+    pub has_self: bool,
+    /// The first version of each typed parameter, in order (`self` excluded).
+    pub params: Vec<Option<NodeIndex>>,
+    /// Value nodes the function returns (tail expression and `return`s).
+    pub returns: Vec<NodeIndex>,
+    /// Calls that may reach the crate's own functions, for the crate-level pass.
+    pub call_sites: Vec<CallSite>,
+    /// Extra graph-carrying seeds found by the crate-level pass (calls of functions that
+    /// return a graph-carrying value).
+    pub seeds: Vec<NodeIndex>,
+}
+
+/// An argument of a call site, kept unmaterialized until the call resolves.
+#[derive(Debug, Clone)]
+pub struct ArgValue {
+    pub reads: Vec<NodeIndex>,
+    pub producer: Producer,
+    pub op: bool,
+}
+
+/// A call that may reach one of the crate's own functions.
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    /// The function or method name (`record`, `compute_loss`).
+    pub name: String,
+    /// The path segment before the name (`Self`, `Trainer`, a module), for path calls.
+    pub qualifier: Option<String>,
+    /// A method call (`x.name(..)`) rather than a path call.
+    pub method: bool,
+    pub receiver: Option<NodeIndex>,
+    /// The receiver is `self`.
+    pub receiver_self: bool,
+    /// Argument values, in order (receiver excluded): what each reads and how it was made.
+    pub args: Vec<ArgValue>,
+    /// The value node of the call's result.
+    pub result: NodeIndex,
+    /// The called name, for labels.
+    pub span: Span,
+    pub in_loop: Option<LoopId>,
+    pub path: Vec<usize>,
 }
 
 /// Where a write happens relative to the training iteration.
@@ -245,8 +302,8 @@ impl FnGraph {
 
     /// Computes [`Node::taint`] for every node: a monotone fixpoint over the graph.
     pub fn propagate(&mut self) {
-        for &loss in &self.losses {
-            self.graph[loss].taint = Taint::GRAPH;
+        for &loss in self.losses.iter().chain(&self.seeds) {
+            self.graph[loss].taint = self.graph[loss].taint.union(Taint::GRAPH);
         }
         for &p in &self.param_values {
             self.graph[p].taint = self.graph[p].taint.union(Taint::PARAM);
@@ -294,6 +351,14 @@ impl FnGraph {
             Edge::StoredInto { how, span, .. } => Some((e.id(), e.source(), e.target(), *how, span)),
             Edge::DerivedFrom => None,
         })
+    }
+
+    /// The call a store was made through, if it happened inside a called function.
+    pub fn through(&self, edge: EdgeIndex) -> Option<&Through> {
+        match &self.graph[edge] {
+            Edge::StoredInto { through, .. } => through.as_ref(),
+            Edge::DerivedFrom => None,
+        }
     }
 
     /// The binding versions a value reads (its "derived from" sources).

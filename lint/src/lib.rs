@@ -6,6 +6,7 @@
 //! parallel; [`lint_source`] lints one file's text (used by `#[mem_guard]`).
 
 pub mod baseline;
+pub mod calls;
 pub mod config;
 pub mod context;
 pub mod diagnostic;
@@ -21,6 +22,7 @@ pub mod type_graph;
 pub mod walk;
 pub mod workspace;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,10 +47,17 @@ pub struct Linter {
     pub framework: Option<Framework>,
 }
 
-/// The result of linting one file: its findings and the types it declares.
+/// One parsed and walked file, before the crate-level pass.
+struct Parsed {
+    file: Arc<SourceFile>,
+    graphs: Vec<graph::FnGraph>,
+    decls: Vec<TypeDecl>,
+    findings: Vec<Finding>,
+}
+
+/// Findings for a file that could not be read.
 struct FileResult {
     findings: Vec<Finding>,
-    decls: Vec<TypeDecl>,
 }
 
 impl Linter {
@@ -76,15 +85,23 @@ impl Linter {
         findings
     }
 
-    /// Lints the in-memory files of one crate (see [`Linter::lint_crate`]).
+    /// Lints the in-memory files of one crate (see [`Linter::lint_crate`]): parse and build
+    /// graphs per file in parallel, link calls across the crate, then run the rules.
     pub fn lint_sources(&self, files: &[Arc<SourceFile>], fallback: Option<Framework>) -> Vec<Finding> {
-        let results: Vec<FileResult> = files.par_iter().map(|file| self.lint_file(file.clone(), fallback)).collect();
+        let crate_fns = calls::fn_names(files.iter().map(|f| &*f.text));
+        let parsed: Vec<Parsed> = files.par_iter().map(|file| self.parse(file.clone(), fallback, &crate_fns)).collect();
         let mut findings = Vec::new();
         let mut decls = Vec::new();
-        for r in results {
-            findings.extend(r.findings);
-            decls.extend(r.decls);
+        let mut linked: Vec<(Arc<SourceFile>, Vec<graph::FnGraph>)> = Vec::with_capacity(parsed.len());
+        for p in parsed {
+            findings.extend(p.findings);
+            decls.extend(p.decls);
+            linked.push((p.file, p.graphs));
         }
+        calls::link(&mut linked);
+        let per_file: Vec<Vec<Finding>> =
+            linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();
+        findings.extend(per_file.into_iter().flatten());
         findings.extend(self.check_types(&decls));
         sort(&mut findings);
         findings
@@ -92,18 +109,13 @@ impl Linter {
 
     /// Lints one file's text: function rules and the type rules over this file alone.
     pub fn lint_text(&self, path: &Path, text: &str, fallback: Option<Framework>) -> Vec<Finding> {
-        let file = Arc::new(SourceFile::new(path, text));
-        let r = self.lint_file(file, fallback);
-        let mut findings = r.findings;
-        findings.extend(self.check_types(&r.decls));
-        sort(&mut findings);
-        findings
+        self.lint_sources(&[Arc::new(SourceFile::new(path, text))], fallback)
     }
 
-    /// Lints one file; a bug in memlint that panics is reported as a finding, not a crash.
-    fn lint_file(&self, file: Arc<SourceFile>, fallback: Option<Framework>) -> FileResult {
+    /// Parses and walks one file; a bug in memlint that panics is reported as a finding.
+    fn parse(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &HashSet<String>) -> Parsed {
         let f = file.clone();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.lint_file_inner(f, fallback))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.parse_inner(f, fallback, crate_fns))) {
             Ok(r) => r,
             Err(panic) => {
                 proc_macro2::extra::invalidate_current_thread_spans();
@@ -112,7 +124,8 @@ impl Linter {
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                self.unreadable(&file.path, format!("internal error while linting this file: {what}"))
+                let r = self.unreadable(&file.path, format!("internal error while linting this file: {what}"));
+                Parsed { file, graphs: Vec::new(), decls: Vec::new(), findings: r.findings }
             }
         }
     }
@@ -122,26 +135,19 @@ impl Linter {
         let mut findings = Vec::new();
         let mut cx = Context::new(Some(file), &rules::PARSE_ERROR, &self.levels, &mut findings);
         cx.report(Report::new(message, 0..0, "").help("memlint skipped this file and linted the rest"));
-        FileResult { findings, decls: Vec::new() }
+        FileResult { findings }
     }
 
-    fn lint_file_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>) -> FileResult {
+    fn parse_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &HashSet<String>) -> Parsed {
         let (text, offset) = parseable_text(&file.text);
-        let result = match syn::parse_str::<syn::File>(&text) {
+        let parsed = match syn::parse_str::<syn::File>(&text) {
             Ok(ast) => {
                 let detected = self.framework.or_else(|| frameworks::detect(&ast));
                 let framework = detected.or(fallback);
                 let spec = framework.unwrap_or(Framework::Candle).spec();
-                let graphs = walk::function_graphs(&ast, spec, framework.is_some(), offset);
+                let graphs = walk::function_graphs(&ast, spec, framework.is_some(), offset, crate_fns);
                 let decls = type_graph::collect_decls(&ast, &file, offset);
-                let mut findings = Vec::new();
-                for rule in rules::all() {
-                    let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
-                    for g in &graphs {
-                        rule.check_function(g, &mut cx);
-                    }
-                }
-                FileResult { findings, decls }
+                Parsed { file: file.clone(), graphs, decls, findings: Vec::new() }
             }
             Err(err) => {
                 let start = err.span().byte_range().start + offset;
@@ -152,12 +158,23 @@ impl Linter {
                     Report::new(format!("could not parse file: {err}"), start..end, "syntax error here")
                         .help("fix the syntax (`cargo check` shows it); memlint skipped this file and linted the rest"),
                 );
-                FileResult { findings, decls: Vec::new() }
+                Parsed { file: file.clone(), graphs: Vec::new(), decls: Vec::new(), findings }
             }
         };
         // Spans live in a thread-local source map; drop this file's entry.
         proc_macro2::extra::invalidate_current_thread_spans();
-        result
+        parsed
+    }
+
+    fn check_functions(&self, file: &Arc<SourceFile>, graphs: &[graph::FnGraph]) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for rule in rules::all() {
+            let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
+            for g in graphs {
+                rule.check_function(g, &mut cx);
+            }
+        }
+        findings
     }
 
     fn check_types(&self, decls: &[TypeDecl]) -> Vec<Finding> {

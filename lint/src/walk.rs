@@ -4,6 +4,7 @@
 //! a `let` or assignment makes a new version; `if`/`match` arms merge; a loop's end flows back
 //! into the versions live at its start). Rules never walk the AST; they read the graphs.
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -14,8 +15,8 @@ use syn::{Block, Expr, Pat, Stmt};
 
 use crate::frameworks::{self, Spec};
 use crate::graph::{
-    Binding, BindingId, BindingKind, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer, Span, Store, Taint,
-    TrainingCall, TrainingCallKind,
+    Binding, BindingId, BindingKind, CallSite, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer, Span, Store,
+    Taint, TrainingCall, TrainingCallKind,
 };
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
@@ -24,9 +25,17 @@ const MAX_DEPTH: usize = 256;
 /// Builds the graphs of every function, method and nested function in `file`.
 ///
 /// `offset` is added to every byte position (the file text may have had a prefix removed).
-pub fn function_graphs(file: &syn::File, spec: &'static Spec, known: bool, offset: usize) -> Vec<FnGraph> {
+/// `crate_fns` holds the names of the crate's functions (see [`crate::calls::fn_names`]): only
+/// calls to those names are recorded as call sites.
+pub fn function_graphs(
+    file: &syn::File,
+    spec: &'static Spec,
+    known: bool,
+    offset: usize,
+    crate_fns: &HashSet<String>,
+) -> Vec<FnGraph> {
     let mut out = Vec::new();
-    let mut items = Items { spec, known, offset, out: &mut out };
+    let mut items = Items { spec, known, offset, crate_fns, out: &mut out };
     for item in &file.items {
         items.item(item, None);
     }
@@ -37,6 +46,7 @@ struct Items<'o> {
     spec: &'static Spec,
     known: bool,
     offset: usize,
+    crate_fns: &'o HashSet<String>,
     out: &'o mut Vec<FnGraph>,
 }
 
@@ -83,23 +93,31 @@ impl Items<'_> {
             start..byte_range(sig.paren_token.span.close(), self.offset).end
         };
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
+        b.crate_fns = self.crate_fns;
+        b.g.ident = sig.ident.to_string();
+        b.g.owner = owner.map(str::to_string);
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
                 syn::FnArg::Typed(pt) => {
                     let mut names = Vec::new();
                     pat_idents(&pt.pat, &mut names);
+                    let mut first = None;
                     for ident in names {
                         let span = b.span(ident.span());
-                        b.declare(ident.to_string(), BindingKind::Param, span, None);
+                        let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
+                        first.get_or_insert(v);
                     }
+                    b.g.params.push(first);
                 }
             }
         }
+        b.g.has_self = b.has_self;
         if b.has_self {
             b.declare_self_fields(block);
         }
-        b.block(block);
+        let tail = b.block(block);
+        b.returned(tail);
         let nested = std::mem::take(&mut b.nested_items);
         self.out.push(b.finish());
         for item in nested {
@@ -123,8 +141,10 @@ impl Val {
     }
 }
 
-struct Builder {
+struct Builder<'c> {
     g: FnGraph,
+    /// Names of the crate's functions: calls to other names are not call sites.
+    crate_fns: &'c HashSet<String>,
     offset: usize,
     /// Visible bindings, innermost last: (binding, current version).
     env: Vec<(BindingId, NodeIndex)>,
@@ -146,7 +166,9 @@ fn byte_range(span: PmSpan, offset: usize) -> Span {
     r.start + offset..r.end + offset
 }
 
-impl Builder {
+static NO_FNS: std::sync::LazyLock<HashSet<String>> = std::sync::LazyLock::new(HashSet::new);
+
+impl Builder<'_> {
     fn new(name: String, sig: Span, spec: &'static Spec, known: bool, offset: usize) -> Self {
         Self {
             g: FnGraph {
@@ -161,8 +183,16 @@ impl Builder {
                 losses: Vec::new(),
                 param_values: Vec::new(),
                 op_values: Vec::new(),
+                ident: String::new(),
+                owner: None,
+                has_self: false,
+                params: Vec::new(),
+                returns: Vec::new(),
+                call_sites: Vec::new(),
+                seeds: Vec::new(),
             },
             offset,
+            crate_fns: &NO_FNS,
             env: Vec::new(),
             loop_stack: Vec::new(),
             path: Vec::new(),
@@ -225,7 +255,7 @@ impl Builder {
         self.g.bindings.push(Binding { name, kind, decl: decl.clone(), decl_loop: self.cur_loop() });
         let v = self.add_node(NodeKind::Version(id), decl);
         if let Some((value, how, span)) = init {
-            self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, method: None });
+            self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, method: None, through: None });
         }
         self.env.push((id, v));
         v
@@ -275,9 +305,9 @@ impl Builder {
     fn write(&mut self, slot: usize, value: NodeIndex, how: Store, span: Span, method: Option<String>, keep_old: bool) {
         let (id, old) = self.env[slot];
         let new = self.add_node(NodeKind::Version(id), span.clone());
-        self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), method });
+        self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), method, through: None });
         if keep_old {
-            self.g.graph.add_edge(old, new, Edge::StoredInto { how: Store::Merge, span, method: None });
+            self.g.graph.add_edge(old, new, Edge::StoredInto { how: Store::Merge, span, method: None, through: None });
         }
         self.env[slot].1 = new;
     }
@@ -536,7 +566,8 @@ impl Builder {
             }
             Expr::Return(r) => {
                 if let Some(e) = &r.expr {
-                    self.expr(e);
+                    let v = self.expr(e);
+                    self.returned(v);
                 }
                 Val::plain()
             }
@@ -771,11 +802,73 @@ impl Builder {
             return self.no_grad_region(|s| s.exprs(m.args.iter(), false));
         }
         let moves = MOVE_METHODS.contains(&name.as_str());
-        let mut parts = vec![(recv, recv_span)];
-        for a in &m.args {
-            parts.push((self.expr(a), self.cheap(a)));
+        if moves || is_tensor_method(&name) || !self.crate_fns.contains(&name) {
+            let mut parts = vec![(recv, recv_span)];
+            for a in &m.args {
+                parts.push((self.expr(a), self.cheap(a)));
+            }
+            return self.combine(parts, !moves);
         }
-        self.combine(parts, !moves)
+        // Possibly a function of this crate: record the call site for the crate-level pass.
+        let receiver_self = is_self(&m.receiver);
+        let receiver = self.materialize(recv.clone(), recv_span.clone());
+        let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
+        let span = self.span(m.method.span());
+        self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span)
+    }
+
+    /// Records a call to a function that may be the crate's own; the result is derived from the
+    /// receiver and arguments until the crate-level pass knows more.
+    #[allow(clippy::too_many_arguments)]
+    fn call_site(
+        &mut self,
+        name: String,
+        qualifier: Option<String>,
+        method: bool,
+        receiver: Option<NodeIndex>,
+        receiver_self: bool,
+        recv: Option<Val>,
+        args: Vec<(Val, Span)>,
+        span: Span,
+    ) -> Val {
+        // Arguments stay unmaterialized: the crate-level pass builds nodes for the few call
+        // sites that reach the crate's own functions.
+        let mut parts: Vec<(Val, Span)> = recv.map(|r| (r, 0..0)).into_iter().collect();
+        let mut arg_values = Vec::with_capacity(args.len());
+        for (v, span) in args {
+            let (v, span) = if v.producer == Producer::Derived || (v.producer == Producer::Plain && v.reads.is_empty())
+            {
+                (v, span)
+            } else {
+                // Forward passes and the like need their own node now (their producer matters).
+                let n = self.materialize(v, span.clone());
+                (Val { reads: n.into_iter().collect(), producer: Producer::Derived, op: false }, span)
+            };
+            arg_values.push(crate::graph::ArgValue { reads: v.reads.clone(), producer: v.producer, op: v.op });
+            parts.push((v, span));
+        }
+        let val = self.combine(parts, true);
+        let result = self.value_node(val, span.clone());
+        self.g.call_sites.push(CallSite {
+            name,
+            qualifier,
+            method,
+            receiver,
+            receiver_self,
+            args: arg_values,
+            result,
+            span,
+            in_loop: self.cur_loop(),
+            path: self.path.clone(),
+        });
+        Val { reads: vec![result], producer: Producer::Derived, op: false }
+    }
+
+    /// A value the function returns.
+    fn returned(&mut self, v: Val) {
+        if let Some(n) = self.materialize(v, 0..0) {
+            self.g.returns.push(n);
+        }
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Val {
@@ -815,8 +908,15 @@ impl Builder {
         if WRAPPERS.contains(&last) || WRAPPERS.contains(&last_two.as_str()) {
             return self.exprs(c.args.iter(), false);
         }
-        // Unknown calls (including `Tensor::cat`, user helpers): derived from their arguments.
-        self.exprs(c.args.iter(), true)
+        if TENSOR_TYPES.contains(&ty) || last.starts_with(char::is_uppercase) || !self.crate_fns.contains(last) {
+            // `Tensor::cat`, tuple structs and enum variants: derived from their arguments.
+            return self.exprs(c.args.iter(), true);
+        }
+        // Possibly a function of this crate (`compute_loss(..)`, `Self::helper(..)`).
+        let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
+        let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
+        let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
+        self.call_site(last.to_string(), qualifier, false, None, false, None, args, span)
     }
 
     /// Macros: only `vec![…]` (and `dbg!`) pass values through; formatting and assertion macros
@@ -896,7 +996,7 @@ impl Builder {
                     self.g.graph.add_edge(
                         v,
                         merged,
-                        Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None },
+                        Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None, through: None },
                     );
                 }
                 self.env[slot].1 = merged;
@@ -937,7 +1037,7 @@ impl Builder {
                 self.g.graph.add_edge(
                     end,
                     start,
-                    Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None },
+                    Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None, through: None },
                 );
             }
         }
@@ -1014,6 +1114,106 @@ const MOVE_METHODS: &[&str] = &[
     "deref",
     "take",
 ];
+
+/// Tensor methods common to the frameworks: never the crate's own functions, so no call site
+/// is recorded for them (they are most method calls in ML code).
+fn is_tensor_method(name: &str) -> bool {
+    const OPS: &[&str] = &[
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "matmul",
+        "broadcast_add",
+        "broadcast_sub",
+        "broadcast_mul",
+        "broadcast_div",
+        "sqr",
+        "sqrt",
+        "exp",
+        "log",
+        "relu",
+        "gelu",
+        "tanh",
+        "sigmoid",
+        "softmax",
+        "log_softmax",
+        "sum",
+        "sum_all",
+        "sum_keepdim",
+        "mean",
+        "mean_all",
+        "mean_keepdim",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "reshape",
+        "view",
+        "transpose",
+        "t",
+        "permute",
+        "narrow",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "flatten_all",
+        "contiguous",
+        "to_dtype",
+        "to_device",
+        "to_kind",
+        "neg",
+        "abs",
+        "powf",
+        "powf_scalar",
+        "affine",
+        "clamp",
+        "gather",
+        "index_select",
+        "cat",
+        "stack",
+        "chunk",
+        "split",
+        "slice",
+        "i",
+        "get",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "eq",
+        "ne",
+        "map",
+        "and_then",
+        "ok",
+        "ok_or",
+        "unwrap_or",
+        "iter",
+        "enumerate",
+        "zip",
+        "filter",
+        "collect",
+        "len",
+        "cross_entropy_for_logits",
+        "mse_loss",
+        "nll_loss",
+        "backward",
+        "square",
+        "exp_",
+        "log_",
+        "expand",
+        "repeat",
+        "pad",
+        "mean_dim",
+        "sum_dim",
+        "max_dim",
+        "min_dim",
+        "powi",
+        "swap_dims",
+        "select",
+    ];
+    OPS.contains(&name)
+}
 
 /// Methods that make a trainable parameter out of their receiver.
 const PARAM_METHODS: &[&str] = &["set_requires_grad", "requires_grad_", "require_grad"];

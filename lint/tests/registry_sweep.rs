@@ -41,6 +41,9 @@ fn lint_the_whole_registry() {
     for crate_files in by_crate.values() {
         for f in pool.install(|| linter.lint_crate(crate_files, None)) {
             *per_rule.entry(f.rule).or_default() += 1;
+            if f.rule != "parse_error" || !f.message.contains("UTF-8") {
+                println!("  {}", memlint_lint::output::short::render(&f));
+            }
             if f.rule == "parse_error" {
                 if f.message.contains("UTF-8") {
                     not_utf8 += 1;

@@ -54,7 +54,7 @@ impl Rule for RetainedGraphOutput {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for (_, value, target, how, span) in f.stores() {
+        for (edge, value, target, how, span) in f.stores() {
             if !matches!(how, Store::Push | Store::Assign) || !f.graph[value].taint.has(Taint::GRAPH) {
                 continue;
             }
@@ -64,11 +64,23 @@ impl Rule for RetainedGraphOutput {
                 continue;
             }
             let b = &f.bindings[binding];
+            let through = f.through(edge);
             let value_span = f.graph[value].span.clone();
-            let value_text = cx.snippet(&value_span).trim().to_string();
+            let value_text = match f.binding_of(value) {
+                // A binding passed to a function that stores it.
+                Some(b) if through.is_some() => f.bindings[b].name.clone(),
+                _ => cx.snippet(&value_span).trim().to_string(),
+            };
             let value_text = value_text.strip_suffix(".clone()").map(str::to_string).unwrap_or(value_text);
             let shown = if value_text.is_empty() || value_text.len() > 40 { "value".to_string() } else { value_text };
             let (message, primary_label) = match (how, &b.kind) {
+                _ if through.is_some() => {
+                    let t = through.expect("checked");
+                    (
+                        format!("graph-carrying tensor stored by `{}`, which outlives the iteration", t.callee),
+                        format!("`{shown}` is passed to `{}`, which stores it in `{}`", t.callee, t.target),
+                    )
+                }
                 (Store::Push, _) => (
                     format!("graph-carrying tensor stored in `{}`, which outlives the iteration", b.name),
                     format!("`{shown}` is stored with its autograd graph"),
@@ -100,6 +112,17 @@ impl Rule for RetainedGraphOutput {
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
             }
+            if let Some(t) = through {
+                if cx.file().is_some_and(|file| file.path == t.file) {
+                    report = report.label(t.span.clone(), format!("`{}` stores it in `{}` here", t.callee, t.target));
+                } else {
+                    report.elsewhere.push((
+                        t.file.clone(),
+                        t.line,
+                        format!("`{}` stores it in `{}`", t.callee, t.target),
+                    ));
+                }
+            }
             report = report
                 .help(format!(
                     "store `{}` or a host value such as `{}` instead",
@@ -107,9 +130,10 @@ impl Rule for RetainedGraphOutput {
                     crate::frameworks::fill(f.spec.scalar_fix, &fix_on)
                 ))
                 .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
-            let value_span = f.graph[value].span.clone();
             let text = cx.snippet(&value_span).to_string();
-            if let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text) {
+            if through.is_none()
+                && let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text)
+            {
                 report = report.suggest(s);
             }
             cx.report(report);

@@ -1,0 +1,384 @@
+//! The crate-level pass: a call graph (petgraph) over the crate's functions and a summary per
+//! function, applied back to the callers' reference graphs so that every rule follows calls.
+//!
+//! A summary says whether a function returns a graph-carrying value, runs backward, steps an
+//! optimizer, clears gradients, and which of its parameters it stores where they outlive the call
+//! (a `self` field, or another parameter such as `&mut Vec<Tensor>`). At each call site whose
+//! callee resolves to one function of the crate:
+//! - a graph-carrying return becomes a graph-carrying call result,
+//! - a callee that runs backward makes the loops around the call run backward (and counts as a
+//!   backward call of the caller), likewise for steps and clears,
+//! - a stored parameter becomes a "stored into" edge from the argument into the receiver (or the
+//!   other argument), labelled with the store inside the callee.
+//!
+//! Summaries are iterated to a fixpoint, so chains of calls (two or more deep) are followed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use petgraph::Direction;
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeRef;
+
+use crate::graph::{BindingKind, Edge, FnGraph, NodeKind, Span, Store, Taint, Through, TrainingCall, TrainingCallKind};
+use crate::source::SourceFile;
+
+/// Where a function is: file index and function index in that file.
+type FnId = (usize, usize);
+
+/// What a function does, as seen by its callers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub returns_graph: bool,
+    pub runs_backward: bool,
+    pub steps: bool,
+    pub clears: bool,
+    /// Parameter index → (store span, target: `None` for `self`, `Some(j)` for parameter j).
+    pub stores: Vec<(usize, Span, Option<usize>, String)>,
+}
+
+/// Maximum rounds of the summary fixpoint (each round follows calls one level deeper).
+const MAX_ROUNDS: usize = 6;
+
+/// Runs the crate-level pass over the graphs of all files of a crate and re-propagates taint.
+pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
+    let index = Index::new(files);
+    if index.by_name.is_empty() {
+        return;
+    }
+    // The call graph, for the record and for callers that want it (`petgraph` keeps it small).
+    let mut call_graph: DiGraph<FnId, Span> = DiGraph::new();
+    let mut node_of: HashMap<FnId, NodeIndex> = HashMap::new();
+    for (fi, (_, graphs)) in files.iter().enumerate() {
+        for gi in 0..graphs.len() {
+            node_of.insert((fi, gi), call_graph.add_node((fi, gi)));
+        }
+    }
+    let mut resolved: Vec<(FnId, usize, FnId)> = Vec::new();
+    for (fi, (_, graphs)) in files.iter().enumerate() {
+        for (gi, g) in graphs.iter().enumerate() {
+            for (ci, site) in g.call_sites.iter().enumerate() {
+                if let Some(callee) = index.resolve(files, (fi, gi), site) {
+                    call_graph.add_edge(node_of[&(fi, gi)], node_of[&callee], site.span.clone());
+                    resolved.push(((fi, gi), ci, callee));
+                }
+            }
+        }
+    }
+    if resolved.is_empty() {
+        return;
+    }
+
+    // Only callees need summaries; only callers of a changed summary need re-propagation.
+    let mut callees: Vec<FnId> = resolved.iter().map(|r| r.2).collect();
+    callees.sort_unstable();
+    callees.dedup();
+    let mut summaries: HashMap<FnId, Summary> = HashMap::new();
+    for _ in 0..MAX_ROUNDS {
+        let mut changed: Vec<FnId> = Vec::new();
+        for &id in &callees {
+            let s = summarize(&files[id.0].1[id.1]);
+            if summaries.get(&id) != Some(&s) {
+                summaries.insert(id, s);
+                changed.push(id);
+            }
+        }
+        if changed.is_empty() {
+            break;
+        }
+        let mut dirty: Vec<FnId> = Vec::new();
+        for &(caller, ci, callee) in &resolved {
+            if changed.binary_search(&callee).is_err() {
+                continue;
+            }
+            let summary = &summaries[&callee];
+            let callee_name = {
+                let c = &files[callee.0].1[callee.1];
+                c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident))
+            };
+            let callee_file = files[callee.0].0.clone();
+            let g = &mut files[caller.0].1[caller.1];
+            apply(g, ci, summary, &callee_name, &callee_file);
+            dirty.push(caller);
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        for (fi, gi) in dirty {
+            files[fi].1[gi].propagate();
+        }
+    }
+}
+
+/// The names after `fn` in the crates' texts: a byte scan, far cheaper than parsing, done before
+/// the parallel walk so it records call sites only for names the crate defines. Names in
+/// comments or strings only cost a few extra call sites.
+pub fn fn_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    for text in texts {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while let Some(pos) = text[i..].find("fn ") {
+            let at = i + pos;
+            i = at + 3;
+            if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+                continue;
+            }
+            let rest = text[i..].trim_start();
+            let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            if len > 0 {
+                names.insert(rest[..len].to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Function lookup by name.
+struct Index {
+    /// Plain name → functions with that name.
+    by_name: HashMap<String, Vec<FnId>>,
+}
+
+impl Index {
+    fn new(files: &[(Arc<SourceFile>, Vec<FnGraph>)]) -> Self {
+        let mut by_name: HashMap<String, Vec<FnId>> = HashMap::new();
+        for (fi, (_, graphs)) in files.iter().enumerate() {
+            for (gi, g) in graphs.iter().enumerate() {
+                by_name.entry(g.ident.clone()).or_default().push((fi, gi));
+            }
+        }
+        Self { by_name }
+    }
+
+    /// The one function a call site reaches, if the name and shape make it unambiguous:
+    /// method calls go to methods (`self` receiver: preferably of the caller's own type), path
+    /// calls to free or associated functions (`Self::f`, `Type::f`: of that type).
+    fn resolve(
+        &self,
+        files: &[(Arc<SourceFile>, Vec<FnGraph>)],
+        caller: FnId,
+        site: &crate::graph::CallSite,
+    ) -> Option<FnId> {
+        let candidates = self.by_name.get(&site.name)?;
+        let g = |id: &FnId| &files[id.0].1[id.1];
+        let caller_owner = g(&caller).owner.clone();
+        let fits: Vec<FnId> = candidates
+            .iter()
+            .copied()
+            .filter(|id| {
+                let f = g(id);
+                let arity = f.params.len() == site.args.len();
+                if site.method {
+                    f.has_self && arity
+                } else {
+                    let owner_ok = match site.qualifier.as_deref() {
+                        Some("Self") => f.owner == caller_owner,
+                        Some(q) if q.starts_with(char::is_uppercase) => f.owner.as_deref() == Some(q),
+                        _ => f.owner.is_none() || !f.has_self,
+                    };
+                    owner_ok && arity && !f.has_self
+                }
+            })
+            .collect();
+        match fits.as_slice() {
+            [one] => Some(*one),
+            many if site.receiver_self => {
+                let same: Vec<FnId> = many.iter().copied().filter(|id| g(id).owner == caller_owner).collect();
+                (same.len() == 1).then(|| same[0])
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The summary of one function from its (propagated) graph.
+fn summarize(g: &FnGraph) -> Summary {
+    let returns_graph = g.returns.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH));
+    let kinds = |k: TrainingCallKind| g.calls.iter().any(|c| c.kind == k);
+    let runs_backward = kinds(TrainingCallKind::Backward) || kinds(TrainingCallKind::BackwardStep);
+    let steps = kinds(TrainingCallKind::Step) || kinds(TrainingCallKind::BackwardStep);
+    let clears = kinds(TrainingCallKind::Clear);
+    let mut stores = Vec::new();
+    // Most functions store nothing into `self` or a parameter: skip the searches then.
+    let stores_outside = g.graph.edge_references().any(|e| {
+        matches!(e.weight(), Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold, .. })
+            && g.binding_of(e.target())
+                .is_some_and(|b| matches!(g.bindings[b].kind, BindingKind::SelfField | BindingKind::Param))
+    });
+    for (i, p) in g.params.iter().enumerate().filter(|_| stores_outside) {
+        let Some(start) = *p else { continue };
+        if let Some((span, target, name)) = stored_outside(g, start) {
+            stores.push((i, span, target, name));
+        }
+    }
+    Summary { returns_graph, runs_backward, steps, clears, stores }
+}
+
+/// Whether the value of a parameter flows into a `self` field or another parameter: the store's
+/// span, the target (`None` = self, `Some(j)` = parameter j) and the target's name.
+fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>, String)> {
+    let start_binding = g.binding_of(start);
+    let mut seen = vec![false; g.graph.node_count()];
+    let mut stack = vec![start];
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut seen[n.index()], true) {
+            continue;
+        }
+        for e in g.graph.edges_directed(n, Direction::Outgoing) {
+            let t = e.target();
+            if let Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold, span, .. } = e.weight()
+                && let NodeKind::Version(b) = g.graph[t].kind
+                && Some(b) != start_binding
+            {
+                let binding = &g.bindings[b];
+                match binding.kind {
+                    BindingKind::SelfField => return Some((span.clone(), None, binding.name.clone())),
+                    BindingKind::Param => {
+                        let j = g.params.iter().position(|p| p.and_then(|p| g.binding_of(p)) == Some(b))?;
+                        return Some((span.clone(), Some(j), binding.name.clone()));
+                    }
+                    _ => {}
+                }
+            }
+            // Follow values, not merges into other versions of unrelated bindings.
+            if !matches!(e.weight(), Edge::StoredInto { how: Store::Merge, .. }) || g.binding_of(t) == g.binding_of(n) {
+                stack.push(t);
+            }
+        }
+    }
+    None
+}
+
+/// Applies a callee's summary at call site `ci` of `g`.
+fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Arc<SourceFile>) {
+    let site = g.call_sites[ci].clone();
+    if s.returns_graph && !g.seeds.contains(&site.result) {
+        g.seeds.push(site.result);
+    }
+    let add_call = |g: &mut FnGraph, kind: TrainingCallKind| {
+        if !g.calls.iter().any(|c| c.kind == kind && c.span == site.span) {
+            g.calls.push(TrainingCall {
+                kind,
+                span: site.span.clone(),
+                receiver: format!("{callee}()"),
+                in_loop: site.in_loop,
+                path: site.path.clone(),
+            });
+        }
+    };
+    if s.runs_backward {
+        add_call(g, TrainingCallKind::Backward);
+        let mut l = site.in_loop;
+        while let Some(id) = l {
+            g.loops[id].runs_backward = true;
+            l = g.loops[id].parent;
+        }
+    }
+    if s.steps {
+        add_call(g, TrainingCallKind::Step);
+    }
+    if s.clears {
+        add_call(g, TrainingCallKind::Clear);
+    }
+    for (param, store_span, target, target_name) in &s.stores {
+        let Some(arg) = arg_node(g, &site, *param) else { continue };
+        // The place the callee stores into, seen from the caller.
+        let target_node = match target {
+            None if site.receiver_self => Some(self_field(g, target_name, &site.span)),
+            None => site.receiver,
+            Some(j) => arg_node(g, &site, *j),
+        };
+        let Some(target_node) = target_node else { continue };
+        let Some(binding) = root_binding(g, target_node) else { continue };
+        let exists = g
+            .graph
+            .edges_directed(arg, Direction::Outgoing)
+            .any(|e| matches!(e.weight(), Edge::StoredInto { span, .. } if *span == site.span));
+        if exists {
+            continue;
+        }
+        let new = g.graph.add_node(crate::graph::Node {
+            kind: NodeKind::Version(binding),
+            span: site.span.clone(),
+            in_loop: site.in_loop,
+            taint: Taint::NONE,
+        });
+        let (line, _) = callee_file.line_col(store_span.start);
+        g.graph.add_edge(
+            arg,
+            new,
+            Edge::StoredInto {
+                how: Store::Push,
+                span: site.span.clone(),
+                method: None,
+                through: Some(Through {
+                    callee: callee.to_string(),
+                    file: callee_file.path.clone(),
+                    line,
+                    span: store_span.clone(),
+                    target: target_name.clone(),
+                }),
+            },
+        );
+    }
+}
+
+/// A node for argument `i` of a call site: the version it reads when it is a plain read of one
+/// binding, else a value node built now from what it reads (built lazily: most call sites
+/// reach no function of the crate).
+fn arg_node(g: &mut FnGraph, site: &crate::graph::CallSite, i: usize) -> Option<NodeIndex> {
+    let arg = site.args.get(i)?;
+    if arg.producer == crate::graph::Producer::Derived && !arg.op && arg.reads.len() == 1 {
+        return Some(arg.reads[0]);
+    }
+    if arg.reads.is_empty() && arg.producer == crate::graph::Producer::Plain {
+        return None;
+    }
+    let n = g.graph.add_node(crate::graph::Node {
+        kind: NodeKind::Value(arg.producer),
+        span: site.span.clone(),
+        in_loop: site.in_loop,
+        taint: Taint::NONE,
+    });
+    if arg.op {
+        g.op_values.push(n);
+    }
+    for &r in &arg.reads {
+        g.graph.add_edge(r, n, Edge::DerivedFrom);
+    }
+    Some(n)
+}
+
+/// The binding a node is a version of, following "derived from"/moves back to a version.
+fn root_binding(g: &FnGraph, n: NodeIndex) -> Option<usize> {
+    let mut cur = n;
+    for _ in 0..16 {
+        if let Some(b) = g.binding_of(cur) {
+            return Some(b);
+        }
+        cur = g.graph.neighbors_directed(cur, Direction::Incoming).next()?;
+    }
+    None
+}
+
+/// The caller's binding for `self.<field>` named like the callee's, created if missing.
+fn self_field(g: &mut FnGraph, name: &str, span: &Span) -> NodeIndex {
+    let b = match g.bindings.iter().position(|b| b.kind == BindingKind::SelfField && b.name == name) {
+        Some(b) => b,
+        None => {
+            g.bindings.push(crate::graph::Binding {
+                name: name.to_string(),
+                kind: BindingKind::SelfField,
+                decl: span.clone(),
+                decl_loop: None,
+            });
+            g.bindings.len() - 1
+        }
+    };
+    g.graph.add_node(crate::graph::Node {
+        kind: NodeKind::Version(b),
+        span: span.clone(),
+        in_loop: None,
+        taint: Taint::NONE,
+    })
+}
