@@ -129,7 +129,8 @@ fn rendered_name(r: Rendered) -> &'static str {
 pub struct Entry<'a> {
     pub finding: &'a Finding,
     pub owner: json::Owner,
-    /// Stable fingerprint of the finding (see [`crate::baseline`]).
+    /// Stable fingerprint of the finding (see [`crate::baseline`]); SARIF needs it, the other
+    /// formats ignore it.
     pub fingerprint: String,
 }
 

@@ -219,7 +219,17 @@ pub fn report(
         .flat_map(|(p, fs)| fs.iter().filter(|f| f.level != Level::Allow).map(move |f| (f, *p)))
         .collect();
     let findings: Vec<&Finding> = all.iter().map(|(f, _)| *f).collect();
-    let fingerprints = pool.install(|| baseline::fingerprints(&findings, |p| run.root_relative(p)));
+    // Fingerprints re-parse the files with findings: only when a baseline or SARIF needs them.
+    let needed = baseline.is_some()
+        || args.write_baseline.is_some()
+        || std::iter::once(outputs.stdout)
+            .chain(outputs.files.iter().map(|(f, _)| *f))
+            .any(|f| f == MessageFormat::Sarif);
+    let fingerprints = if needed {
+        pool.install(|| baseline::fingerprints(&findings, |p| run.root_relative(p)))
+    } else {
+        vec![String::new(); findings.len()]
+    };
 
     if let Some(path) = &args.write_baseline {
         let entries = all
