@@ -206,6 +206,8 @@ pub struct FnGraph {
     pub returns: Vec<NodeIndex>,
     /// Calls that may reach the crate's own functions, for the crate-level pass.
     pub call_sites: Vec<CallSite>,
+    /// Calls wave-2 rules look for.
+    pub events: Vec<Event>,
     /// Extra graph-carrying seeds found by the crate-level pass (calls of functions that
     /// return a graph-carrying value).
     pub seeds: Vec<NodeIndex>,
@@ -239,6 +241,31 @@ pub struct CallSite {
     pub span: Span,
     pub in_loop: Option<LoopId>,
     pub path: Vec<usize>,
+}
+
+/// A call that wave-2 rules look for (framework-specific lifecycle mistakes).
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The whole call (or `let` statement).
+    pub span: Span,
+    /// A sub-span to fix (the `_` of `let _ = …`), when there is one.
+    pub fix_span: Option<Span>,
+    pub in_loop: Option<LoopId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// `let _ = tch::no_grad_guard();` or a guard created as a statement: dropped at once.
+    NoGradGuardDropped,
+    /// dfdx `leaky_trace()` / `leaky_traced()`.
+    LeakyTrace,
+    /// dfdx `alloc_grads()`.
+    AllocGrads,
+    /// dfdx `grads.clone()` / `grads.to_owned()`.
+    GradsCloned,
+    /// burn `Param::from_tensor(..)`.
+    ParamFromTensor,
 }
 
 /// Where a write happens relative to the training iteration.

@@ -15,8 +15,8 @@ use syn::{Block, Expr, Pat, Stmt};
 
 use crate::frameworks::{self, Spec};
 use crate::graph::{
-    Binding, BindingId, BindingKind, CallSite, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer, Span, Store,
-    Taint, TrainingCall, TrainingCallKind,
+    Binding, BindingId, BindingKind, CallSite, Edge, EventKind, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
+    Span, Store, Taint, TrainingCall, TrainingCallKind,
 };
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
@@ -190,6 +190,7 @@ impl Builder<'_> {
                 returns: Vec::new(),
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
+                events: Vec::new(),
             },
             offset,
             crate_fns: &NO_FNS,
@@ -355,6 +356,11 @@ impl Builder<'_> {
         Val { reads, producer: Producer::Derived, op }
     }
 
+    fn event(&mut self, kind: EventKind, span: Span, fix_span: Option<Span>) {
+        let in_loop = self.cur_loop();
+        self.g.events.push(crate::graph::Event { kind, span, fix_span, in_loop });
+    }
+
     fn record_call(&mut self, kind: TrainingCallKind, span: Span, receiver: String) {
         if matches!(kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep) {
             for &l in &self.loop_stack {
@@ -399,6 +405,10 @@ impl Builder<'_> {
                 Val::plain()
             }
             Stmt::Expr(e, semi) => {
+                if semi.is_some() && self.is_no_grad_guard(e) {
+                    let span = self.full(e);
+                    self.event(EventKind::NoGradGuardDropped, span, None);
+                }
                 let v = self.expr(e);
                 if semi.is_some() { Val::plain() } else { v }
             }
@@ -411,9 +421,15 @@ impl Builder<'_> {
         // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
         if let Some(init) = init
             && self.is_no_grad_guard(&init.expr)
-            && !matches!(strip_pat_type(&local.pat), Pat::Wild(_))
         {
-            self.no_grad += 1;
+            if let Pat::Wild(w) = strip_pat_type(&local.pat) {
+                // `let _ = …` drops the guard at once: gradients stay on.
+                let span = self.between(local.let_token.span, local.semi_token.span);
+                let fix = self.span(w.underscore_token.span);
+                self.event(EventKind::NoGradGuardDropped, span, Some(fix));
+            } else {
+                self.no_grad += 1;
+            }
         }
         let val = match init {
             Some(init) => {
@@ -714,6 +730,20 @@ impl Builder<'_> {
             return Val::plain();
         }
 
+        if self.g.framework_known && spec.framework == frameworks::Framework::Dfdx {
+            let kind = match name.as_str() {
+                "leaky_trace" | "leaky_traced" => Some(EventKind::LeakyTrace),
+                "alloc_grads" if argc == 0 => Some(EventKind::AllocGrads),
+                "clone" | "to_owned" if argc == 0 && expr_text(&m.receiver).ends_with("grads") => {
+                    Some(EventKind::GradsCloned)
+                }
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                self.event(kind, span, None);
+            }
+        }
         let recv = self.expr(&m.receiver);
         let recv_span = self.cheap(&m.receiver);
         let receiver_text = || expr_text(&m.receiver);
@@ -894,6 +924,14 @@ impl Builder<'_> {
         if frameworks::is_loss_function(last) {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
+        }
+        if ty == "Param"
+            && last == "from_tensor"
+            && self.g.framework_known
+            && self.g.spec.framework == frameworks::Framework::Burn
+        {
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            self.event(EventKind::ParamFromTensor, span, None);
         }
         if PARAM_TYPES.contains(&ty) {
             self.exprs(c.args.iter(), false);
@@ -1113,6 +1151,7 @@ const MOVE_METHODS: &[&str] = &[
     "read",
     "deref",
     "take",
+    "map",
 ];
 
 /// Tensor methods common to the frameworks: never the crate's own functions, so no call site

@@ -1,7 +1,12 @@
 //! The rules, one per file, and the registry.
 
 mod accumulated_loss_tensor;
+mod eval_without_no_grad;
+mod grads_allocated_in_loop;
+mod leaky_trace_in_loop;
 mod missing_zero_grad;
+mod no_grad_guard_dropped;
+mod param_rebuilt_in_loop;
 mod parse_error;
 mod rc_cycle;
 mod retained_graph_output;
@@ -16,6 +21,12 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &retained_graph_output::RetainedGraphOutput,
         &missing_zero_grad::MissingZeroGrad,
         &rc_cycle::RcCycle,
+        // Wave 2: framework lifecycle mistakes.
+        &no_grad_guard_dropped::NoGradGuardDropped,
+        &eval_without_no_grad::EvalWithoutNoGrad,
+        &leaky_trace_in_loop::LeakyTraceInLoop,
+        &grads_allocated_in_loop::GradsAllocatedInLoop,
+        &param_rebuilt_in_loop::ParamRebuiltInLoop,
     ];
     RULES
 }

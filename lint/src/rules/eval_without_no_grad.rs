@@ -1,0 +1,85 @@
+//! `eval_without_no_grad`: tch evaluation loops that keep outputs computed with gradients on.
+
+use crate::context::{Context, Report};
+use crate::diagnostic::Level;
+use crate::frameworks::Framework;
+use crate::graph::{FnGraph, Store, Taint};
+use crate::rule::{Rule, RuleMeta};
+
+pub struct EvalWithoutNoGrad;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "eval_without_no_grad",
+    summary: "an evaluation loop keeps outputs computed with gradients enabled",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+In tch code, finds a loop that runs no backward (evaluation, inference) and keeps a value
+computed by a forward pass with gradients enabled — pushed into a collection, summed into or
+assigned to a binding declared outside the loop.
+
+### Why is this bad?
+With gradients on, every forward pass records an autograd graph that holds its inputs and
+activations. Without a backward pass nothing frees them early, and a kept output keeps its whole
+graph: evaluation over a data set grows memory batch after batch.
+
+### Example
+```rust
+let mut outputs = Vec::new();
+for (x, _) in test_batches {
+    outputs.push(net.forward(&x));
+}
+```
+
+### Use instead
+```rust
+let _guard = tch::no_grad_guard();
+let mut outputs = Vec::new();
+for (x, _) in test_batches {
+    outputs.push(net.forward(&x));
+}
+```
+or keep host values (`f64::try_from(&acc)?`), or `detach()` what you keep.
+"#,
+};
+
+impl Rule for EvalWithoutNoGrad {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+        if !f.framework_known || f.spec.framework != Framework::Tch {
+            return;
+        }
+        for (_, value, target, how, span) in f.stores() {
+            if !matches!(how, Store::Push | Store::Assign | Store::Fold) || !f.graph[value].taint.has(Taint::GRAPH) {
+                continue;
+            }
+            let node = &f.graph[value];
+            let Some(l) = node.in_loop else { continue };
+            // Training iterations are the other rules' business.
+            if f.iteration_of(Some(l)).is_some() {
+                continue;
+            }
+            let Some(binding) = f.binding_of(target) else { continue };
+            let b = &f.bindings[binding];
+            let outlives = match b.kind {
+                crate::graph::BindingKind::Local => !f.loop_within(b.decl_loop, l),
+                _ => true,
+            };
+            if !outlives {
+                continue;
+            }
+            let report = Report::new(
+                format!("`{}` keeps values computed with gradients enabled", b.name),
+                span.clone(),
+                "this value carries an autograd graph",
+            )
+            .label(b.decl.clone(), format!("`{}` outlives the loop", b.name))
+            .label(f.loops[l].header.clone(), "this loop runs no backward")
+            .help("run the loop under `let _guard = tch::no_grad_guard();` or `tch::no_grad(|| …)`, or keep `detach()`ed or host values")
+            .note("with gradients on, each forward pass records a graph; nothing frees it while the output is kept");
+            cx.report(report);
+        }
+    }
+}

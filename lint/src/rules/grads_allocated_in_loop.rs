@@ -1,0 +1,65 @@
+//! `grads_allocated_in_loop`: dfdx gradient stores allocated or cloned every iteration.
+
+use crate::context::{Context, Report};
+use crate::diagnostic::Level;
+use crate::graph::{EventKind, FnGraph, Iteration};
+use crate::rule::{Rule, RuleMeta};
+
+pub struct GradsAllocatedInLoop;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "grads_allocated_in_loop",
+    summary: "dfdx gradients are allocated or cloned every training iteration",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Finds `model.alloc_grads()` and `grads.clone()`/`grads.to_owned()` (dfdx) inside a loop that runs
+backward.
+
+### Why is this bad?
+A `Gradients` store holds one buffer per parameter: allocating or cloning it every iteration
+doubles gradient memory at the peak and, when the copies are kept, grows it every step.
+
+### Example
+```rust
+for (x, y) in batches {
+    let grads = model.alloc_grads();
+    let loss = mse_loss(model.forward_mut(x.traced(grads)), y);
+    let grads = loss.backward();
+    opt.update(&mut model, &grads)?;
+}
+```
+
+### Use instead
+```rust
+let mut grads = model.alloc_grads();
+for (x, y) in batches {
+    let loss = mse_loss(model.forward_mut(x.traced(grads)), y);
+    grads = loss.backward();
+    opt.update(&mut model, &grads)?;
+    model.zero_grads(&mut grads);
+}
+```
+"#,
+};
+
+impl Rule for GradsAllocatedInLoop {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+        for e in f.events.iter().filter(|e| matches!(e.kind, EventKind::AllocGrads | EventKind::GradsCloned)) {
+            let Some(Iteration::Loop(l)) = f.iteration_of(e.in_loop) else { continue };
+            let (message, label) = match e.kind {
+                EventKind::AllocGrads => ("gradients allocated every iteration", "a new gradient store per iteration"),
+                _ => ("gradients cloned every iteration", "a copy of every gradient buffer per iteration"),
+            };
+            cx.report(
+                Report::new(message, e.span.clone(), label)
+                    .label(f.loops[l].header.clone(), "this loop runs backward every iteration")
+                    .help("allocate the gradients once before the loop and reuse them: `model.zero_grads(&mut grads)` clears them in place")
+                    .note("a gradient store holds one buffer per parameter"),
+            );
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! `leaky_trace_in_loop`: dfdx `leaky_trace()` in a training loop.
+
+use crate::context::{Context, Report};
+use crate::diagnostic::Level;
+use crate::graph::{EventKind, FnGraph, Iteration};
+use crate::rule::{Rule, RuleMeta};
+
+pub struct LeakyTraceInLoop;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "leaky_trace_in_loop",
+    summary: "dfdx leaky_trace() allocates a new gradient store every iteration",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Finds `leaky_trace()`/`leaky_traced()` (dfdx) inside a loop that runs backward.
+
+### Why is this bad?
+`leaky_trace()` starts a tape with a brand-new `Gradients` store, allocating gradient buffers for
+every parameter it touches, every iteration. Memory churns and peaks at twice the gradients;
+with a cloned or kept store it grows.
+
+### Example
+```rust
+for (x, y) in batches {
+    let loss = mse_loss(model.forward_mut(x.leaky_trace()), y);
+    let grads = loss.backward();
+    opt.update(&mut model, &grads)?;
+}
+```
+
+### Use instead
+```rust
+let mut grads = model.alloc_grads();
+for (x, y) in batches {
+    let loss = mse_loss(model.forward_mut(x.traced(grads)), y);
+    grads = loss.backward();
+    opt.update(&mut model, &grads)?;
+    model.zero_grads(&mut grads);
+}
+```
+"#,
+};
+
+impl Rule for LeakyTraceInLoop {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+        for e in f.events.iter().filter(|e| e.kind == EventKind::LeakyTrace) {
+            let Some(Iteration::Loop(l)) = f.iteration_of(e.in_loop) else { continue };
+            cx.report(
+                Report::new("`leaky_trace()` allocates new gradients every iteration", e.span.clone(), "a fresh gradient store per call")
+                    .label(f.loops[l].header.clone(), "this loop runs backward every iteration")
+                    .help("allocate once with `model.alloc_grads()` before the loop, trace with `.traced(grads)`, and clear with `model.zero_grads(&mut grads)`")
+                    .note("each call allocates gradient buffers for every parameter it reaches"),
+            );
+        }
+    }
+}

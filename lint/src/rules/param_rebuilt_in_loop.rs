@@ -1,0 +1,61 @@
+//! `param_rebuilt_in_loop`: burn parameters rebuilt with fresh ids in a training loop.
+
+use crate::context::{Context, Report};
+use crate::diagnostic::Level;
+use crate::graph::{EventKind, FnGraph, Iteration};
+use crate::rule::{Rule, RuleMeta};
+
+pub struct ParamRebuiltInLoop;
+
+pub static META: RuleMeta = RuleMeta {
+    id: "param_rebuilt_in_loop",
+    summary: "a burn parameter is rebuilt with a new id every training iteration",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Finds `Param::from_tensor(..)` (burn) inside a loop that runs backward.
+
+### Why is this bad?
+`Param::from_tensor` creates a parameter with a new `ParamId`. Optimizers keep their state
+(momentum, Adam moments) per id, so the state of the old id is never freed and a new one is
+allocated every iteration.
+
+### Example
+```rust
+for batch in batches {
+    model.weight = Param::from_tensor(model.weight.val().clamp(-1.0, 1.0));
+    // ... forward, backward, optim.step
+}
+```
+
+### Use instead
+```rust
+for batch in batches {
+    model.weight = model.weight.map(|w| w.clamp(-1.0, 1.0));
+    // ... forward, backward, optim.step
+}
+```
+(`Param::map` keeps the id.)
+"#,
+};
+
+impl Rule for ParamRebuiltInLoop {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+        for e in f.events.iter().filter(|e| e.kind == EventKind::ParamFromTensor) {
+            let Some(Iteration::Loop(l)) = f.iteration_of(e.in_loop) else { continue };
+            cx.report(
+                Report::new(
+                    "parameter rebuilt with a new id every iteration",
+                    e.span.clone(),
+                    "a new `ParamId` each time",
+                )
+                .label(f.loops[l].header.clone(), "this loop runs backward every iteration")
+                .help("update the existing parameter with `param.map(|t| …)`, which keeps its id")
+                .note("optimizer state is kept per parameter id: the old id's state is never freed"),
+            );
+        }
+    }
+}
