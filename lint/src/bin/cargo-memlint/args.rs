@@ -11,8 +11,9 @@ Exit status:
   2  memlint itself failed (bad arguments, unreadable workspace, missing path, bad config)
   With --check-with, cargo's own failure status (101 for a compile error) comes before 1.
 
-Rules: accumulated_loss_tensor, retained_graph_output, missing_zero_grad, rc_cycle
-(all warn by default). `cargo memlint explain <rule>` prints a rule's documentation.";
+Rules (all warn by default): accumulated_loss_tensor, retained_graph_output, missing_zero_grad,
+rc_cycle, no_grad_guard_dropped, eval_without_no_grad, leaky_trace_in_loop,
+grads_allocated_in_loop, param_rebuilt_in_loop. `cargo memlint explain <rule>` prints one.";
 
 /// Find memory leaks in machine-learning training loops (candle, tch, burn, dfdx) from source,
 /// without compiling or running anything.
