@@ -33,6 +33,9 @@ pub struct Summary {
     pub runs_backward: bool,
     pub steps: bool,
     pub clears: bool,
+    /// Runs a forward pass on an autodiff model (burn) and no backward: each call grows the
+    /// autodiff graph store until some later backward sweeps it.
+    pub forwards_autodiff: bool,
     /// Parameter index → (store span, target: `None` for `self`, `Some(j)` for parameter j).
     pub stores: Vec<(usize, Span, Option<usize>, String)>,
 }
@@ -211,7 +214,14 @@ fn summarize(g: &FnGraph) -> Summary {
             stores.push((i, span, target, name));
         }
     }
-    Summary { returns_graph, runs_backward, steps, clears, stores }
+    let forwards_autodiff = g.autodiff
+        && !runs_backward
+        && g.events.iter().any(|e| {
+            e.kind == crate::graph::EventKind::Forward
+                && !e.no_grad
+                && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
+        });
+    Summary { returns_graph, runs_backward, steps, clears, forwards_autodiff, stores }
 }
 
 /// Whether the value of a parameter flows into a `self` field or another parameter: the store's
@@ -279,6 +289,19 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     }
     if s.clears {
         add_call(g, TrainingCallKind::Clear);
+    }
+    if s.forwards_autodiff
+        && !g.events.iter().any(|e| e.kind == crate::graph::EventKind::Forward && e.span == site.span)
+    {
+        g.events.push(crate::graph::Event {
+            kind: crate::graph::EventKind::Forward,
+            span: site.span.clone(),
+            fix_span: None,
+            in_loop: site.in_loop,
+            receiver: site.receiver,
+            no_grad: false,
+            via: Some(callee.to_string()),
+        });
     }
     for (param, store_span, target, target_name) in &s.stores {
         let Some(arg) = arg_node(g, &site, *param) else { continue };

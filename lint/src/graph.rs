@@ -208,6 +208,9 @@ pub struct FnGraph {
     pub call_sites: Vec<CallSite>,
     /// Calls wave-2 rules look for.
     pub events: Vec<Event>,
+    /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
+    /// its `impl`'s generics, or `device.autodiff()` in its body).
+    pub autodiff: bool,
     /// Extra graph-carrying seeds found by the crate-level pass (calls of functions that
     /// return a graph-carrying value).
     pub seeds: Vec<NodeIndex>,
@@ -252,6 +255,12 @@ pub struct Event {
     /// A sub-span to fix (the `_` of `let _ = …`), when there is one.
     pub fix_span: Option<Span>,
     pub in_loop: Option<LoopId>,
+    /// The model a forward pass runs on (to tell `model.valid()` apart).
+    pub receiver: Option<NodeIndex>,
+    /// Inside a no-grad region.
+    pub no_grad: bool,
+    /// Made inside this called function of the crate (`Agent::act`), seen at the call.
+    pub via: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,6 +275,8 @@ pub enum EventKind {
     GradsCloned,
     /// burn `Param::from_tensor(..)`.
     ParamFromTensor,
+    /// A forward pass (burn), in this function or in a called one.
+    Forward,
 }
 
 /// Where a write happens relative to the training iteration.

@@ -35,7 +35,7 @@ pub fn function_graphs(
     crate_fns: &HashSet<String>,
 ) -> Vec<FnGraph> {
     let mut out = Vec::new();
-    let mut items = Items { spec, known, offset, crate_fns, out: &mut out };
+    let mut items = Items { impl_autodiff: false, spec, known, offset, crate_fns, out: &mut out };
     for item in &file.items {
         items.item(item, None);
     }
@@ -43,6 +43,8 @@ pub fn function_graphs(
 }
 
 struct Items<'o> {
+    /// The `impl` being walked has an autodiff backend in its generics (burn).
+    impl_autodiff: bool,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -51,16 +53,23 @@ struct Items<'o> {
 }
 
 impl Items<'_> {
+    fn is_burn(&self) -> bool {
+        self.known && self.spec.framework == frameworks::Framework::Burn
+    }
+
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
         match item {
             syn::Item::Fn(f) => self.function(&f.sig, &f.block, owner),
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
+                let outer = self.impl_autodiff;
+                self.impl_autodiff = self.is_burn() && mentions_autodiff(&imp.generics);
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.function(&f.sig, &f.block, owner.as_deref());
                     }
                 }
+                self.impl_autodiff = outer;
             }
             syn::Item::Trait(tr) => {
                 let owner = tr.ident.to_string();
@@ -95,6 +104,7 @@ impl Items<'_> {
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
         b.g.ident = sig.ident.to_string();
+        b.g.autodiff = self.impl_autodiff || (self.is_burn() && signature_mentions_autodiff(sig));
         b.g.owner = owner.map(str::to_string);
         for input in &sig.inputs {
             match input {
@@ -191,6 +201,7 @@ impl Builder<'_> {
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
                 events: Vec::new(),
+                autodiff: false,
             },
             offset,
             crate_fns: &NO_FNS,
@@ -358,7 +369,15 @@ impl Builder<'_> {
 
     fn event(&mut self, kind: EventKind, span: Span, fix_span: Option<Span>) {
         let in_loop = self.cur_loop();
-        self.g.events.push(crate::graph::Event { kind, span, fix_span, in_loop });
+        self.g.events.push(crate::graph::Event {
+            kind,
+            span,
+            fix_span,
+            in_loop,
+            receiver: None,
+            no_grad: false,
+            via: None,
+        });
     }
 
     fn record_call(&mut self, kind: TrainingCallKind, span: Span, receiver: String) {
@@ -815,8 +834,25 @@ impl Builder<'_> {
         if specs.iter().any(|s| s.no_grad_models.contains(&name.as_str())) {
             return Val { producer: Producer::InertModel, ..recv };
         }
+        if name == "autodiff" && argc == 0 {
+            // burn 0.22: `device.autodiff()` makes an autodiff device.
+            self.g.autodiff = true;
+        }
         if frameworks::is_forward_method(&name) || specs.iter().any(|s| s.tape_methods.contains(&name.as_str())) {
             let receiver = self.materialize(recv.clone(), recv_span.clone());
+            if self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn {
+                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                let in_loop = self.cur_loop();
+                self.g.events.push(crate::graph::Event {
+                    kind: EventKind::Forward,
+                    span,
+                    fix_span: None,
+                    in_loop,
+                    receiver,
+                    no_grad: self.no_grad > 0,
+                    via: None,
+                });
+            }
             let args = self.exprs(m.args.iter(), false);
             let mut reads = args.reads;
             reads.extend(receiver);
@@ -1316,6 +1352,28 @@ const WRAPPERS: &[&str] = &[
     "Arc::clone",
     "identity",
 ];
+
+/// Whether generics name an autodiff backend (`B: AutodiffBackend`, `Autodiff<NdArray>`).
+fn mentions_autodiff(generics: &syn::Generics) -> bool {
+    use quote::ToTokens;
+    let text = generics.to_token_stream().to_string();
+    text.contains("AutodiffBackend") || text.contains("Autodiff <") || text.contains("AutodiffModule")
+}
+
+/// Whether a signature's generics or parameter types name an autodiff backend.
+fn signature_mentions_autodiff(sig: &syn::Signature) -> bool {
+    use quote::ToTokens;
+    if mentions_autodiff(&sig.generics) {
+        return true;
+    }
+    sig.inputs.iter().any(|i| match i {
+        syn::FnArg::Typed(t) => {
+            let text = t.ty.to_token_stream().to_string();
+            text.contains("Autodiff <") || text.contains("AutodiffBackend")
+        }
+        syn::FnArg::Receiver(_) => false,
+    })
+}
 
 fn is_self(e: &Expr) -> bool {
     matches!(e, Expr::Path(p) if p.path.is_ident("self"))

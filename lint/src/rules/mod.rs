@@ -1,6 +1,7 @@
 //! The rules, one per file, and the registry.
 
 mod accumulated_loss_tensor;
+mod autodiff_forward_without_backward;
 mod eval_without_no_grad;
 mod grads_allocated_in_loop;
 mod leaky_trace_in_loop;
@@ -27,6 +28,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &leaky_trace_in_loop::LeakyTraceInLoop,
         &grads_allocated_in_loop::GradsAllocatedInLoop,
         &param_rebuilt_in_loop::ParamRebuiltInLoop,
+        &autodiff_forward_without_backward::AutodiffForwardWithoutBackward,
     ];
     RULES
 }
