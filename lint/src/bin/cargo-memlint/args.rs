@@ -13,7 +13,8 @@ Exit status:
 
 Rules (all warn by default): accumulated_loss_tensor, retained_graph_output, missing_zero_grad,
 rc_cycle, no_grad_guard_dropped, eval_without_no_grad, leaky_trace_in_loop,
-grads_allocated_in_loop, param_rebuilt_in_loop. `cargo memlint explain <rule>` prints one.";
+grads_allocated_in_loop, param_rebuilt_in_loop, autodiff_forward_without_backward.
+`cargo memlint explain <rule>` prints one.";
 
 /// Find memory leaks in machine-learning training loops (candle, tch, burn, dfdx) from source,
 /// without compiling or running anything.
