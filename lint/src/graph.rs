@@ -151,6 +151,8 @@ pub struct LoopScope {
     pub label: Option<String>,
     /// Whether the body (including nested loops and closures) runs backward.
     pub runs_backward: bool,
+    /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
+    pub over_self: bool,
 }
 
 /// A call that matters to training: backward, optimizer step, gradient clearing.

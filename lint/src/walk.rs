@@ -544,10 +544,13 @@ impl Builder<'_> {
             Expr::Match(m) => self.match_expr(m),
             Expr::ForLoop(f) => {
                 let iter = self.expr(&f.expr);
+                let over_self = root_is_self(&f.expr);
                 let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
                 let label = f.label.as_ref().map(|l| l.name.ident.to_string());
                 let pat_span = self.cheap_pat(&f.pat);
+                let id = self.g.loops.len();
                 self.looped(header, label, |s| {
+                    s.g.loops[id].over_self = over_self;
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.block(&f.body);
                 });
@@ -827,7 +830,10 @@ impl Builder<'_> {
             }
             return Val::plain();
         }
-        if specs.iter().any(|s| s.is_cut_method(&name)) || frameworks::is_metadata_method(&name) {
+        if specs.iter().any(|s| s.is_cut_method(&name))
+            || frameworks::is_metadata_method(&name)
+            || frameworks::is_index_method(&name)
+        {
             self.exprs(m.args.iter(), false);
             return Val { producer: Producer::Plain, ..recv };
         }
@@ -1095,7 +1101,7 @@ impl Builder<'_> {
 
     fn looped(&mut self, header: Span, label: Option<String>, body: impl FnOnce(&mut Self)) {
         let id = self.g.loops.len();
-        self.g.loops.push(LoopScope { parent: self.cur_loop(), header, label, runs_backward: false });
+        self.g.loops.push(LoopScope { parent: self.cur_loop(), header, label, runs_backward: false, over_self: false });
         let before = self.env.clone();
         self.loop_stack.push(id);
         self.branch(body);
@@ -1373,6 +1379,19 @@ fn signature_mentions_autodiff(sig: &syn::Signature) -> bool {
         }
         syn::FnArg::Receiver(_) => false,
     })
+}
+
+/// Whether an expression is reached from `self` (`&self.blocks`, `self.layers.iter()`).
+fn root_is_self(e: &Expr) -> bool {
+    match e {
+        Expr::Path(p) => p.path.is_ident("self"),
+        Expr::Field(f) => root_is_self(&f.base),
+        Expr::MethodCall(m) => root_is_self(&m.receiver),
+        Expr::Reference(r) => root_is_self(&r.expr),
+        Expr::Paren(p) => root_is_self(&p.expr),
+        Expr::Index(i) => root_is_self(&i.expr),
+        _ => false,
+    }
 }
 
 fn is_self(e: &Expr) -> bool {

@@ -258,6 +258,17 @@ pub fn is_loss_function(last_segment: &str) -> bool {
     LOSS_FUNCTIONS.contains(&last_segment)
 }
 
+/// Methods that return indices or samples (integer tensors with no gradient) in every framework.
+const INDEX_METHODS: &[&str] = &[
+    "argmax", "argmin", "argmax_keepdim", "argmin_keepdim", "argsort", "multinomial", "topk_indices",
+    "arg_sort", "sort_indices",
+];
+
+/// Whether a method returns indices or samples: no gradient flows through them.
+pub fn is_index_method(name: &str) -> bool {
+    INDEX_METHODS.contains(&name)
+}
+
 /// Whether a method returns metadata (never a graph).
 pub fn is_metadata_method(name: &str) -> bool {
     METADATA_METHODS.contains(&name)

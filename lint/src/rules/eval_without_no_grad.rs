@@ -14,8 +14,10 @@ pub static META: RuleMeta = RuleMeta {
     default_level: Level::Warn,
     docs: r#"### What it does
 In tch code, finds a loop that runs no backward (evaluation, inference) and keeps a value
-computed by a forward pass with gradients enabled — pushed into a collection, summed into or
-assigned to a binding declared outside the loop.
+computed by a forward pass with gradients enabled in a collection declared outside the loop
+(`outputs.push(net.forward(&x))`). Model code is left alone: `forward` methods and loops over
+`self.layers` chain activations on purpose. Sums and reassignments in evaluation loops are not
+reported yet (they are indistinguishable from layer chaining without types).
 
 ### Why is this bad?
 With gradients on, every forward pass records an autograd graph that holds its inputs and
@@ -51,12 +53,18 @@ impl Rule for EvalWithoutNoGrad {
         if !f.framework_known || f.spec.framework != Framework::Tch {
             return;
         }
+        if crate::frameworks::is_forward_method(&f.ident) {
+            return;
+        }
         for (_, value, target, how, span) in f.stores() {
-            if !matches!(how, Store::Push | Store::Assign | Store::Fold) || !f.graph[value].taint.has(Taint::GRAPH) {
+            if how != Store::Push || !f.graph[value].taint.has(Taint::GRAPH) {
                 continue;
             }
             let node = &f.graph[value];
             let Some(l) = node.in_loop else { continue };
+            if f.loops[l].over_self {
+                continue;
+            }
             // Training iterations are the other rules' business.
             if f.iteration_of(Some(l)).is_some() {
                 continue;
