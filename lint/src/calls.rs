@@ -196,7 +196,7 @@ impl Index {
 
 /// The summary of one function from its (propagated) graph.
 fn summarize(g: &FnGraph) -> Summary {
-    let returns_graph = g.returns.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH));
+    let returns_graph = !g.returns_plain && g.returns.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH));
     let kinds = |k: TrainingCallKind| g.calls.iter().any(|c| c.kind == k);
     let runs_backward = kinds(TrainingCallKind::Backward) || kinds(TrainingCallKind::BackwardStep);
     let steps = kinds(TrainingCallKind::Step) || kinds(TrainingCallKind::BackwardStep);
@@ -264,6 +264,11 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     let site = g.call_sites[ci].clone();
     if s.returns_graph && !g.seeds.contains(&site.result) {
         g.seeds.push(site.result);
+    }
+    if !s.returns_graph {
+        // The callee's result is known: it does not carry what its arguments carried
+        // (`net = update_parameters(loss, net, optim)` returns the stepped module).
+        g.graph[site.result].kind = NodeKind::Value(crate::graph::Producer::Plain);
     }
     let add_call = |g: &mut FnGraph, kind: TrainingCallKind| {
         if !g.calls.iter().any(|c| c.kind == kind && c.span == site.span) {

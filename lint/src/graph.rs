@@ -210,6 +210,8 @@ pub struct FnGraph {
     pub call_sites: Vec<CallSite>,
     /// Calls wave-2 rules look for.
     pub events: Vec<Event>,
+    /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
+    pub returns_plain: bool,
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
     /// its `impl`'s generics, or `device.autodiff()` in its body).
     pub autodiff: bool,
@@ -279,6 +281,8 @@ pub enum EventKind {
     ParamFromTensor,
     /// A forward pass (burn), in this function or in a called one.
     Forward,
+    /// `buf.clear()`, `buf.drain(..)`, `buf.truncate(..)`: `receiver` is the version cleared.
+    CollectionCleared,
 }
 
 /// Where a write happens relative to the training iteration.
@@ -342,6 +346,10 @@ impl FnGraph {
 
     /// Computes [`Node::taint`] for every node: a monotone fixpoint over the graph.
     pub fn propagate(&mut self) {
+        // From scratch: the crate-level pass may have turned call results plain.
+        for n in self.graph.node_indices() {
+            self.graph[n].taint = Taint::NONE;
+        }
         for &loss in self.losses.iter().chain(&self.seeds) {
             self.graph[loss].taint = self.graph[loss].taint.union(Taint::GRAPH);
         }
@@ -432,6 +440,23 @@ impl FnGraph {
             );
         }
         None
+    }
+
+    /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an
+    /// on-policy update, or reassigned with a fresh value): what it holds does not outlive it.
+    pub fn cleared_within(&self, binding: BindingId, iteration: Iteration) -> bool {
+        let cleared = self.events.iter().any(|e| {
+            e.kind == EventKind::CollectionCleared
+                && e.receiver.and_then(|r| self.binding_of(r)) == Some(binding)
+                && self.iteration_of(e.in_loop) == Some(iteration)
+        });
+        cleared
+            || self.stores().any(|(_, value, target, how, _)| {
+                how == Store::Assign
+                    && self.binding_of(target) == Some(binding)
+                    && !self.graph[value].taint.has(Taint::GRAPH)
+                    && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
+            })
     }
 
     /// A secondary label for the iteration: the loop header that runs backward.

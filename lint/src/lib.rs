@@ -143,7 +143,15 @@ impl Linter {
         let parsed = match syn::parse_str::<syn::File>(&text) {
             Ok(ast) => {
                 let detected = self.framework.or_else(|| frameworks::detect(&ast));
-                let framework = detected.or(fallback);
+                // A file that names no framework and declares its own `Tensor` is not framework code
+                // (e.g. a pure-Rust inference module in a tch crate).
+                let own_tensor = ast.items.iter().any(|i| match i {
+                    syn::Item::Struct(s) => s.ident == "Tensor",
+                    syn::Item::Enum(e) => e.ident == "Tensor",
+                    syn::Item::Type(t) => t.ident == "Tensor",
+                    _ => false,
+                });
+                let framework = if detected.is_none() && own_tensor { None } else { detected.or(fallback) };
                 let spec = framework.unwrap_or(Framework::Candle).spec();
                 let graphs = walk::function_graphs(&ast, spec, framework.is_some(), offset, crate_fns);
                 let decls = type_graph::collect_decls(&ast, &file, offset);

@@ -104,6 +104,10 @@ impl Items<'_> {
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
         b.g.ident = sig.ident.to_string();
+        b.g.returns_plain = match &sig.output {
+            syn::ReturnType::Default => true,
+            syn::ReturnType::Type(_, ty) => type_is_plain(ty),
+        };
         b.g.autodiff = self.impl_autodiff || (self.is_burn() && signature_mentions_autodiff(sig));
         b.g.owner = owner.map(str::to_string);
         for input in &sig.inputs {
@@ -202,6 +206,7 @@ impl Builder<'_> {
                 seeds: Vec::new(),
                 events: Vec::new(),
                 autodiff: false,
+                returns_plain: false,
             },
             offset,
             crate_fns: &NO_FNS,
@@ -765,6 +770,22 @@ impl Builder<'_> {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 self.event(kind, span, None);
             }
+        }
+        if matches!(name.as_str(), "clear" | "drain" | "truncate")
+            && let Some(slot) = self.place_slot(&m.receiver)
+        {
+            let version = self.env[slot].1;
+            let span = self.span(m.method.span());
+            let in_loop = self.cur_loop();
+            self.g.events.push(crate::graph::Event {
+                kind: EventKind::CollectionCleared,
+                span,
+                fix_span: None,
+                in_loop,
+                receiver: Some(version),
+                no_grad: false,
+                via: None,
+            });
         }
         let recv = self.expr(&m.receiver);
         let recv_span = self.cheap(&m.receiver);
@@ -1379,6 +1400,40 @@ fn signature_mentions_autodiff(sig: &syn::Signature) -> bool {
         }
         syn::FnArg::Receiver(_) => false,
     })
+}
+
+/// Whether a type holds no tensor: primitives, `String`, and tuples, `Result`, `Option`, `Vec`
+/// and arrays of those.
+fn type_is_plain(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Tuple(t) => t.elems.iter().all(type_is_plain),
+        syn::Type::Array(a) => type_is_plain(&a.elem),
+        syn::Type::Slice(s) => type_is_plain(&s.elem),
+        syn::Type::Reference(r) => type_is_plain(&r.elem),
+        syn::Type::Paren(p) => type_is_plain(&p.elem),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else { return false };
+            let name = last.ident.to_string();
+            const PRIMITIVES: &[&str] = &[
+                "f16", "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128",
+                "usize", "bool", "char", "String", "str",
+            ];
+            if PRIMITIVES.contains(&name.as_str()) {
+                return true;
+            }
+            match (name.as_str(), &last.arguments) {
+                ("Result" | "Option" | "Vec" | "Box" | "VecDeque", syn::PathArguments::AngleBracketed(a)) => {
+                    // `Result<T, E>`: only the value type matters.
+                    a.args.iter().find_map(|g| match g {
+                        syn::GenericArgument::Type(t) => Some(type_is_plain(t)),
+                        _ => None,
+                    }) == Some(true)
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
 }
 
 /// Whether an expression is reached from `self` (`&self.blocks`, `self.layers.iter()`).

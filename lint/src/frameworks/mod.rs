@@ -260,8 +260,15 @@ pub fn is_loss_function(last_segment: &str) -> bool {
 
 /// Methods that return indices or samples (integer tensors with no gradient) in every framework.
 const INDEX_METHODS: &[&str] = &[
-    "argmax", "argmin", "argmax_keepdim", "argmin_keepdim", "argsort", "multinomial", "topk_indices",
-    "arg_sort", "sort_indices",
+    "argmax",
+    "argmin",
+    "argmax_keepdim",
+    "argmin_keepdim",
+    "argsort",
+    "multinomial",
+    "topk_indices",
+    "arg_sort",
+    "sort_indices",
 ];
 
 /// Whether a method returns indices or samples: no gradient flows through them.

@@ -22,7 +22,9 @@ A kept output keeps its graph: in candle every op node holds its inputs, so one 
 all of that step's activations; in tch it keeps autograd bookkeeping and its storage. A list of
 per-step losses grows by a whole graph every iteration.
 
-Not flagged: values passed through `detach()` or turned into host scalars, and plain data
+Not flagged: buffers emptied in the same iteration (`memory.push(out)` … `backward()` …
+`memory.clear()`, the on-policy A2C/PPO pattern), values passed through `detach()` or turned
+into host scalars, and plain data
 tensors (observations made with `Tensor::new`/`from_vec`/`from_slice`, batches): a replay buffer
 of observations is not a leak.
 
@@ -60,7 +62,7 @@ impl Rule for RetainedGraphOutput {
             }
             let Some(binding) = f.binding_of(target) else { continue };
             let Some(iteration) = f.iteration_of(f.graph[value].in_loop) else { continue };
-            if !f.outlives(binding, iteration) {
+            if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
                 continue;
             }
             let b = &f.bindings[binding];
