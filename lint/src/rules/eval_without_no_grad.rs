@@ -15,8 +15,9 @@ pub static META: RuleMeta = RuleMeta {
     docs: r#"### What it does
 In tch code, finds a loop that runs no backward (evaluation, inference) and keeps a value
 computed by a forward pass with gradients enabled in a collection declared outside the loop
-(`outputs.push(net.forward(&x))`). Model code is left alone: `forward` methods and loops over
-`self.layers` chain activations on purpose. Sums and reassignments in evaluation loops are not
+(`outputs.push(net.forward(&x))`). Model code is left alone: `forward` methods, functions that
+return a graph-carrying value to their caller, and loops over `self.layers` chain activations on
+purpose. Sums and reassignments in evaluation loops are not
 reported yet (they are indistinguishable from layer chaining without types).
 
 ### Why is this bad?
@@ -53,7 +54,11 @@ impl Rule for EvalWithoutNoGrad {
         if !f.framework_known || f.spec.framework != Framework::Tch {
             return;
         }
-        if crate::frameworks::is_forward_method(&f.ident) {
+        // Model code: forward methods, and functions that hand a graph to their caller (a loss
+        // or an output built from what the loop collected).
+        if crate::frameworks::is_forward_method(&f.ident)
+            || f.returns.iter().any(|&n| f.graph[n].taint.has(Taint::GRAPH))
+        {
             return;
         }
         for (_, value, target, how, span) in f.stores() {
