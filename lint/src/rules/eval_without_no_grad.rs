@@ -54,13 +54,12 @@ impl Rule for EvalWithoutNoGrad {
         if !f.framework_known || f.spec.framework != Framework::Tch {
             return;
         }
-        // Model code: forward methods, and functions that hand a graph to their caller (a loss
-        // or an output built from what the loop collected).
-        if crate::frameworks::is_forward_method(&f.ident)
-            || f.returns.iter().any(|&n| f.graph[n].taint.has(Taint::GRAPH))
-        {
+        // Model code: forward methods, and functions that hand the caller a graph computed from
+        // what the loop collected (a loss to backpropagate) rather than the collection itself.
+        if crate::frameworks::is_forward_method(&f.ident) {
             return;
         }
+        let returns_graph = f.returns.iter().any(|&n| f.graph[n].taint.has(Taint::GRAPH));
         for (_, value, target, how, span) in f.stores() {
             if how != Store::Push || !f.graph[value].taint.has(Taint::GRAPH) {
                 continue;
@@ -75,6 +74,10 @@ impl Rule for EvalWithoutNoGrad {
                 continue;
             }
             let Some(binding) = f.binding_of(target) else { continue };
+            let returns_collection = f.returns.iter().any(|&n| f.binding_of(n) == Some(binding));
+            if returns_graph && !returns_collection {
+                continue;
+            }
             let b = &f.bindings[binding];
             let outlives = match b.kind {
                 crate::graph::BindingKind::Local => !f.loop_within(b.decl_loop, l),
