@@ -13,7 +13,7 @@
 //!
 //! Summaries are iterated to a fixpoint, so chains of calls (two or more deep) are followed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use petgraph::Direction;
@@ -112,11 +112,27 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
     }
 }
 
-/// The names after `fn` in the crates' texts: a byte scan, far cheaper than parsing, done before
-/// the parallel walk so it records call sites only for names the crate defines. Names in
-/// comments or strings only cost a few extra call sites.
-pub fn fn_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> std::collections::HashSet<String> {
-    let mut names = std::collections::HashSet::new();
+/// Names found in a crate's text before parsing, by a byte scan far cheaper than parsing.
+#[derive(Debug, Default)]
+pub struct CrateNames {
+    /// Names after `fn`: only calls to these are recorded as call sites. Names in comments or
+    /// strings only cost a few extra call sites.
+    pub fns: HashSet<String>,
+    /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
+    /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
+    pub plain_fields: HashSet<String>,
+}
+
+/// Scans the crate's texts for [`CrateNames`].
+pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
+    const HOST: &[&str] = &[
+        "f16", "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+        "bool", "String",
+    ];
+    let mut fns = HashSet::new();
+    let mut plain = HashSet::new();
+    let mut other = HashSet::new();
+    let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     for text in texts {
         let bytes = text.as_bytes();
         let mut i = 0;
@@ -127,13 +143,45 @@ pub fn fn_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> std::collection
                 continue;
             }
             let rest = text[i..].trim_start();
-            let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            let len = ident_end(rest);
             if len > 0 {
-                names.insert(rest[..len].to_string());
+                fns.insert(rest[..len].to_string());
+            }
+        }
+        // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
+        let mut j = 0;
+        while let Some(pos) = text[j..].find(':') {
+            let at = j + pos;
+            j = at + 1;
+            if bytes.get(at + 1) == Some(&b':') || (at > 0 && bytes[at - 1] == b':') {
+                j = at + 2;
+                continue;
+            }
+            let before = text[..at].trim_end();
+            let start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+            let name = &before[start..];
+            if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
+            let after = text[at + 1..].trim_start();
+            let ty_len = ident_end(after);
+            if ty_len == 0 {
+                continue;
+            }
+            let ty = &after[..ty_len];
+            let next = after[ty_len..].trim_start();
+            // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
+            if HOST.contains(&ty) && !next.starts_with("::") && !next.starts_with('<') {
+                plain.insert(name.to_string());
+            } else if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
+                // A type (`Tensor<B, 1>`, `B::FloatTensor`); lowercase words after `:` are
+                // struct-literal values, not types.
+                other.insert(name.to_string());
             }
         }
     }
-    names
+    let plain_fields = plain.difference(&other).cloned().collect();
+    CrateNames { fns, plain_fields }
 }
 
 /// Function lookup by name.

@@ -22,7 +22,6 @@ pub mod type_graph;
 pub mod walk;
 pub mod workspace;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -88,7 +87,7 @@ impl Linter {
     /// Lints the in-memory files of one crate (see [`Linter::lint_crate`]): parse and build
     /// graphs per file in parallel, link calls across the crate, then run the rules.
     pub fn lint_sources(&self, files: &[Arc<SourceFile>], fallback: Option<Framework>) -> Vec<Finding> {
-        let crate_fns = calls::fn_names(files.iter().map(|f| &*f.text));
+        let crate_fns = calls::crate_names(files.iter().map(|f| &*f.text));
         let parsed: Vec<Parsed> = files.par_iter().map(|file| self.parse(file.clone(), fallback, &crate_fns)).collect();
         let mut findings = Vec::new();
         let mut decls = Vec::new();
@@ -113,7 +112,7 @@ impl Linter {
     }
 
     /// Parses and walks one file; a bug in memlint that panics is reported as a finding.
-    fn parse(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &HashSet<String>) -> Parsed {
+    fn parse(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &calls::CrateNames) -> Parsed {
         let f = file.clone();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.parse_inner(f, fallback, crate_fns))) {
             Ok(r) => r,
@@ -138,7 +137,7 @@ impl Linter {
         FileResult { findings }
     }
 
-    fn parse_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &HashSet<String>) -> Parsed {
+    fn parse_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &calls::CrateNames) -> Parsed {
         let (text, offset) = parseable_text(&file.text);
         let parsed = match syn::parse_str::<syn::File>(&text) {
             Ok(ast) => {

@@ -4,7 +4,6 @@
 //! a `let` or assignment makes a new version; `if`/`match` arms merge; a loop's end flows back
 //! into the versions live at its start). Rules never walk the AST; they read the graphs.
 
-use std::collections::HashSet;
 use std::ops::Range;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -13,6 +12,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Block, Expr, Pat, Stmt};
 
+use crate::calls::CrateNames;
 use crate::frameworks::{self, Spec};
 use crate::graph::{
     Binding, BindingId, BindingKind, CallSite, Edge, EventKind, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
@@ -25,14 +25,15 @@ const MAX_DEPTH: usize = 256;
 /// Builds the graphs of every function, method and nested function in `file`.
 ///
 /// `offset` is added to every byte position (the file text may have had a prefix removed).
-/// `crate_fns` holds the names of the crate's functions (see [`crate::calls::fn_names`]): only
-/// calls to those names are recorded as call sites.
+/// `crate_fns` holds names found in the crate's text (see [`crate::calls::crate_names`]): only
+/// calls to its functions are recorded as call sites, and fields declared only with host types
+/// never carry a graph.
 pub fn function_graphs(
     file: &syn::File,
     spec: &'static Spec,
     known: bool,
     offset: usize,
-    crate_fns: &HashSet<String>,
+    crate_fns: &CrateNames,
 ) -> Vec<FnGraph> {
     let mut out = Vec::new();
     let mut items = Items { impl_autodiff: false, spec, known, offset, crate_fns, out: &mut out };
@@ -48,7 +49,7 @@ struct Items<'o> {
     spec: &'static Spec,
     known: bool,
     offset: usize,
-    crate_fns: &'o HashSet<String>,
+    crate_fns: &'o CrateNames,
     out: &'o mut Vec<FnGraph>,
 }
 
@@ -158,7 +159,7 @@ impl Val {
 struct Builder<'c> {
     g: FnGraph,
     /// Names of the crate's functions: calls to other names are not call sites.
-    crate_fns: &'c HashSet<String>,
+    crate_fns: &'c CrateNames,
     offset: usize,
     /// Visible bindings, innermost last: (binding, current version).
     env: Vec<(BindingId, NodeIndex)>,
@@ -180,7 +181,7 @@ fn byte_range(span: PmSpan, offset: usize) -> Span {
     r.start + offset..r.end + offset
 }
 
-static NO_FNS: std::sync::LazyLock<HashSet<String>> = std::sync::LazyLock::new(HashSet::new);
+static NO_FNS: std::sync::LazyLock<CrateNames> = std::sync::LazyLock::new(CrateNames::default);
 
 impl Builder<'_> {
     fn new(name: String, sig: Span, spec: &'static Spec, known: bool, offset: usize) -> Self {
@@ -642,6 +643,13 @@ impl Builder<'_> {
     }
 
     fn field_read(&mut self, f: &syn::ExprField) -> Val {
+        // A field declared with a host type (`policy_loss: f32`) never holds a graph.
+        if let syn::Member::Named(name) = &f.member
+            && self.crate_fns.plain_fields.contains(&name.to_string())
+        {
+            let base = self.expr(&f.base);
+            return Val { producer: Producer::Plain, ..base };
+        }
         if is_self(&f.base)
             && self.has_self
             && let syn::Member::Named(name) = &f.member
@@ -895,7 +903,7 @@ impl Builder<'_> {
             return self.no_grad_region(|s| s.exprs(m.args.iter(), false));
         }
         let moves = MOVE_METHODS.contains(&name.as_str());
-        if moves || is_tensor_method(&name) || !self.crate_fns.contains(&name) {
+        if moves || is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
             let mut parts = vec![(recv, recv_span)];
             for a in &m.args {
                 parts.push((self.expr(a), self.cheap(a)));
@@ -1009,7 +1017,7 @@ impl Builder<'_> {
         if WRAPPERS.contains(&last) || WRAPPERS.contains(&last_two.as_str()) {
             return self.exprs(c.args.iter(), false);
         }
-        if TENSOR_TYPES.contains(&ty) || last.starts_with(char::is_uppercase) || !self.crate_fns.contains(last) {
+        if TENSOR_TYPES.contains(&ty) || last.starts_with(char::is_uppercase) || !self.crate_fns.fns.contains(last) {
             // `Tensor::cat`, tuple structs and enum variants: derived from their arguments.
             return self.exprs(c.args.iter(), true);
         }
