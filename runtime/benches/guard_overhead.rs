@@ -19,7 +19,7 @@ fn unguarded(w: &mut workload::Workload, steps: usize) -> f32 {
     sum
 }
 
-#[memlint::mem_guard(loop = "train", report = "target/memlint/bench-guarded.json")]
+#[memlint::mem_guard(loop = "train")]
 fn guarded(w: &mut workload::Workload, steps: usize) -> f32 {
     let mut sum = 0.0;
     'train: for _ in 0..steps {
@@ -31,7 +31,7 @@ fn guarded(w: &mut workload::Workload, steps: usize) -> f32 {
     sum
 }
 
-#[memlint::mem_guard(loop = "ticks", report = "target/memlint/bench-ticks.json")]
+#[memlint::mem_guard(loop = "ticks")]
 fn ticks(n: u64) -> u64 {
     let mut acc = 0u64;
     'ticks: for i in 0..n {
@@ -52,6 +52,10 @@ fn empty(n: u64) -> u64 {
 }
 
 fn main() {
+    if std::env::var_os("MEMLINT_REPORT_DIR").is_none() {
+        // SAFETY: no other thread exists yet (candle starts its pool later).
+        unsafe { std::env::set_var("MEMLINT_REPORT_DIR", env!("CARGO_TARGET_TMPDIR")) };
+    }
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let rounds: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(7);
     let steps: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);

@@ -7,7 +7,8 @@
 //!   when the guard drops: on return, early return, `?`, or panic.
 //! - **call**: each call of the function is one iteration; the state lives in a `static`
 //!   [`SiteState`] across calls and [`CallScope`] brackets one call. Reports are written when a
-//!   leak or budget crossing is found, at doubling iteration counts, and at process exit.
+//!   leak or budget crossing is found, at doubling iteration counts (256, 512, …), and at process
+//!   exit.
 //!
 //! ```text
 //!  Guard::enter ──► (disabled: MEMLINT=off) ──► no-op
@@ -34,6 +35,8 @@ use crate::sampler::{BackendKind, Capacity, DeviceChoice, Reading, Sample, selec
 
 /// Samples kept per run before every other one is dropped (and the stride doubles).
 const MAX_SAMPLES: usize = 1 << 16;
+/// Iterations after which a running report is first written (then at doubling counts).
+const FIRST_FLUSH: u64 = 256;
 /// Sampling errors kept per run.
 const MAX_ERRORS: usize = 16;
 
@@ -198,7 +201,7 @@ impl Run {
             budget_breach: None,
             leak_shown: false,
             budget_shown: false,
-            next_flush: (o.warmup + o.window as u64).max(16),
+            next_flush: FIRST_FLUSH,
             errors: Vec::new(),
             path: report_path(site),
         }

@@ -129,7 +129,8 @@ pub fn write_atomic(path: &Path, report: &Report) -> std::io::Result<()> {
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(&bytes)?;
-        file.sync_data()?;
+        // No fsync: the rename makes the file whole or absent even if the process is killed
+        // (the page cache survives it); an fsync per report cost milliseconds on the GPU machine.
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

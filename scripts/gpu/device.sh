@@ -16,3 +16,10 @@ cp target/memlint/*.json "$OUT/" 2>/dev/null || true
 cat "$OUT/gpu_train.stdout"
 echo "---- stderr ----"
 cat "$OUT/gpu_train.stderr"
+# The host benchmarks, when their binaries were carried too (quiet 16-core machine).
+for b in allocator guard_overhead; do
+  if [ -x "./gpu-bin/bench_$b" ]; then
+    echo "---- bench $b ----"
+    (cd gpu-bin && "./bench_$b" 7 100) 2>&1 | tee "$OUT/bench_$b.txt"
+  fi
+done
