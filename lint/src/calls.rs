@@ -158,7 +158,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 continue;
             }
             let before = text[..at].trim_end();
-            let start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |p| p + 1);
+            let start = before
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |(p, c)| p + c.len_utf8());
             let name = &before[start..];
             if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
@@ -232,12 +236,29 @@ impl Index {
             })
             .collect();
         match fits.as_slice() {
+            [] => None,
             [one] => Some(*one),
-            many if site.receiver_self => {
-                let same: Vec<FnId> = many.iter().copied().filter(|id| g(id).owner == caller_owner).collect();
-                (same.len() == 1).then(|| same[0])
+            many => {
+                // Ambiguous by name: prefer the caller's own type for `self.f(..)`, then the
+                // caller's file; give up if that still leaves several.
+                let narrow = |keep: &dyn Fn(&FnId) -> bool, from: &[FnId]| -> Vec<FnId> {
+                    from.iter().copied().filter(|id| keep(id)).collect()
+                };
+                let mut left = many.to_vec();
+                if site.receiver_self {
+                    let same_type = narrow(&|id| g(id).owner == caller_owner, &left);
+                    if !same_type.is_empty() {
+                        left = same_type;
+                    }
+                }
+                if left.len() > 1 {
+                    let same_file = narrow(&|id| id.0 == caller.0, &left);
+                    if !same_file.is_empty() {
+                        left = same_file;
+                    }
+                }
+                (left.len() == 1).then(|| left[0])
             }
-            _ => None,
         }
     }
 }
@@ -457,4 +478,21 @@ fn self_field(g: &mut FnGraph, name: &str, span: &Span) -> NodeIndex {
         in_loop: None,
         taint: Taint::NONE,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_scan_handles_non_ascii_and_tells_types_from_values() {
+        let names = crate_names([
+            "fn train_step() {}\nstruct S { policy_loss: f32, total: Tensor<B, 1>, ∞x: f64 }\n",
+            "// café: f32 ∞: u8\nfn f(total: f64) { let s = S { policy_loss: value }; }",
+        ]);
+        assert!(names.fns.contains("train_step") && names.fns.contains("f"));
+        assert!(names.plain_fields.contains("policy_loss"), "a struct-literal value is not a type");
+        assert!(!names.plain_fields.contains("total"), "declared as a tensor elsewhere");
+        assert!(names.plain_fields.contains("∞x") || names.plain_fields.contains("x"));
+    }
 }

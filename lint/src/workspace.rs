@@ -229,6 +229,12 @@ fn rust_files(dir: &Path, nested: Nested<'_>) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The folder of the `Cargo.toml` nearest above `path`, if any.
+pub fn manifest_dir_near(path: &Path) -> Option<PathBuf> {
+    let start = absolute(path);
+    start.ancestors().skip(1).find(|d| d.join("Cargo.toml").is_file()).map(Path::to_path_buf)
+}
+
 /// The framework among the dependencies of the `Cargo.toml` nearest above `path`, read with
 /// `toml` (for files linted by path outside any loaded workspace).
 pub fn framework_near(path: &Path) -> Option<Framework> {

@@ -90,10 +90,23 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
             Err(e) if args.manifest_path.is_some() => return Err(e.into()),
             Err(_) => Workspace { root: cwd.clone(), members: Vec::new(), root_package: None },
         };
+        // Files outside the loaded workspace are grouped by the nearest `Cargo.toml` above them
+        // (one crate each), so the call graph, type graph and framework fallback are per crate.
+        let mut outside: Vec<(Option<PathBuf>, usize)> = Vec::new();
         for file in files {
             let package = ws.package_of(&file).and_then(|p| ws.members.iter().position(|m| m.id == p.id));
-            match groups.iter_mut().find(|g| g.package == package) {
-                Some(g) => g.files.push(file),
+            let index = match package {
+                Some(_) => groups.iter().position(|g| g.package == package),
+                None => {
+                    let root = workspace::manifest_dir_near(&file);
+                    outside.iter().find(|(r, _)| *r == root).map(|(_, i)| *i).or_else(|| {
+                        outside.push((root, groups.len()));
+                        None
+                    })
+                }
+            };
+            match index {
+                Some(i) => groups[i].files.push(file),
                 None => {
                     let fallback =
                         package.and_then(|i| ws.members[i].framework).or_else(|| workspace::framework_near(&file));
