@@ -214,12 +214,11 @@ impl VisitMut for Collector {
     }
 
     fn visit_expr_call_mut(&mut self, node: &mut syn::ExprCall) {
-        if let Expr::Path(path) = &*node.func {
-            if let Some(last) = path.path.segments.last() {
-                if memlint_lint::frameworks::is_training_call(&last.ident.to_string()) {
-                    self.training_call();
-                }
-            }
+        if let Expr::Path(path) = &*node.func
+            && let Some(last) = path.path.segments.last()
+            && memlint_lint::frameworks::is_training_call(&last.ident.to_string())
+        {
+            self.training_call();
         }
         visit_mut::visit_expr_call_mut(self, node);
     }

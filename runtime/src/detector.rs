@@ -153,11 +153,11 @@ impl Detector {
             return None;
         }
         let (x, y) = (iteration as f64, bytes as f64);
-        if self.recent.len() == self.config.window {
-            if let Some((_, old)) = self.recent.pop_front() {
-                self.history_max = self.history_max.max(old);
-                self.history_len += 1;
-            }
+        if self.recent.len() == self.config.window
+            && let Some((_, old)) = self.recent.pop_front()
+        {
+            self.history_max = self.history_max.max(old);
+            self.history_len += 1;
         }
         self.recent.push_back((x, y));
         let mut fired = None;

@@ -281,7 +281,7 @@ impl Run {
     }
 
     fn record(&mut self, iteration: u64, reading: Reading) {
-        if iteration % self.stride != 0 {
+        if !iteration.is_multiple_of(self.stride) {
             return;
         }
         if self.samples.len() == MAX_SAMPLES {
@@ -292,7 +292,7 @@ impl Run {
             }
             self.samples.truncate(keep);
             self.stride *= 2;
-            if iteration % self.stride != 0 {
+            if !iteration.is_multiple_of(self.stride) {
                 return;
             }
         }
@@ -357,10 +357,10 @@ impl Run {
         if let Some(capacity) = self.capacity() {
             let limit = if self.kind == BackendKind::Cuda { "device" } else { "host" };
             // `available` is what is still free; for the host RSS it excludes our own usage.
-            if let Some(n) = iterations_until(0, capacity.available, growth) {
-                if best.is_none_or(|(b, _)| n < b) {
-                    best = Some((n, limit));
-                }
+            if let Some(n) = iterations_until(0, capacity.available, growth)
+                && best.is_none_or(|(b, _)| n < b)
+            {
+                best = Some((n, limit));
             }
         }
         if let Some((n, limit)) = best {
@@ -401,9 +401,7 @@ impl Run {
 
     /// Writes the JSON report; a failure is printed, never raised.
     fn write(&mut self, outcome: &'static str) -> Option<Report> {
-        if self.sampler.is_none() {
-            return None;
-        }
+        self.sampler.as_ref()?;
         let report = self.report(outcome);
         if let Err(e) = write_atomic(&self.path, &report) {
             notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
@@ -555,10 +553,10 @@ impl Guard {
     /// The sampled loop finished: ends its last iteration.
     #[inline]
     pub fn loop_exit(&mut self) {
-        if let Some(run) = self.run.as_deref_mut() {
-            if let Some(message) = run.end().and_then(|event| run.react(event)) {
-                panic!("{message}");
-            }
+        if let Some(run) = self.run.as_deref_mut()
+            && let Some(message) = run.end().and_then(|event| run.react(event))
+        {
+            panic!("{message}");
         }
     }
 

@@ -231,9 +231,7 @@ impl Diagnostic for GuardDiagnostic {
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        if self.source.is_none() {
-            return None;
-        }
+        self.source.as_ref()?;
         Some(Box::new(self.labels.iter().cloned()))
     }
 }
