@@ -30,15 +30,44 @@ type FnId = (usize, usize);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
     pub returns_graph: bool,
+    /// The result certainly carries no graph (declared host type, or computed without one).
+    pub result_plain: bool,
     pub runs_backward: bool,
     pub steps: bool,
     pub clears: bool,
+    /// The callee's framework: its steps and clears only mean something to a caller of the same
+    /// framework (a burn helper's `optimizer.step` is not a tch `opt.step()`).
+    pub framework: Option<crate::frameworks::Framework>,
     /// Runs a forward pass on an autodiff model (burn) and no backward: each call grows the
     /// autodiff graph store until some later backward sweeps it.
     pub forwards_autodiff: bool,
     /// Parameter index → (store span, target: `None` for `self`, `Some(j)` for parameter j).
     pub stores: Vec<(usize, Span, Option<usize>, String)>,
 }
+
+impl Summary {
+    /// What two candidate callees both do (an ambiguous call does only what every candidate does).
+    fn meet(&self, other: &Summary) -> Summary {
+        Summary {
+            returns_graph: self.returns_graph && other.returns_graph,
+            result_plain: self.result_plain && other.result_plain,
+            runs_backward: self.runs_backward && other.runs_backward,
+            steps: self.steps && other.steps,
+            clears: self.clears && other.clears,
+            framework: if self.framework == other.framework { self.framework } else { None },
+            forwards_autodiff: self.forwards_autodiff && other.forwards_autodiff,
+            stores: self
+                .stores
+                .iter()
+                .filter(|(p, _, t, _)| other.stores.iter().any(|(q, _, u, _)| p == q && t == u))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// At most this many candidates of one ambiguous call are combined.
+const MAX_CANDIDATES: usize = 8;
 
 /// Maximum rounds of the summary fixpoint (each round follows calls one level deeper).
 const MAX_ROUNDS: usize = 6;
@@ -57,13 +86,16 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
             node_of.insert((fi, gi), call_graph.add_node((fi, gi)));
         }
     }
-    let mut resolved: Vec<(FnId, usize, FnId)> = Vec::new();
+    let mut resolved: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
     for (fi, (_, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
             for (ci, site) in g.call_sites.iter().enumerate() {
-                if let Some(callee) = index.resolve(files, (fi, gi), site) {
-                    call_graph.add_edge(node_of[&(fi, gi)], node_of[&callee], site.span.clone());
-                    resolved.push(((fi, gi), ci, callee));
+                let callees = index.resolve(files, (fi, gi), site);
+                for callee in &callees {
+                    call_graph.add_edge(node_of[&(fi, gi)], node_of[callee], site.span.clone());
+                }
+                if !callees.is_empty() {
+                    resolved.push(((fi, gi), ci, callees));
                 }
             }
         }
@@ -73,7 +105,7 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
     }
 
     // Only callees need summaries; only callers of a changed summary need re-propagation.
-    let mut callees: Vec<FnId> = resolved.iter().map(|r| r.2).collect();
+    let mut callees: Vec<FnId> = resolved.iter().flat_map(|r| r.2.iter().copied()).collect();
     callees.sort_unstable();
     callees.dedup();
     let mut summaries: HashMap<FnId, Summary> = HashMap::new();
@@ -90,19 +122,25 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
             break;
         }
         let mut dirty: Vec<FnId> = Vec::new();
-        for &(caller, ci, callee) in &resolved {
-            if changed.binary_search(&callee).is_err() {
+        for (caller, ci, candidates) in &resolved {
+            if !candidates.iter().any(|c| changed.binary_search(c).is_ok()) {
                 continue;
             }
-            let summary = &summaries[&callee];
+            // Several candidates (trait impls of one method name): apply what they all do.
+            let summary = candidates
+                .iter()
+                .map(|c| summaries[c].clone())
+                .reduce(|a, b| a.meet(&b))
+                .expect("non-empty candidates");
+            let first = candidates[0];
             let callee_name = {
-                let c = &files[callee.0].1[callee.1];
+                let c = &files[first.0].1[first.1];
                 c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident))
             };
-            let callee_file = files[callee.0].0.clone();
+            let callee_file = files[first.0].0.clone();
             let g = &mut files[caller.0].1[caller.1];
-            apply(g, ci, summary, &callee_name, &callee_file);
-            dirty.push(caller);
+            apply(g, *ci, &summary, &callee_name, &callee_file);
+            dirty.push(*caller);
         }
         dirty.sort_unstable();
         dirty.dedup();
@@ -205,7 +243,7 @@ impl Index {
         Self { by_name }
     }
 
-    /// The one function a call site reaches, if the name and shape make it unambiguous:
+    /// The functions a call site may reach (one when the name and shape make it unambiguous):
     /// method calls go to methods (`self` receiver: preferably of the caller's own type), path
     /// calls to free or associated functions (`Self::f`, `Type::f`: of that type).
     fn resolve(
@@ -213,8 +251,8 @@ impl Index {
         files: &[(Arc<SourceFile>, Vec<FnGraph>)],
         caller: FnId,
         site: &crate::graph::CallSite,
-    ) -> Option<FnId> {
-        let candidates = self.by_name.get(&site.name)?;
+    ) -> Vec<FnId> {
+        let Some(candidates) = self.by_name.get(&site.name) else { return Vec::new() };
         let g = |id: &FnId| &files[id.0].1[id.1];
         let caller_owner = g(&caller).owner.clone();
         let fits: Vec<FnId> = candidates
@@ -236,8 +274,7 @@ impl Index {
             })
             .collect();
         match fits.as_slice() {
-            [] => None,
-            [one] => Some(*one),
+            [] | [_] => fits,
             many => {
                 // Ambiguous by name: prefer the caller's own type for `self.f(..)`, then the
                 // caller's file; give up if that still leaves several.
@@ -257,7 +294,8 @@ impl Index {
                         left = same_file;
                     }
                 }
-                (left.len() == 1).then(|| left[0])
+                // Still several (e.g. trait impls): the caller applies what they all do.
+                if left.len() > MAX_CANDIDATES { Vec::new() } else { left }
             }
         }
     }
@@ -290,7 +328,17 @@ fn summarize(g: &FnGraph) -> Summary {
                 && !e.no_grad
                 && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
         });
-    Summary { returns_graph, runs_backward, steps, clears, forwards_autodiff, stores }
+    let framework = g.framework_known.then_some(g.spec.framework);
+    Summary {
+        returns_graph,
+        result_plain: !returns_graph,
+        runs_backward,
+        steps,
+        clears,
+        framework,
+        forwards_autodiff,
+        stores,
+    }
 }
 
 /// Whether the value of a parameter flows into a `self` field or another parameter: the store's
@@ -334,7 +382,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     if s.returns_graph && !g.seeds.contains(&site.result) {
         g.seeds.push(site.result);
     }
-    if !s.returns_graph {
+    if s.result_plain {
         // The callee's result is known: it does not carry what its arguments carried
         // (`net = update_parameters(loss, net, optim)` returns the stepped module).
         g.graph[site.result].kind = NodeKind::Value(crate::graph::Producer::Plain);
@@ -358,10 +406,11 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             l = g.loops[id].parent;
         }
     }
-    if s.steps {
+    let same_framework = s.framework.is_some() && s.framework == g.framework_known.then_some(g.spec.framework);
+    if s.steps && same_framework {
         add_call(g, TrainingCallKind::Step);
     }
-    if s.clears {
+    if s.clears && same_framework {
         add_call(g, TrainingCallKind::Clear);
     }
     if s.forwards_autodiff

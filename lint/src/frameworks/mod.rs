@@ -291,6 +291,9 @@ pub fn is_training_call(method: &str) -> bool {
     })
 }
 
+/// How much one `use` of a framework counts against one qualified path.
+const USE_WEIGHT: usize = 10;
+
 /// Finds the framework a file uses from its `use` declarations and qualified paths.
 ///
 /// Returns the framework named most often; ties go to the first in [`Framework::ALL`].
@@ -301,17 +304,22 @@ pub fn detect(file: &syn::File) -> Option<Framework> {
     struct Roots([usize; 4]);
     impl Roots {
         fn count(&mut self, ident: &syn::Ident) {
+            self.count_n(ident, 1);
+        }
+        fn count_n(&mut self, ident: &syn::Ident, n: usize) {
             if let Some(fw) = Framework::from_crate_name(&ident.to_string()) {
-                self.0[fw as usize] += 1;
+                self.0[fw as usize] += n;
             }
         }
     }
     impl<'ast> Visit<'ast> for Roots {
         fn visit_use_tree(&mut self, tree: &'ast syn::UseTree) {
+            // An import says more about the file's framework than a stray qualified call
+            // (`tch::utils::has_cuda()` in a burn program choosing its backend).
             match tree {
-                syn::UseTree::Path(p) => self.count(&p.ident),
-                syn::UseTree::Name(n) => self.count(&n.ident),
-                syn::UseTree::Rename(r) => self.count(&r.ident),
+                syn::UseTree::Path(p) => self.count_n(&p.ident, USE_WEIGHT),
+                syn::UseTree::Name(n) => self.count_n(&n.ident, USE_WEIGHT),
+                syn::UseTree::Rename(r) => self.count_n(&r.ident, USE_WEIGHT),
                 syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.visit_use_tree(t)),
                 syn::UseTree::Glob(_) => {}
             }
@@ -355,6 +363,11 @@ mod tests {
         assert_eq!(detect(&f), Some(Framework::Tch));
         let f = syn::parse_file("use std::rc::Rc; fn f() {}").unwrap();
         assert_eq!(detect(&f), None);
+        let f = syn::parse_file(
+            "use burn::tensor::Tensor; fn d() -> bool { tch::utils::has_cuda() || tch::utils::has_mps() }",
+        )
+        .unwrap();
+        assert_eq!(detect(&f), Some(Framework::Burn), "imports outweigh stray qualified calls");
     }
 
     #[test]
