@@ -459,6 +459,17 @@ impl FnGraph {
             })
     }
 
+    /// Events of the given kinds made inside a loop that runs backward, with that loop.
+    pub fn events_in_training_loops<'a>(
+        &'a self,
+        kinds: &'a [EventKind],
+    ) -> impl Iterator<Item = (&'a Event, LoopId)> + 'a {
+        self.events.iter().filter(|e| kinds.contains(&e.kind)).filter_map(|e| match self.iteration_of(e.in_loop) {
+            Some(Iteration::Loop(l)) => Some((e, l)),
+            _ => None,
+        })
+    }
+
     /// A secondary label for the iteration: the loop header that runs backward.
     pub fn iteration_label(&self, iteration: Iteration) -> Option<(Span, String)> {
         match iteration {

@@ -2,8 +2,10 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph, Iteration};
+use crate::graph::{EventKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
+
+use super::TRAINING_LOOP;
 
 pub struct GradsAllocatedInLoop;
 
@@ -48,15 +50,14 @@ impl Rule for GradsAllocatedInLoop {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for e in f.events.iter().filter(|e| matches!(e.kind, EventKind::AllocGrads | EventKind::GradsCloned)) {
-            let Some(Iteration::Loop(l)) = f.iteration_of(e.in_loop) else { continue };
+        for (e, l) in f.events_in_training_loops(&[EventKind::AllocGrads, EventKind::GradsCloned]) {
             let (message, label) = match e.kind {
                 EventKind::AllocGrads => ("gradients allocated every iteration", "a new gradient store per iteration"),
                 _ => ("gradients cloned every iteration", "a copy of every gradient buffer per iteration"),
             };
             cx.report(
                 Report::new(message, e.span.clone(), label)
-                    .label(f.loops[l].header.clone(), "this loop runs backward every iteration")
+                    .label(f.loops[l].header.clone(), TRAINING_LOOP)
                     .help("allocate the gradients once before the loop and reuse them: `model.zero_grads(&mut grads)` clears them in place")
                     .note("a gradient store holds one buffer per parameter"),
             );

@@ -2,8 +2,10 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph, Iteration};
+use crate::graph::{EventKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
+
+use super::TRAINING_LOOP;
 
 pub struct LeakyTraceInLoop;
 
@@ -47,11 +49,10 @@ impl Rule for LeakyTraceInLoop {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for e in f.events.iter().filter(|e| e.kind == EventKind::LeakyTrace) {
-            let Some(Iteration::Loop(l)) = f.iteration_of(e.in_loop) else { continue };
+        for (e, l) in f.events_in_training_loops(&[EventKind::LeakyTrace]) {
             cx.report(
                 Report::new("`leaky_trace()` allocates new gradients every iteration", e.span.clone(), "a fresh gradient store per call")
-                    .label(f.loops[l].header.clone(), "this loop runs backward every iteration")
+                    .label(f.loops[l].header.clone(), TRAINING_LOOP)
                     .help("allocate once with `model.alloc_grads()` before the loop, trace with `.traced(grads)`, and clear with `model.zero_grads(&mut grads)`")
                     .note("each call allocates gradient buffers for every parameter it reaches"),
             );

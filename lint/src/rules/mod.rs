@@ -15,6 +15,9 @@ mod unused_suppression;
 
 use crate::rule::{Rule, RuleMeta};
 
+/// The label on the loop whose iterations a finding concerns.
+pub(crate) const TRAINING_LOOP: &str = "this loop runs backward every iteration";
+
 /// Every rule, in the order they are documented.
 pub fn all() -> &'static [&'static dyn Rule] {
     static RULES: &[&dyn Rule] = &[

@@ -2,8 +2,10 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph, Iteration};
+use crate::graph::{EventKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
+
+use super::TRAINING_LOOP;
 
 pub struct ParamRebuiltInLoop;
 
@@ -44,15 +46,14 @@ impl Rule for ParamRebuiltInLoop {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for e in f.events.iter().filter(|e| e.kind == EventKind::ParamFromTensor) {
-            let Some(Iteration::Loop(l)) = f.iteration_of(e.in_loop) else { continue };
+        for (e, l) in f.events_in_training_loops(&[EventKind::ParamFromTensor]) {
             cx.report(
                 Report::new(
                     "parameter rebuilt with a new id every iteration",
                     e.span.clone(),
                     "a new `ParamId` each time",
                 )
-                .label(f.loops[l].header.clone(), "this loop runs backward every iteration")
+                .label(f.loops[l].header.clone(), TRAINING_LOOP)
                 .help("update the existing parameter with `param.map(|t| …)`, which keeps its id")
                 .note("optimizer state is kept per parameter id: the old id's state is never freed"),
             );
