@@ -87,7 +87,10 @@ impl Linter {
     /// Lints the in-memory files of one crate (see [`Linter::lint_crate`]): parse and build
     /// graphs per file in parallel, link calls across the crate, then run the rules.
     pub fn lint_sources(&self, files: &[Arc<SourceFile>], fallback: Option<Framework>) -> Vec<Finding> {
-        let crate_fns = calls::crate_names(files.iter().map(|f| &*f.text));
+        // The crate-level steps run outside the per-file guards: a bug there must not crash the
+        // run either, so they fall back to per-function analysis.
+        let crate_fns =
+            std::panic::catch_unwind(|| calls::crate_names(files.iter().map(|f| &*f.text))).unwrap_or_default();
         let parsed: Vec<Parsed> = files.par_iter().map(|file| self.parse(file.clone(), fallback, &crate_fns)).collect();
         let mut findings = Vec::new();
         let mut decls = Vec::new();
@@ -97,7 +100,11 @@ impl Linter {
             decls.extend(p.decls);
             linked.push((p.file, p.graphs));
         }
-        calls::link(&mut linked);
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| calls::link(&mut linked))).is_err() {
+            for (_, graphs) in &mut linked {
+                graphs.iter_mut().for_each(graph::FnGraph::propagate);
+            }
+        }
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();
         findings.extend(per_file.into_iter().flatten());
