@@ -113,13 +113,10 @@ impl TrackingAllocator {
     }
 }
 
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged and only
-// updates counters afterwards; no allocation happens here.
-unsafe impl GlobalAlloc for TrackingAllocator {
+impl TrackingAllocator {
+    /// Counts a fresh allocation (`alloc` and `alloc_zeroed` alike) and passes the pointer on.
     #[inline]
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded contract.
-        let ptr = unsafe { System.alloc(layout) };
+    fn counted_allocation(ptr: *mut u8, layout: Layout) -> *mut u8 {
         if !ptr.is_null() {
             Self::mark_installed();
             ALLOCATIONS.fetch_add(1, Relaxed);
@@ -127,17 +124,23 @@ unsafe impl GlobalAlloc for TrackingAllocator {
         }
         ptr
     }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged and only
+// updates counters afterwards; no allocation happens here.
+unsafe impl GlobalAlloc for TrackingAllocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        let ptr = unsafe { System.alloc(layout) };
+        Self::counted_allocation(ptr, layout)
+    }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded contract.
         let ptr = unsafe { System.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            Self::mark_installed();
-            ALLOCATIONS.fetch_add(1, Relaxed);
-            Self::grew(layout.size() as u64);
-        }
-        ptr
+        Self::counted_allocation(ptr, layout)
     }
 
     #[inline]
