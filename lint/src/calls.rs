@@ -424,6 +424,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             receiver: site.receiver,
             no_grad: false,
             via: Some(callee.to_string()),
+            related: None,
         });
     }
     for (param, store_span, target, target_name) in &s.stores {

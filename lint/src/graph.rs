@@ -265,6 +265,8 @@ pub struct Event {
     pub no_grad: bool,
     /// Made inside this called function of the crate (`Agent::act`), seen at the call.
     pub via: Option<String>,
+    /// Another place the event is about (the backward call an op follows).
+    pub related: Option<Span>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,6 +285,9 @@ pub enum EventKind {
     Forward,
     /// `buf.clear()`, `buf.drain(..)`, `buf.truncate(..)`: `receiver` is the version cleared.
     CollectionCleared,
+    /// A tensor operation (burn) on a value made before the backward call of the same iteration
+    /// (`related`): `receiver` is that value.
+    OpAfterBackward,
 }
 
 /// Where a write happens relative to the training iteration.

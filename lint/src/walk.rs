@@ -174,6 +174,9 @@ struct Builder<'c> {
     nested_items: Vec<syn::Item>,
     /// Value nodes produced by parameter constructors (`Var::new`): ops on them carry a graph.
     params: Vec<NodeIndex>,
+    /// Per loop level (the function body first): the node count and span of the last backward
+    /// call made at that level so far. Nodes with lower indices existed before that backward.
+    backward_marks: Vec<Option<(usize, Span)>>,
 }
 
 fn byte_range(span: PmSpan, offset: usize) -> Span {
@@ -220,6 +223,7 @@ impl Builder<'_> {
             depth: 0,
             nested_items: Vec::new(),
             params: Vec::new(),
+            backward_marks: vec![None],
         }
     }
 
@@ -383,6 +387,7 @@ impl Builder<'_> {
             receiver: None,
             no_grad: false,
             via: None,
+            related: None,
         });
     }
 
@@ -391,10 +396,62 @@ impl Builder<'_> {
             for &l in &self.loop_stack {
                 self.g.loops[l].runs_backward = true;
             }
+            let mark = (self.g.graph.node_count(), span.clone());
+            if let Some(top) = self.backward_marks.last_mut() {
+                *top = Some(mark);
+            }
         }
         let in_loop = self.cur_loop();
         let path = self.path.clone();
         self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path });
+    }
+
+    /// burn: a tensor operation on values that existed before this iteration's backward call
+    /// hangs a new node on the graph that backward consumed.
+    fn note_op_after_backward(&mut self, recv: &Val, span: Span) {
+        if !(self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn) {
+            return;
+        }
+        // The latest backward at any level around here (an inner loop entered after the
+        // backward of its enclosing iteration runs after it too).
+        let Some((mark, backward)) = self.backward_marks.iter().rev().flatten().next().cloned() else { return };
+        if recv.producer != Producer::Derived || recv.op {
+            return;
+        }
+        let in_loop = self.cur_loop();
+        let reads: Vec<NodeIndex> = recv.reads.iter().copied().filter(|&r| self.made_before(r, mark)).collect();
+        for r in reads {
+            self.g.events.push(crate::graph::Event {
+                kind: EventKind::OpAfterBackward,
+                span: span.clone(),
+                fix_span: None,
+                in_loop,
+                receiver: Some(r),
+                no_grad: self.no_grad > 0,
+                via: None,
+                related: Some(backward.clone()),
+            });
+        }
+    }
+
+    /// Whether `n` existed before node count `mark`, or is a binding made after it by `let`,
+    /// `for` or a pattern from one that did (`for out in &outputs`, `let o = output.clone()`).
+    fn made_before(&self, n: NodeIndex, mark: usize) -> bool {
+        let mut cur = n;
+        for _ in 0..8 {
+            if cur.index() < mark {
+                return true;
+            }
+            let NodeKind::Version(_) = self.g.graph[cur].kind else { return false };
+            let mut incoming = self.g.graph.edges_directed(cur, petgraph::Direction::Incoming);
+            match (incoming.next(), incoming.next()) {
+                (Some(e), None) if matches!(e.weight(), Edge::StoredInto { how: Store::Let, .. }) => {
+                    cur = petgraph::visit::EdgeRef::source(&e);
+                }
+                _ => return false,
+            }
+        }
+        false
     }
 
     fn mark_loss(&mut self, val: Val, span: Span) {
@@ -793,6 +850,7 @@ impl Builder<'_> {
                 receiver: Some(version),
                 no_grad: false,
                 via: None,
+                related: None,
             });
         }
         let recv = self.expr(&m.receiver);
@@ -886,6 +944,7 @@ impl Builder<'_> {
                     receiver,
                     no_grad: self.no_grad > 0,
                     via: None,
+                    related: None,
                 });
             }
             let args = self.exprs(m.args.iter(), false);
@@ -904,6 +963,10 @@ impl Builder<'_> {
         }
         let moves = MOVE_METHODS.contains(&name.as_str());
         if moves || is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
+            if !moves && !frameworks::is_untracked_method(&name) {
+                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                self.note_op_after_backward(&recv, span);
+            }
             let mut parts = vec![(recv, recv_span)];
             for a in &m.args {
                 parts.push((self.expr(a), self.cheap(a)));
@@ -1016,6 +1079,19 @@ impl Builder<'_> {
         }
         if WRAPPERS.contains(&last) || WRAPPERS.contains(&last_two.as_str()) {
             return self.exprs(c.args.iter(), false);
+        }
+        let records_op =
+            (TENSOR_TYPES.contains(&ty) && matches!(last, "cat" | "stack")) || segs.iter().any(|s| s == "activation");
+        if records_op && self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn {
+            // `Tensor::cat(vec![..])`, `activation::softmax(x, 1)`: tensor operations on their arguments.
+            let call_span = self.between(first_token(&c.func), c.paren_token.span.close());
+            let mut parts = Vec::with_capacity(c.args.len());
+            for a in &c.args {
+                let v = self.expr(a);
+                self.note_op_after_backward(&v, call_span.clone());
+                parts.push((v, self.cheap(a)));
+            }
+            return self.combine(parts, true);
         }
         if TENSOR_TYPES.contains(&ty) || last.starts_with(char::is_uppercase) || !self.crate_fns.fns.contains(last) {
             // `Tensor::cat`, tuple structs and enum variants: derived from their arguments.
@@ -1133,7 +1209,9 @@ impl Builder<'_> {
         self.g.loops.push(LoopScope { parent: self.cur_loop(), header, label, runs_backward: false, over_self: false });
         let before = self.env.clone();
         self.loop_stack.push(id);
+        self.backward_marks.push(None);
         self.branch(body);
+        self.backward_marks.pop();
         self.loop_stack.pop();
         // The end of an iteration flows into the next one: link end versions back to the
         // versions live at the start (which also stand for "after the loop").

@@ -377,3 +377,48 @@ mod tests {
         assert!(!tch.is_step("step", 1), "env.step(action) is not an optimizer step");
     }
 }
+
+/// Methods that never record an autodiff node (burn): comparisons and integer/bool conversions
+/// leave the graph, and iterator, `Option` and formatting helpers are not tensor operations.
+pub fn is_untracked_method(name: &str) -> bool {
+    const UNTRACKED: &[&str] = &[
+        "equal",
+        "equal_elem",
+        "not_equal",
+        "not_equal_elem",
+        "greater",
+        "greater_elem",
+        "greater_equal",
+        "greater_equal_elem",
+        "lower",
+        "lower_elem",
+        "lower_equal",
+        "lower_equal_elem",
+        "is_nan",
+        "is_inf",
+        "eq",
+        "ne",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "int",
+        "bool",
+        "len",
+        "is_empty",
+        "iter",
+        "into_iter",
+        "enumerate",
+        "zip",
+        "filter",
+        "collect",
+        "map",
+        "ok",
+        "ok_or",
+        "unwrap_or",
+        "and_then",
+        "to_string",
+        "fmt",
+    ];
+    UNTRACKED.contains(&name) || is_metadata_method(name) || is_index_method(name)
+}

@@ -2,6 +2,7 @@
 
 mod accumulated_loss_tensor;
 mod autodiff_forward_without_backward;
+mod autodiff_ops_after_backward;
 mod eval_without_no_grad;
 mod grads_allocated_in_loop;
 mod leaky_trace_in_loop;
@@ -32,6 +33,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &grads_allocated_in_loop::GradsAllocatedInLoop,
         &param_rebuilt_in_loop::ParamRebuiltInLoop,
         &autodiff_forward_without_backward::AutodiffForwardWithoutBackward,
+        &autodiff_ops_after_backward::AutodiffOpsAfterBackward,
     ];
     RULES
 }

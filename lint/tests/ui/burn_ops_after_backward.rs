@@ -1,0 +1,92 @@
+// burn: tensor operations on the iteration's graph after its backward call.
+use burn::module::AutodiffModule;
+use burn::optim::{GradientsParams, Optimizer};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+use burn::train::{ClassificationOutput, TrainOutput, TrainStep};
+
+fn train<B: AutodiffBackend, M: AutodiffModule<B> + Net<B>, O: Optimizer<M, B>>(
+    mut model: M,
+    mut optim: O,
+    batches: Vec<(Tensor<B, 2>, Tensor<B, 2>)>,
+) -> (M, Vec<f32>) {
+    let mut log = Vec::new();
+    let mut running = Tensor::<B, 1>::zeros([1], &Default::default());
+    for (x, y) in batches {
+        let output = model.forward(x);
+        let loss = (output.clone() - y).powf_scalar(2.0).mean();
+        let before = loss.clone().into_scalar().elem::<f32>();
+        let stats = output.clone().inner();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+        let mean_output = output.clone().mean(); //~ autodiff_ops_after_backward
+        let flat = loss.reshape([1]); //~ autodiff_ops_after_backward
+        // Not flagged: scalars, `inner()` values taken before, index ops, detached copies.
+        let best = output.clone().argmax(1);
+        let after = flat.clone().into_scalar();
+        let spread = stats.var(1);
+        let kept = output.detach().sum();
+        // Not flagged: a fresh forward after backward is swept by the next backward.
+        let probe = model.forward(Tensor::zeros([1, 4], &Default::default()));
+        let probe_mean = probe.mean();
+        // Reported as an accumulation, not again as an op.
+        running = running.add(mean_output); //~ accumulated_loss_tensor
+        log.push(before);
+        let _ = (best, after, spread, kept, probe_mean);
+    }
+    (model, log)
+}
+
+// A train-step function: each call is one iteration.
+fn train_step<B: AutodiffBackend, M: AutodiffModule<B> + Net<B>>(model: &M, x: Tensor<B, 2>) -> (B::Gradients, f32) {
+    let logits = model.forward(x);
+    let loss = logits.clone().sum();
+    let grads = loss.backward();
+    let probs = burn::tensor::activation::softmax(logits.clone(), 1); //~ autodiff_ops_after_backward
+    let entropy = logits.log_softmax(1).mul(probs).sum(); //~ autodiff_ops_after_backward
+    (grads, entropy.into_scalar().elem::<f32>())
+}
+
+// Metrics over a list of outputs after backward: the inner loop runs after it.
+fn train_batches<B: AutodiffBackend, M: AutodiffModule<B> + Net<B>>(model: &M, xs: Vec<Tensor<B, 2>>) {
+    for x in xs {
+        let outs = vec![model.forward(x.clone()), model.forward(x)];
+        let loss = outs[0].clone().sum();
+        let _grads = loss.backward();
+        let both = Tensor::cat(outs.clone(), 0); //~ autodiff_ops_after_backward
+        for out in &outs {
+            let m = out.clone().mean(); //~ autodiff_ops_after_backward
+            let _ = (m, &both);
+        }
+    }
+}
+
+// burn's own `TrainStep`: the learner takes the outputs as they are.
+struct Classifier<B: AutodiffBackend> {
+    net: Box<dyn Net<B>>,
+}
+
+impl<B: AutodiffBackend> TrainStep<(Tensor<B, 2>, Tensor<B, 1>), ClassificationOutput<B>> for Classifier<B> {
+    fn step(&self, batch: (Tensor<B, 2>, Tensor<B, 1>)) -> TrainOutput<ClassificationOutput<B>> {
+        let item = self.forward_classification(batch.0, batch.1);
+        TrainOutput::new(self, item.loss.backward(), item)
+    }
+}
+
+// burn 0.22: `Tensor<D>` on an autodiff device.
+fn train_022(device: burn::Device, model: Model, xs: Vec<Tensor<2>>) {
+    let device = device.autodiff();
+    let mut model = model.to_device(&device);
+    for x in xs {
+        let out = model.forward(x.to_device(&device));
+        let loss = out.clone().mean();
+        let value = loss.clone().into_scalar::<f32>();
+        let grads = loss.backward();
+        let norm = out.powf_scalar(2.0).sum().sqrt(); //~ autodiff_ops_after_backward
+        let _ = (value, norm, grads);
+    }
+}
+
+trait Net<B: burn::tensor::backend::Backend> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2>;
+}
