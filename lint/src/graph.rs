@@ -142,6 +142,19 @@ pub struct Through {
     pub target: String,
 }
 
+/// A graph-carrying value stored into a field of a type (`self.states.push(logits)` in an
+/// `impl Memory`), directly or through a called function.
+#[derive(Debug, Clone)]
+pub struct FieldStore {
+    /// The type whose field receives the value (`Memory`).
+    pub owner: String,
+    /// The field (`states`).
+    pub field: String,
+    pub file: std::sync::Arc<crate::source::SourceFile>,
+    /// The store, or the call that stores, in `file`.
+    pub span: Span,
+}
+
 /// A loop scope.
 #[derive(Debug, Clone)]
 pub struct LoopScope {
@@ -473,6 +486,36 @@ impl FnGraph {
             Some(Iteration::Loop(l)) => Some((e, l)),
             _ => None,
         })
+    }
+
+    /// The fields of `self` (of this function's type, or of a called method's type) that
+    /// receive graph-carrying values here.
+    pub fn graph_field_stores(&self, file: &std::sync::Arc<crate::source::SourceFile>) -> Vec<FieldStore> {
+        let mut out = Vec::new();
+        for (edge, value, target, how, span) in self.stores() {
+            if how == Store::Merge || !self.graph[value].taint.has(Taint::GRAPH) {
+                continue;
+            }
+            let Some(b) = self.binding_of(target) else { continue };
+            let store = |owner: &str, field: &str| FieldStore {
+                owner: owner.to_string(),
+                field: field.trim_start_matches("self.").to_string(),
+                file: file.clone(),
+                span: span.clone(),
+            };
+            if self.bindings[b].kind == BindingKind::SelfField
+                && let Some(owner) = &self.owner
+            {
+                out.push(store(owner, &self.bindings[b].name));
+            }
+            if let Some(t) = self.through(edge)
+                && let Some((owner, _)) = t.callee.rsplit_once("::")
+                && t.target.starts_with("self.")
+            {
+                out.push(store(owner, &t.target));
+            }
+        }
+        out
     }
 
     /// A secondary label for the iteration: the loop header that runs backward.

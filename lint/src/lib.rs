@@ -108,7 +108,11 @@ impl Linter {
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();
         findings.extend(per_file.into_iter().flatten());
-        findings.extend(self.check_types(&decls));
+        let graph_stores: Vec<graph::FieldStore> = linked
+            .iter()
+            .flat_map(|(file, graphs)| graphs.iter().flat_map(move |g| g.graph_field_stores(file)))
+            .collect();
+        findings.extend(self.check_types(&decls, graph_stores));
         sort(&mut findings);
         findings
     }
@@ -191,8 +195,9 @@ impl Linter {
         findings
     }
 
-    fn check_types(&self, decls: &[TypeDecl]) -> Vec<Finding> {
-        let types = TypeGraph::build(decls);
+    fn check_types(&self, decls: &[TypeDecl], graph_stores: Vec<graph::FieldStore>) -> Vec<Finding> {
+        let mut types = TypeGraph::build(decls);
+        types.graph_stores = graph_stores;
         let mut findings = Vec::new();
         for rule in rules::all() {
             let mut cx = Context::new(None, rule.meta(), &self.levels, &mut findings);

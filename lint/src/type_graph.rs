@@ -36,6 +36,10 @@ pub struct FieldEdge {
 #[derive(Debug, Default)]
 pub struct TypeGraph {
     pub graph: DiGraph<TypeNode, FieldEdge>,
+    /// The declarations the graph was built from.
+    pub decls: Vec<TypeDecl>,
+    /// Fields that some function of the crate stores a graph-carrying value into.
+    pub graph_stores: Vec<crate::graph::FieldStore>,
 }
 
 /// Wrappers that give interior mutability.
@@ -61,6 +65,12 @@ pub struct TypeDecl {
     pub file: Arc<SourceFile>,
     pub span: Span,
     pub fields: Vec<FieldDecl>,
+    /// Type parameter names, in order (`B`, `M`).
+    pub generics: Vec<String>,
+    /// Type parameters bounded by burn's `AutodiffBackend`, with the bound's span.
+    pub autodiff: Vec<(String, Span)>,
+    /// A type alias naming an autodiff backend (`type Train = Autodiff<Wgpu>;`): no fields.
+    pub autodiff_alias: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -137,7 +147,17 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                 syn::Item::Struct(s) => {
                     let name = s.ident.to_string();
                     let fields = field_decls(&name, s.fields.iter(), offset);
-                    out.push(TypeDecl { name, file: file.clone(), span: range(s.ident.span(), offset), fields });
+                    let (generics, autodiff) = type_params(&s.generics, offset);
+                    let span = range(s.ident.span(), offset);
+                    out.push(TypeDecl {
+                        name,
+                        file: file.clone(),
+                        span,
+                        fields,
+                        generics,
+                        autodiff,
+                        autodiff_alias: false,
+                    });
                 }
                 syn::Item::Enum(e) => {
                     let name = e.ident.to_string();
@@ -146,8 +166,27 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                         .iter()
                         .flat_map(|v| field_decls(&format!("{name}::{}", v.ident), v.fields.iter(), offset))
                         .collect();
-                    out.push(TypeDecl { name, file: file.clone(), span: range(e.ident.span(), offset), fields });
+                    let (generics, autodiff) = type_params(&e.generics, offset);
+                    let span = range(e.ident.span(), offset);
+                    out.push(TypeDecl {
+                        name,
+                        file: file.clone(),
+                        span,
+                        fields,
+                        generics,
+                        autodiff,
+                        autodiff_alias: false,
+                    });
                 }
+                syn::Item::Type(t) if names_autodiff(&Shape::of(&t.ty, 0)) => out.push(TypeDecl {
+                    name: t.ident.to_string(),
+                    file: file.clone(),
+                    span: range(t.ident.span(), offset),
+                    fields: Vec::new(),
+                    generics: Vec::new(),
+                    autodiff: Vec::new(),
+                    autodiff_alias: true,
+                }),
                 syn::Item::Mod(m) => {
                     if let Some((_, items)) = &m.content {
                         walk(items, file, offset, out);
@@ -160,6 +199,51 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
     let mut out = Vec::new();
     walk(&ast.items, file, offset, &mut out);
     out
+}
+
+/// A type's parameter names, and those bounded by `AutodiffBackend` (inline or in `where`).
+fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(String, Span)>) {
+    fn autodiff_bound<'a>(bounds: impl IntoIterator<Item = &'a syn::TypeParamBound>) -> Option<proc_macro2::Span> {
+        bounds.into_iter().find_map(|b| match b {
+            syn::TypeParamBound::Trait(t) => {
+                t.path.segments.last().filter(|s| s.ident == "AutodiffBackend").map(|s| s.ident.span())
+            }
+            _ => None,
+        })
+    }
+    let range = |span: proc_macro2::Span| {
+        let r = span.byte_range();
+        r.start + offset..r.end + offset
+    };
+    let mut names = Vec::new();
+    let mut autodiff = Vec::new();
+    for p in generics.type_params() {
+        let name = p.ident.to_string();
+        if let Some(span) = autodiff_bound(&p.bounds) {
+            autodiff.push((name.clone(), range(span)));
+        }
+        names.push(name);
+    }
+    for pred in generics.where_clause.iter().flat_map(|w| &w.predicates) {
+        if let syn::WherePredicate::Type(t) = pred
+            && let syn::Type::Path(p) = &t.bounded_ty
+            && let Some(ident) = p.path.get_ident()
+            && let Some(span) = autodiff_bound(&t.bounds)
+            && !autodiff.iter().any(|(n, _)| ident == n)
+        {
+            autodiff.push((ident.to_string(), range(span)));
+        }
+    }
+    (names, autodiff)
+}
+
+/// Whether a type names burn's `Autodiff<..>` backend anywhere.
+pub fn names_autodiff(shape: &Shape) -> bool {
+    match shape {
+        Shape::Named { name, args } => name == "Autodiff" || args.iter().any(names_autodiff),
+        Shape::Tuple(items) => items.iter().any(names_autodiff),
+        Shape::Opaque => false,
+    }
 }
 
 impl TypeGraph {
@@ -194,7 +278,7 @@ impl TypeGraph {
                 }
             }
         }
-        Self { graph }
+        Self { graph, decls: decls.to_vec(), graph_stores: Vec::new() }
     }
 }
 

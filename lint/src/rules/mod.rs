@@ -1,6 +1,7 @@
 //! The rules, one per file, and the registry.
 
 mod accumulated_loss_tensor;
+mod autodiff_buffer;
 mod autodiff_forward_without_backward;
 mod autodiff_ops_after_backward;
 mod eval_without_no_grad;
@@ -34,6 +35,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &param_rebuilt_in_loop::ParamRebuiltInLoop,
         &autodiff_forward_without_backward::AutodiffForwardWithoutBackward,
         &autodiff_ops_after_backward::AutodiffOpsAfterBackward,
+        &autodiff_buffer::AutodiffBuffer,
     ];
     RULES
 }
