@@ -460,6 +460,28 @@ impl FnGraph {
         None
     }
 
+    /// Whether `value` was computed, along graph-carrying nodes, from a version of `binding`:
+    /// assigning it back makes a chain that grows every iteration (`hidden = cell(x, hidden)`).
+    pub fn derives_from(&self, value: NodeIndex, binding: BindingId) -> bool {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            if n != value && self.binding_of(n) == Some(binding) {
+                return true;
+            }
+            stack.extend(
+                self.graph
+                    .edges_directed(n, Direction::Incoming)
+                    .map(|e| e.source())
+                    .filter(|s| self.graph[*s].taint.has(Taint::GRAPH)),
+            );
+        }
+        false
+    }
+
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an
     /// on-policy update, or reassigned with a fresh value): what it holds does not outlive it.
     pub fn cleared_within(&self, binding: BindingId, iteration: Iteration) -> bool {

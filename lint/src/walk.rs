@@ -437,21 +437,36 @@ impl Builder<'_> {
     /// Whether `n` existed before node count `mark`, or is a binding made after it by `let`,
     /// `for` or a pattern from one that did (`for out in &outputs`, `let o = output.clone()`).
     fn made_before(&self, n: NodeIndex, mark: usize) -> bool {
-        let mut cur = n;
-        for _ in 0..8 {
-            if cur.index() < mark {
-                return true;
-            }
-            let NodeKind::Version(_) = self.g.graph[cur].kind else { return false };
-            let mut incoming = self.g.graph.edges_directed(cur, petgraph::Direction::Incoming);
-            match (incoming.next(), incoming.next()) {
-                (Some(e), None) if matches!(e.weight(), Edge::StoredInto { how: Store::Let, .. }) => {
-                    cur = petgraph::visit::EdgeRef::source(&e);
-                }
-                _ => return false,
-            }
+        self.made_before_within(n, mark, 8)
+    }
+
+    fn made_before_within(&self, n: NodeIndex, mark: usize, budget: usize) -> bool {
+        use petgraph::visit::EdgeRef;
+        if n.index() < mark {
+            return true;
         }
-        false
+        if budget == 0 {
+            return false;
+        }
+        match self.g.graph[n].kind {
+            // A binding bound by `let`/`for`/a pattern, from one value.
+            NodeKind::Version(_) => {
+                let mut incoming = self.g.graph.edges_directed(n, petgraph::Direction::Incoming);
+                match (incoming.next(), incoming.next()) {
+                    (Some(e), None) if matches!(e.weight(), Edge::StoredInto { how: Store::Let, .. }) => {
+                        self.made_before_within(e.source(), mark, budget - 1)
+                    }
+                    _ => false,
+                }
+            }
+            // A tuple or a move of values (`let (loss, out) = { …; (loss, out) };`).
+            NodeKind::Value(Producer::Derived) if !self.g.op_values.contains(&n) => {
+                self.g.graph.edges_directed(n, petgraph::Direction::Incoming).any(|e| {
+                    matches!(e.weight(), Edge::DerivedFrom) && self.made_before_within(e.source(), mark, budget - 1)
+                })
+            }
+            NodeKind::Value(_) => false,
+        }
     }
 
     fn mark_loss(&mut self, val: Val, span: Span) {
@@ -578,7 +593,13 @@ impl Builder<'_> {
                 let v = self.expr(&u.expr);
                 match u.op {
                     syn::UnOp::Deref(_) => v,
-                    _ => self.combine(vec![(v, self.cheap(&u.expr))], true),
+                    _ => {
+                        if matches!(u.op, syn::UnOp::Neg(_)) {
+                            let span = self.full(e);
+                            self.note_op_after_backward(&v, span);
+                        }
+                        self.combine(vec![(v, self.cheap(&u.expr))], true)
+                    }
                 }
             }
             Expr::Cast(c) => {
@@ -740,6 +761,11 @@ impl Builder<'_> {
             _ => {
                 let l = self.expr(&b.left);
                 let r = self.expr(&b.right);
+                if self.backward_marks.iter().any(Option::is_some) {
+                    let span = self.between(first_token(&b.left), last_token(&b.right));
+                    self.note_op_after_backward(&l, span.clone());
+                    self.note_op_after_backward(&r, span);
+                }
                 let parts = vec![(l, self.cheap(&b.left)), (r, self.cheap(&b.right))];
                 self.combine(parts, true)
             }

@@ -4,7 +4,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::frameworks::Framework;
-use crate::graph::{EventKind, FnGraph, Store, Taint};
+use crate::graph::{EventKind, FnGraph, Span, Store, Taint, TrainingCallKind};
 use crate::rule::{Rule, RuleMeta};
 
 pub struct AutodiffOpsAfterBackward;
@@ -55,33 +55,67 @@ impl Rule for AutodiffOpsAfterBackward {
         if !f.framework_known || f.spec.framework != Framework::Burn {
             return;
         }
-        // Folds and pushes are reported by the accumulation and retention rules.
-        let stored: Vec<_> =
-            f.stores().filter(|s| matches!(s.3, Store::Fold | Store::Push)).map(|s| s.4.clone()).collect();
-        let mut reported = Vec::new();
+        // Graph-carrying values folded or pushed are reported by the accumulation and retention
+        // rules; their ops are not reported again.
+        let stored: Vec<_> = f
+            .stores()
+            .filter(|s| matches!(s.3, Store::Fold | Store::Push) && f.graph[s.1].taint.has(Taint::GRAPH))
+            .map(|s| s.4.clone())
+            .collect();
+        // One report per backward call: the first op is primary, later ones are labelled.
+        let mut groups: Vec<(Option<Span>, Vec<(Span, Option<usize>)>)> = Vec::new();
         for e in f.events.iter().filter(|e| e.kind == EventKind::OpAfterBackward && !e.no_grad) {
             let Some(value) = e.receiver else { continue };
-            if !f.graph[value].taint.has(Taint::GRAPH) || reported.contains(&e.span) {
+            if !f.graph[value].taint.has(Taint::GRAPH) {
                 continue;
             }
             if stored.iter().any(|s| s.start <= e.span.start && e.span.end <= s.end) {
                 continue;
             }
-            reported.push(e.span.clone());
-            let what = match f.binding_of(value) {
-                Some(b) => format!("`{}` belongs to the graph that backward consumed", f.bindings[b].name),
-                None => "this value belongs to the graph that backward consumed".to_string(),
-            };
-            let mut report = Report::new(
-                "tensor operation on an autodiff graph after its backward",
-                e.span.clone(),
-                "new node on a consumed graph",
-            );
-            if let Some(b) = f.binding_of(value) {
-                report = report.label(f.bindings[b].decl.clone(), what);
+            // A later backward of the same iteration sweeps the new nodes (a second loss built
+            // after the first backward, as in actor-critic updates).
+            let iteration = f.iteration_of(e.in_loop);
+            if f.calls.iter().any(|c| {
+                matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
+                    && c.span.start > e.span.end
+                    && f.iteration_of(c.in_loop) == iteration
+            }) {
+                continue;
             }
-            if let Some(backward) = &e.related {
-                report = report.label(backward.clone(), "backward runs here");
+            let group = match groups.iter_mut().find(|(b, _)| *b == e.related) {
+                Some(g) => g,
+                None => {
+                    groups.push((e.related.clone(), Vec::new()));
+                    groups.last_mut().expect("just pushed")
+                }
+            };
+            // Nested ops of one expression (`(-loss).reshape([1])`): keep the outermost.
+            let ops = &mut group.1;
+            if ops.iter().any(|(s, _)| s.start <= e.span.start && e.span.end <= s.end) {
+                continue;
+            }
+            ops.retain(|(s, _)| !(e.span.start <= s.start && s.end <= e.span.end));
+            ops.push((e.span.clone(), f.binding_of(value)));
+        }
+        for (backward, mut ops) in groups {
+            ops.sort_by_key(|(s, _)| s.start);
+            let Some((first, binding)) = ops.first().cloned() else { continue };
+            let message = match ops.len() {
+                1 => "tensor operation on an autodiff graph after its backward".to_string(),
+                n => format!("{n} tensor operations on an autodiff graph after its backward"),
+            };
+            let mut report = Report::new(message, first, "new node on a consumed graph");
+            if let Some(b) = binding {
+                report = report.label(
+                    f.bindings[b].decl.clone(),
+                    format!("`{}` belongs to the graph that backward consumed", f.bindings[b].name),
+                );
+            }
+            for (span, _) in ops.iter().skip(1).take(MAX_LABELS) {
+                report = report.label(span.clone(), "another new node");
+            }
+            if let Some(backward) = backward {
+                report = report.label(backward, "backward runs here");
             }
             cx.report(
                 report
@@ -91,3 +125,6 @@ impl Rule for AutodiffOpsAfterBackward {
         }
     }
 }
+
+/// Further ops of one group shown as labels.
+const MAX_LABELS: usize = 4;

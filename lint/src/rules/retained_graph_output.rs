@@ -66,6 +66,11 @@ impl Rule for RetainedGraphOutput {
                 continue;
             }
             let b = &f.bindings[binding];
+            // A local replaced each iteration by a value that does not derive from its old one
+            // keeps one graph at a time (carried into the next iteration and consumed there).
+            if how == Store::Assign && b.kind == BindingKind::Local && !f.derives_from(value, binding) {
+                continue;
+            }
             let through = f.through(edge);
             let value_span = f.graph[value].span.clone();
             let value_text = match f.binding_of(value) {
