@@ -146,8 +146,9 @@ pub struct Through {
 /// `impl Memory`), directly or through a called function.
 #[derive(Debug, Clone)]
 pub struct FieldStore {
-    /// The type whose field receives the value (`Memory`).
-    pub owner: String,
+    /// The type whose field receives the value (`Memory`); `None` when the receiver's type is
+    /// not known (`rollout.values.push(v)` on a local): any type with that field.
+    pub owner: Option<String>,
     /// The field (`states`).
     pub field: String,
     pub file: std::sync::Arc<crate::source::SourceFile>,
@@ -223,6 +224,9 @@ pub struct FnGraph {
     pub call_sites: Vec<CallSite>,
     /// Calls wave-2 rules look for.
     pub events: Vec<Event>,
+    /// Pushes into a field of a value that is not `self` (`rollout.values.push(v)`): the pushed
+    /// value, the field name and the call.
+    pub field_pushes: Vec<(NodeIndex, String, Span)>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub returns_plain: bool,
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
@@ -520,7 +524,7 @@ impl FnGraph {
             }
             let Some(b) = self.binding_of(target) else { continue };
             let store = |owner: &str, field: &str| FieldStore {
-                owner: owner.to_string(),
+                owner: Some(owner.to_string()),
                 field: field.trim_start_matches("self.").to_string(),
                 file: file.clone(),
                 span: span.clone(),
@@ -535,6 +539,11 @@ impl FnGraph {
                 && t.target.starts_with("self.")
             {
                 out.push(store(owner, &t.target));
+            }
+        }
+        for (value, field, span) in &self.field_pushes {
+            if self.graph[*value].taint.has(Taint::GRAPH) {
+                out.push(FieldStore { owner: None, field: field.clone(), file: file.clone(), span: span.clone() });
             }
         }
         out

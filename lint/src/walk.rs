@@ -209,6 +209,7 @@ impl Builder<'_> {
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
                 events: Vec::new(),
+                field_pushes: Vec::new(),
                 autodiff: false,
                 returns_plain: false,
             },
@@ -833,7 +834,10 @@ impl Builder<'_> {
         let spec = self.g.spec;
         let specs = self.specs();
 
-        if STORE_METHODS.contains(&name.as_str()) && argc >= 1 {
+        // `trajectory.push(s, a, r, v)`: more arguments than any collection method takes, so
+        // the crate's own method (a call site), not `Vec::push`.
+        let crate_method = argc > 2 && self.crate_fns.fns.contains(&name);
+        if STORE_METHODS.contains(&name.as_str()) && argc >= 1 && !crate_method {
             let args: Vec<Val> = m.args.iter().map(|a| self.expr(a)).collect();
             let recv_val = self.expr(&m.receiver);
             if let Some(slot) = self.place_slot(&m.receiver) {
@@ -842,6 +846,13 @@ impl Builder<'_> {
                 let stored = args.into_iter().last().unwrap_or_else(Val::plain);
                 let last = m.args.last().map_or(span.clone(), |a| self.full(a));
                 let value = self.value_node(stored, last);
+                // `rollout.values.push(v)` on a local of some type: remember the field's name.
+                if let Expr::Field(f) = strip_place(&m.receiver)
+                    && !is_self(&f.base)
+                    && let syn::Member::Named(field) = &f.member
+                {
+                    self.g.field_pushes.push((value, field.to_string(), span.clone()));
+                }
                 self.write(slot, value, Store::Push, span, Some(name), true);
             }
             drop(recv_val);
@@ -1558,6 +1569,16 @@ fn root_is_self(e: &Expr) -> bool {
         Expr::Paren(p) => root_is_self(&p.expr),
         Expr::Index(i) => root_is_self(&i.expr),
         _ => false,
+    }
+}
+
+/// The place under borrows and `lock()`-like calls (`&mut x.values`, `x.values.borrow_mut()`).
+fn strip_place(e: &Expr) -> &Expr {
+    match e {
+        Expr::Reference(r) => strip_place(&r.expr),
+        Expr::Paren(p) => strip_place(&p.expr),
+        Expr::MethodCall(m) if PLACE_METHODS.contains(&m.method.to_string().as_str()) => strip_place(&m.receiver),
+        e => e,
     }
 }
 

@@ -171,8 +171,11 @@ impl Rule for AutodiffBuffer {
                     None => None,
                 };
                 let Some((backend, bound_span)) = found else { continue };
-                let stores: Vec<_> =
-                    types.graph_stores.iter().filter(|s| s.owner == d.name && s.field == short).collect();
+                let stores: Vec<_> = types
+                    .graph_stores
+                    .iter()
+                    .filter(|s| s.owner.as_ref().is_none_or(|o| *o == d.name) && s.field == short)
+                    .collect();
                 if stores.is_empty() {
                     continue;
                 }

@@ -83,6 +83,30 @@ impl<B: AutodiffBackend> Stats<B> {
     }
 }
 
+// Filled through a local and through a method of the crate with several arguments.
+struct Episode<B: AutodiffBackend> {
+    values: Vec<Tensor<B, 1>>, //~ autodiff_buffer
+    returns: Vec<Tensor<B, 1>>, //~ autodiff_buffer
+    states: Vec<Tensor<B, 2>>,
+}
+
+impl<B: AutodiffBackend> Episode<B> {
+    fn push(&mut self, s: Tensor<B, 2>, _reward: f32, v: Tensor<B, 1>) {
+        self.states.push(s);
+        self.values.push(v);
+    }
+}
+
+fn collect<B: AutodiffBackend>(critic: &dyn Critic<B>, obs: Vec<Tensor<B, 2>>) -> Episode<B> {
+    let mut episode = Episode { values: Vec::new(), returns: Vec::new(), states: Vec::new() };
+    for o in obs {
+        let v = critic.forward(o.clone()); //~ autodiff_forward_without_backward
+        episode.returns.push(v.clone() * 0.99);
+        episode.push(o, 1.0, v);
+    }
+    episode
+}
+
 trait Critic<B: Backend> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 1>;
 }
