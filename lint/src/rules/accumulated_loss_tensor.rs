@@ -88,12 +88,32 @@ impl Rule for AccumulatedLossTensor {
                     crate::frameworks::fill(f.spec.detach_fix, &shown),
                 ))
                 .note("every summand stays reachable from the sum, so each iteration's whole graph (activations included) is kept until the sum is dropped");
-            let value_span = f.graph[value].span.clone();
-            let text = cx.snippet(&value_span).to_string();
+            let mut value_span = f.graph[value].span.clone();
+            let mut text = cx.snippet(&value_span).to_string();
+            // burn: cut the summand, not the sum — `(total + loss).detach()` after backward would
+            // still record the addition on the consumed graph.
+            if f.spec.framework == crate::frameworks::Framework::Burn
+                && let Some(summand) = summand_after(&text, &acc.name)
+            {
+                let at = value_span.start + (summand.as_ptr() as usize - text.as_ptr() as usize);
+                value_span = at..at + summand.len();
+                text = summand.to_string();
+            }
             if let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text) {
                 report = report.suggest(s);
             }
             cx.report(report);
         }
     }
+}
+
+/// The right operand of `acc + x`, `acc - x` or `acc.add(x)` as written, when the left one is
+/// the accumulator.
+fn summand_after<'t>(text: &'t str, acc: &str) -> Option<&'t str> {
+    let rest = text.strip_prefix(acc)?.trim_start();
+    let rest = match rest.strip_prefix(['+', '-']) {
+        Some(r) => r.trim_start(),
+        None => rest.strip_prefix(".add(").or_else(|| rest.strip_prefix(".sub("))?.strip_suffix(')')?,
+    };
+    (!rest.is_empty() && rest.len() == rest.trim_end().len() && !rest.contains(',')).then_some(rest)
 }
