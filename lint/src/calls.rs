@@ -518,6 +518,7 @@ fn self_field(g: &mut FnGraph, name: &str, span: &Span) -> NodeIndex {
                 kind: BindingKind::SelfField,
                 decl: span.clone(),
                 decl_loop: None,
+                host: false,
             });
             g.bindings.len() - 1
         }

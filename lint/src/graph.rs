@@ -82,6 +82,9 @@ pub struct Binding {
     pub decl: Span,
     /// The innermost loop around the declaration.
     pub decl_loop: Option<LoopId>,
+    /// Declared as a host number (`let mut total = 0.0;`, `let x: f32`): whatever is written
+    /// into it (`total += out.policy_loss`) is a host number too, or the code would not compile.
+    pub host: bool,
 }
 
 /// Index of a binding in [`FnGraph::bindings`].

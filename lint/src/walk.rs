@@ -275,7 +275,7 @@ impl Builder<'_> {
         init: Option<(NodeIndex, Store, Span)>,
     ) -> NodeIndex {
         let id = self.g.bindings.len();
-        self.g.bindings.push(Binding { name, kind, decl: decl.clone(), decl_loop: self.cur_loop() });
+        self.g.bindings.push(Binding { name, kind, decl: decl.clone(), decl_loop: self.cur_loop(), host: false });
         let v = self.add_node(NodeKind::Version(id), decl);
         if let Some((value, how, span)) = init {
             self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, method: None, through: None });
@@ -313,6 +313,7 @@ impl Builder<'_> {
                 kind: BindingKind::SelfField,
                 decl: span.clone(),
                 decl_loop: None,
+                host: self.crate_fns.plain_fields.contains(&name.to_string()),
             });
             let v = self.add_node(NodeKind::Version(id), span);
             self.env.push((id, v));
@@ -327,6 +328,9 @@ impl Builder<'_> {
     /// Writes `value` into the binding at env slot `slot`, making a new version.
     fn write(&mut self, slot: usize, value: NodeIndex, how: Store, span: Span, method: Option<String>, keep_old: bool) {
         let (id, old) = self.env[slot];
+        if self.g.bindings[id].host && matches!(self.g.graph[value].kind, NodeKind::Value(_)) {
+            self.g.graph[value].kind = NodeKind::Value(Producer::Plain);
+        }
         let new = self.add_node(NodeKind::Version(id), span.clone());
         self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), method, through: None });
         if keep_old {
@@ -544,9 +548,14 @@ impl Builder<'_> {
         let value = self.materialize(val, span.clone());
         let mut names = Vec::new();
         pat_idents(&local.pat, &mut names);
+        let host = pat_is_host_scalar(&local.pat)
+            || (matches!(strip_pat_type(&local.pat), Pat::Ident(_)) && init.is_some_and(|i| is_number(&i.expr)));
         for ident in names {
             let decl = self.span(ident.span());
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            if host && let Some(b) = self.g.bindings.last_mut() {
+                b.host = true;
+            }
         }
     }
 
@@ -1592,6 +1601,17 @@ fn is_whole_binding(e: &Expr) -> bool {
         Expr::Field(f) => is_self(&f.base),
         Expr::Paren(p) => is_whole_binding(&p.expr),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_whole_binding(&u.expr),
+        _ => false,
+    }
+}
+
+/// A number literal (`0.0`, `0f32`, `-1.0`, `0 as f64`): the binding it initializes is a host number.
+fn is_number(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(l) => matches!(l.lit, syn::Lit::Float(_) | syn::Lit::Int(_)),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => is_number(&u.expr),
+        Expr::Paren(p) => is_number(&p.expr),
+        Expr::Cast(c) => is_number(&c.expr),
         _ => false,
     }
 }
