@@ -42,7 +42,8 @@ pub struct Summary {
     /// autodiff graph store until some later backward sweeps it.
     pub forwards_autodiff: bool,
     /// Parameter index → (store span, target: `None` for `self`, `Some(j)` for parameter j).
-    pub stores: Vec<(usize, Span, Option<usize>, String)>,
+    /// The last element is the chain of calls when the store itself happens in a further callee.
+    pub stores: Vec<(usize, Span, Option<usize>, String, Option<Through>)>,
 }
 
 impl Summary {
@@ -59,7 +60,7 @@ impl Summary {
             stores: self
                 .stores
                 .iter()
-                .filter(|(p, _, t, _)| other.stores.iter().any(|(q, _, u, _)| p == q && t == u))
+                .filter(|(p, _, t, _, _)| other.stores.iter().any(|(q, _, u, _, _)| p == q && t == u))
                 .cloned()
                 .collect(),
         }
@@ -317,8 +318,8 @@ fn summarize(g: &FnGraph) -> Summary {
     });
     for (i, p) in g.params.iter().enumerate().filter(|_| stores_outside) {
         let Some(start) = *p else { continue };
-        if let Some((span, target, name)) = stored_outside(g, start) {
-            stores.push((i, span, target, name));
+        if let Some((span, target, name, inner)) = stored_outside(g, start) {
+            stores.push((i, span, target, name, inner));
         }
     }
     let forwards_autodiff = g.autodiff
@@ -342,8 +343,9 @@ fn summarize(g: &FnGraph) -> Summary {
 }
 
 /// Whether the value of a parameter flows into a `self` field or another parameter: the store's
-/// span, the target (`None` = self, `Some(j)` = parameter j) and the target's name.
-fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>, String)> {
+/// span, the target (`None` = self, `Some(j)` = parameter j), the target's name, and the further
+/// call the store goes through, if any.
+fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>, String, Option<Through>)> {
     let start_binding = g.binding_of(start);
     let mut seen = vec![false; g.graph.node_count()];
     let mut stack = vec![start];
@@ -358,11 +360,12 @@ fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>,
                 && Some(b) != start_binding
             {
                 let binding = &g.bindings[b];
+                let inner = g.through(e.id()).cloned();
                 match binding.kind {
-                    BindingKind::SelfField => return Some((span.clone(), None, binding.name.clone())),
+                    BindingKind::SelfField => return Some((span.clone(), None, binding.name.clone(), inner)),
                     BindingKind::Param => {
                         let j = g.params.iter().position(|p| p.and_then(|p| g.binding_of(p)) == Some(b))?;
-                        return Some((span.clone(), Some(j), binding.name.clone()));
+                        return Some((span.clone(), Some(j), binding.name.clone(), inner));
                     }
                     _ => {}
                 }
@@ -427,7 +430,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             related: None,
         });
     }
-    for (param, store_span, target, target_name) in &s.stores {
+    for (param, store_span, target, target_name, inner) in &s.stores {
         let Some(arg) = arg_node(g, &site, *param) else { continue };
         // The place the callee stores into, seen from the caller.
         let target_node = match target {
@@ -464,6 +467,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
                     line,
                     span: store_span.clone(),
                     target: target_name.clone(),
+                    inner: inner.clone().map(Box::new),
                 }),
             },
         );

@@ -143,6 +143,16 @@ pub struct Through {
     pub span: Span,
     /// What the callee stores into (`self.history`).
     pub target: String,
+    /// When the callee's store is itself a call that stores (`log_step` calls `record`, which
+    /// pushes): the next hop of the chain.
+    pub inner: Option<Box<Through>>,
+}
+
+impl Through {
+    /// The hops of the chain, outermost first.
+    pub fn hops(&self) -> impl Iterator<Item = &Through> {
+        std::iter::successors(Some(self), |t| t.inner.as_deref())
+    }
 }
 
 /// A graph-carrying value stored into a field of a type (`self.states.push(logits)` in an
@@ -537,11 +547,12 @@ impl FnGraph {
             {
                 out.push(store(owner, &self.bindings[b].name));
             }
-            if let Some(t) = self.through(edge)
-                && let Some((owner, _)) = t.callee.rsplit_once("::")
-                && t.target.starts_with("self.")
-            {
-                out.push(store(owner, &t.target));
+            for t in self.through(edge).into_iter().flat_map(Through::hops) {
+                if let Some((owner, _)) = t.callee.rsplit_once("::")
+                    && t.target.starts_with("self.")
+                {
+                    out.push(store(owner, &t.target));
+                }
             }
         }
         for (value, field, span) in &self.field_pushes {

@@ -13,7 +13,8 @@ pub(super) static SPEC: Spec = Spec {
     backward_step: &[],
     step: &[Call::with("step", &[3])],
     clear: &[],
-    cut_methods: &["detach", "inner", "into_scalar", "into_data", "to_data", "into_primitive"],
+    // `x.grad(&grads)` returns a tensor of the inner backend.
+    cut_methods: &["detach", "inner", "into_scalar", "into_data", "to_data", "into_primitive", "grad", "grad_remove"],
     cut_functions: &[],
     no_grad_functions: &[],
     no_grad_guards: &[],

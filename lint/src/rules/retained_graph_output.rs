@@ -119,15 +119,16 @@ impl Rule for RetainedGraphOutput {
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
             }
-            if let Some(t) = through {
-                if cx.file().is_some_and(|file| file.path == t.file) {
-                    report = report.label(t.span.clone(), format!("`{}` stores it in `{}` here", t.callee, t.target));
+            // The chain of calls down to the store: one label per hop.
+            for hop in through.into_iter().flat_map(crate::graph::Through::hops) {
+                let text = match &hop.inner {
+                    Some(next) => format!("`{}` passes it to `{}`", hop.callee, next.callee),
+                    None => format!("`{}` stores it in `{}` here", hop.callee, hop.target),
+                };
+                if cx.file().is_some_and(|file| file.path == hop.file) {
+                    report = report.label(hop.span.clone(), text);
                 } else {
-                    report.elsewhere.push((
-                        t.file.clone(),
-                        t.line,
-                        format!("`{}` stores it in `{}`", t.callee, t.target),
-                    ));
+                    report.elsewhere.push((hop.file.clone(), hop.line, text));
                 }
             }
             report = report
