@@ -41,9 +41,22 @@ pub struct Summary {
     /// Runs a forward pass on an autodiff model (burn) and no backward: each call grows the
     /// autodiff graph store until some later backward sweeps it.
     pub forwards_autodiff: bool,
-    /// Parameter index → (store span, target: `None` for `self`, `Some(j)` for parameter j).
-    /// The last element is the chain of calls when the store itself happens in a further callee.
-    pub stores: Vec<(usize, Span, Option<usize>, String, Option<Through>)>,
+    /// Parameters the function stores where they outlive the call.
+    pub stores: Vec<StoredParam>,
+}
+
+/// A parameter a function stores where it outlives the call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredParam {
+    pub param: usize,
+    /// The store (or the call that stores) in the function.
+    pub span: Span,
+    /// `None` for a `self` field, `Some(j)` for parameter j.
+    pub target: Option<usize>,
+    /// `self.history`, `store`.
+    pub target_name: String,
+    /// The chain of calls when the store itself happens in a further callee.
+    pub inner: Option<Through>,
 }
 
 impl Summary {
@@ -60,7 +73,7 @@ impl Summary {
             stores: self
                 .stores
                 .iter()
-                .filter(|(p, _, t, _, _)| other.stores.iter().any(|(q, _, u, _, _)| p == q && t == u))
+                .filter(|a| other.stores.iter().any(|b| a.param == b.param && a.target == b.target))
                 .cloned()
                 .collect(),
         }
@@ -318,8 +331,8 @@ fn summarize(g: &FnGraph) -> Summary {
     });
     for (i, p) in g.params.iter().enumerate().filter(|_| stores_outside) {
         let Some(start) = *p else { continue };
-        if let Some((span, target, name, inner)) = stored_outside(g, start) {
-            stores.push((i, span, target, name, inner));
+        if let Some((span, target, target_name, inner)) = stored_outside(g, start) {
+            stores.push(StoredParam { param: i, span, target, target_name, inner });
         }
     }
     let forwards_autodiff = g.autodiff
@@ -430,7 +443,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             related: None,
         });
     }
-    for (param, store_span, target, target_name, inner) in &s.stores {
+    for StoredParam { param, span: store_span, target, target_name, inner } in &s.stores {
         let Some(arg) = arg_node(g, &site, *param) else { continue };
         // The place the callee stores into, seen from the caller.
         let target_node = match target {
@@ -479,7 +492,11 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
 /// reach no function of the crate).
 fn arg_node(g: &mut FnGraph, site: &crate::graph::CallSite, i: usize) -> Option<NodeIndex> {
     let arg = site.args.get(i)?;
-    if arg.producer == crate::graph::Producer::Derived && !arg.op && arg.reads.len() == 1 {
+    if arg.producer == crate::graph::Producer::Derived
+        && !arg.op
+        && arg.reads.len() == 1
+        && g.binding_of(arg.reads[0]).is_some()
+    {
         return Some(arg.reads[0]);
     }
     if arg.reads.is_empty() && arg.producer == crate::graph::Producer::Plain {
@@ -487,7 +504,7 @@ fn arg_node(g: &mut FnGraph, site: &crate::graph::CallSite, i: usize) -> Option<
     }
     let n = g.graph.add_node(crate::graph::Node {
         kind: NodeKind::Value(arg.producer),
-        span: site.span.clone(),
+        span: arg.span.clone(),
         in_loop: site.in_loop,
         taint: Taint::NONE,
     });

@@ -256,6 +256,8 @@ pub struct ArgValue {
     pub reads: Vec<NodeIndex>,
     pub producer: Producer,
     pub op: bool,
+    /// The argument as written.
+    pub span: Span,
 }
 
 /// A call that may reach one of the crate's own functions.

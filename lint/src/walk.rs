@@ -1022,7 +1022,7 @@ impl Builder<'_> {
         // Possibly a function of this crate: record the call site for the crate-level pass.
         let receiver_self = is_self(&m.receiver);
         let receiver = self.materialize(recv.clone(), recv_span.clone());
-        let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
+        let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.full(a))).collect();
         let span = self.span(m.method.span());
         self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span)
     }
@@ -1054,7 +1054,12 @@ impl Builder<'_> {
                 let n = self.materialize(v, span.clone());
                 (Val { reads: n.into_iter().collect(), producer: Producer::Derived, op: false }, span)
             };
-            arg_values.push(crate::graph::ArgValue { reads: v.reads.clone(), producer: v.producer, op: v.op });
+            arg_values.push(crate::graph::ArgValue {
+                reads: v.reads.clone(),
+                producer: v.producer,
+                op: v.op,
+                span: span.clone(),
+            });
             parts.push((v, span));
         }
         let val = self.combine(parts, true);
@@ -1144,7 +1149,7 @@ impl Builder<'_> {
             return self.exprs(c.args.iter(), true);
         }
         // Possibly a function of this crate (`compute_loss(..)`, `Self::helper(..)`).
-        let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
+        let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.full(a))).collect();
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
         self.call_site(last.to_string(), qualifier, false, None, false, None, args, span)

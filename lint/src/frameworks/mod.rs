@@ -341,43 +341,6 @@ pub fn detect(file: &syn::File) -> Option<Framework> {
     (roots.0[best] > 0).then_some(Framework::ALL[best])
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crate_names_map_to_frameworks() {
-        assert_eq!(Framework::from_crate_name("candle-core"), Some(Framework::Candle));
-        assert_eq!(Framework::from_crate_name("candle_nn"), Some(Framework::Candle));
-        assert_eq!(Framework::from_crate_name("tch"), Some(Framework::Tch));
-        assert_eq!(Framework::from_crate_name("burn"), Some(Framework::Burn));
-        assert_eq!(Framework::from_crate_name("dfdx"), Some(Framework::Dfdx));
-        assert_eq!(Framework::from_crate_name("serde"), None);
-    }
-
-    #[test]
-    fn detects_from_use_paths_and_qualified_calls() {
-        let f = syn::parse_file("use candle_core::{Tensor, Device}; fn f() {}").unwrap();
-        assert_eq!(detect(&f), Some(Framework::Candle));
-        let f = syn::parse_file("fn f() { let _g = tch::no_grad_guard(); }").unwrap();
-        assert_eq!(detect(&f), Some(Framework::Tch));
-        let f = syn::parse_file("use std::rc::Rc; fn f() {}").unwrap();
-        assert_eq!(detect(&f), None);
-        let f = syn::parse_file(
-            "use burn::tensor::Tensor; fn d() -> bool { tch::utils::has_cuda() || tch::utils::has_mps() }",
-        )
-        .unwrap();
-        assert_eq!(detect(&f), Some(Framework::Burn), "imports outweigh stray qualified calls");
-    }
-
-    #[test]
-    fn step_is_told_apart_by_arity() {
-        let tch = Framework::Tch.spec();
-        assert!(tch.is_step("step", 0));
-        assert!(!tch.is_step("step", 1), "env.step(action) is not an optimizer step");
-    }
-}
-
 /// Methods that never record an autodiff node (burn): comparisons and integer/bool conversions
 /// leave the graph, and iterator, `Option` and formatting helpers are not tensor operations.
 pub fn is_untracked_method(name: &str) -> bool {
@@ -421,4 +384,41 @@ pub fn is_untracked_method(name: &str) -> bool {
         "fmt",
     ];
     UNTRACKED.contains(&name) || is_metadata_method(name) || is_index_method(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crate_names_map_to_frameworks() {
+        assert_eq!(Framework::from_crate_name("candle-core"), Some(Framework::Candle));
+        assert_eq!(Framework::from_crate_name("candle_nn"), Some(Framework::Candle));
+        assert_eq!(Framework::from_crate_name("tch"), Some(Framework::Tch));
+        assert_eq!(Framework::from_crate_name("burn"), Some(Framework::Burn));
+        assert_eq!(Framework::from_crate_name("dfdx"), Some(Framework::Dfdx));
+        assert_eq!(Framework::from_crate_name("serde"), None);
+    }
+
+    #[test]
+    fn detects_from_use_paths_and_qualified_calls() {
+        let f = syn::parse_file("use candle_core::{Tensor, Device}; fn f() {}").unwrap();
+        assert_eq!(detect(&f), Some(Framework::Candle));
+        let f = syn::parse_file("fn f() { let _g = tch::no_grad_guard(); }").unwrap();
+        assert_eq!(detect(&f), Some(Framework::Tch));
+        let f = syn::parse_file("use std::rc::Rc; fn f() {}").unwrap();
+        assert_eq!(detect(&f), None);
+        let f = syn::parse_file(
+            "use burn::tensor::Tensor; fn d() -> bool { tch::utils::has_cuda() || tch::utils::has_mps() }",
+        )
+        .unwrap();
+        assert_eq!(detect(&f), Some(Framework::Burn), "imports outweigh stray qualified calls");
+    }
+
+    #[test]
+    fn step_is_told_apart_by_arity() {
+        let tch = Framework::Tch.spec();
+        assert!(tch.is_step("step", 0));
+        assert!(!tch.is_step("step", 1), "env.step(action) is not an optimizer step");
+    }
 }

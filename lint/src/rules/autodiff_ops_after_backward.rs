@@ -63,7 +63,7 @@ impl Rule for AutodiffOpsAfterBackward {
             .map(|s| s.4.clone())
             .collect();
         // One report per backward call: the first op is primary, later ones are labelled.
-        let mut groups: Vec<(Option<Span>, Vec<(Span, Option<usize>)>)> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
         for e in f.events.iter().filter(|e| e.kind == EventKind::OpAfterBackward && !e.no_grad) {
             let Some(value) = e.receiver else { continue };
             if !f.graph[value].taint.has(Taint::GRAPH) {
@@ -125,6 +125,9 @@ impl Rule for AutodiffOpsAfterBackward {
         }
     }
 }
+
+/// The ops that follow one backward call (its span): each op's span and the binding it reads.
+type Group = (Option<Span>, Vec<(Span, Option<usize>)>);
 
 /// Further ops of one group shown as labels.
 const MAX_LABELS: usize = 4;

@@ -2,7 +2,9 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{BindingKind, FnGraph, Store, Taint};
+use petgraph::graph::{EdgeIndex, NodeIndex};
+
+use crate::graph::{BindingId, BindingKind, FnGraph, Iteration, Span, Store, Taint};
 use crate::rule::{Rule, RuleMeta};
 
 pub struct RetainedGraphOutput;
@@ -50,42 +52,91 @@ for (x, y) in batches {
 "#,
 };
 
+/// A store that qualifies: edge, stored value, how, where, target binding, iteration.
+type Candidate = (EdgeIndex, NodeIndex, Store, Span, BindingId, Iteration);
+
 impl Rule for RetainedGraphOutput {
     fn meta(&self) -> &'static RuleMeta {
         &META
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for (edge, value, target, how, span) in f.stores() {
-            if !matches!(how, Store::Push | Store::Assign) || !f.graph[value].taint.has(Taint::GRAPH) {
-                continue;
-            }
-            let Some(binding) = f.binding_of(target) else { continue };
-            let Some(iteration) = f.iteration_of(f.graph[value].in_loop) else { continue };
-            if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
-                continue;
-            }
-            let b = &f.bindings[binding];
-            // A local replaced each iteration by a value that does not derive from its old one
-            // keeps one graph at a time (carried into the next iteration and consumed there).
-            if how == Store::Assign && b.kind == BindingKind::Local && !f.derives_from(value, binding) {
-                continue;
-            }
-            let through = f.through(edge);
+        let candidates: Vec<Candidate> = f
+            .stores()
+            .filter_map(|(edge, value, target, how, span)| {
+                if !matches!(how, Store::Push | Store::Assign) || !f.graph[value].taint.has(Taint::GRAPH) {
+                    return None;
+                }
+                let binding = f.binding_of(target)?;
+                let iteration = f.iteration_of(f.graph[value].in_loop)?;
+                if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
+                    return None;
+                }
+                // A local replaced each iteration by a value that does not derive from its old
+                // one keeps one graph at a time (carried into the next iteration, consumed there).
+                if how == Store::Assign
+                    && f.bindings[binding].kind == BindingKind::Local
+                    && !f.derives_from(value, binding)
+                {
+                    return None;
+                }
+                Some((edge, value, how, span.clone(), binding, iteration))
+            })
+            .collect();
+        // What a stored value is called in messages.
+        let shown_of = |edge: EdgeIndex, value: NodeIndex| -> String {
             let value_span = f.graph[value].span.clone();
             let value_text = match f.binding_of(value) {
                 // A binding passed to a function that stores it.
-                Some(b) if through.is_some() => f.bindings[b].name.clone(),
+                Some(b) if f.through(edge).is_some() => f.bindings[b].name.clone(),
                 _ => cx.snippet(&value_span).trim().to_string(),
             };
             let value_text = value_text.strip_suffix(".clone()").map(str::to_string).unwrap_or(value_text);
-            let shown = if value_text.is_empty() || value_text.len() > 40 { "value".to_string() } else { value_text };
+            if value_text.is_empty() || value_text.len() > 40 { "value".to_string() } else { value_text }
+        };
+        // Several arguments stored by one call: one report for the call.
+        let same_call =
+            |a: &Candidate, b: &Candidate| a.3 == b.3 && f.through(a.0).is_some() && f.through(b.0).is_some();
+        let mut reports = Vec::new();
+        for (i, c) in candidates.iter().enumerate() {
+            if candidates[..i].iter().any(|d| same_call(d, c)) {
+                continue;
+            }
+            let (edge, value, how, span, binding, iteration) = c.clone();
+            let mut names = vec![shown_of(edge, value)];
+            for d in candidates[i + 1..].iter().filter(|d| same_call(c, d)) {
+                let name = shown_of(d.0, d.1);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            reports.push((edge, value, how, span, binding, iteration, names));
+        }
+        for (edge, value, how, span, binding, iteration, names) in reports {
+            let span = &span;
+            let b = &f.bindings[binding];
+            let through = f.through(edge);
+            let value_span = f.graph[value].span.clone();
+            let shown = names[0].clone();
+            let listed = match names.as_slice() {
+                [one] => format!("`{one}` is"),
+                [init @ .., last] => {
+                    let init: Vec<String> = init.iter().map(|n| format!("`{n}`")).collect();
+                    format!("{} and `{last}` are", init.join(", "))
+                }
+                [] => "the value is".to_string(),
+            };
             let (message, primary_label) = match (how, &b.kind) {
                 _ if through.is_some() => {
                     let t = through.expect("checked");
                     (
                         format!("graph-carrying tensor stored by `{}`, which outlives the iteration", t.callee),
-                        format!("`{shown}` is passed to `{}`, which stores it in `{}`", t.callee, t.target),
+                        format!(
+                            "{listed} passed to `{}`, which stores {} in `{}`",
+                            t.callee,
+                            if names.len() > 1 { "them" } else { "it" },
+                            t.target
+                        ),
                     )
                 }
                 (Store::Push, _) => (

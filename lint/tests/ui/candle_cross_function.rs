@@ -23,6 +23,11 @@ impl Trainer {
         self.record(loss);
     }
 
+    fn record_pair(&mut self, loss: Tensor, logits: Tensor) {
+        self.history.push(loss);
+        self.history.push(logits);
+    }
+
     fn record_scalar(&mut self, value: f32) {
         self.scalars.push(value);
     }
@@ -44,6 +49,8 @@ impl Trainer {
             outputs.push(logits); //~ retained_graph_output
             self.record(loss.clone()); //~ retained_graph_output
             self.log_step(loss.clone()); //~ retained_graph_output
+            // Two arguments stored by one call: one report.
+            self.record_pair(loss.clone(), self.predict(x)?); //~ retained_graph_output
             self.record_scalar(loss.to_scalar::<f32>()?);
         }
         Ok(())
