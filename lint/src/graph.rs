@@ -256,7 +256,7 @@ pub struct ArgValue {
     pub reads: Vec<NodeIndex>,
     pub producer: Producer,
     pub op: bool,
-    /// The argument as written.
+    /// The argument as written (empty: exact spans of every argument cost more than they give).
     pub span: Span,
 }
 

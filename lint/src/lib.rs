@@ -110,7 +110,13 @@ impl Linter {
         findings.extend(per_file.into_iter().flatten());
         let graph_stores: Vec<graph::FieldStore> = linked
             .iter()
-            .flat_map(|(file, graphs)| graphs.iter().flat_map(move |g| g.graph_field_stores(file)))
+            .flat_map(|(file, graphs)| {
+                // Only `autodiff_buffer` (burn) reads them.
+                graphs
+                    .iter()
+                    .filter(|g| g.framework_known && g.spec.framework == Framework::Burn)
+                    .flat_map(move |g| g.graph_field_stores(file))
+            })
             .collect();
         findings.extend(self.check_types(&decls, graph_stores));
         sort(&mut findings);

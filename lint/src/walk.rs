@@ -411,6 +411,13 @@ impl Builder<'_> {
         self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path });
     }
 
+    /// burn code after a backward call of this iteration (cheap: checked before any span work).
+    fn after_backward(&self) -> bool {
+        self.g.framework_known
+            && self.g.spec.framework == frameworks::Framework::Burn
+            && self.backward_marks.iter().any(Option::is_some)
+    }
+
     /// burn: a tensor operation on values that existed before this iteration's backward call
     /// hangs a new node on the graph that backward consumed.
     fn note_op_after_backward(&mut self, recv: &Val, span: Span) {
@@ -604,7 +611,7 @@ impl Builder<'_> {
                 match u.op {
                     syn::UnOp::Deref(_) => v,
                     _ => {
-                        if matches!(u.op, syn::UnOp::Neg(_)) {
+                        if matches!(u.op, syn::UnOp::Neg(_)) && self.after_backward() {
                             let span = self.full(e);
                             self.note_op_after_backward(&v, span);
                         }
@@ -771,7 +778,7 @@ impl Builder<'_> {
             _ => {
                 let l = self.expr(&b.left);
                 let r = self.expr(&b.right);
-                if self.backward_marks.iter().any(Option::is_some) {
+                if self.after_backward() {
                     let span = self.between(first_token(&b.left), last_token(&b.right));
                     self.note_op_after_backward(&l, span.clone());
                     self.note_op_after_backward(&r, span);
@@ -1009,7 +1016,7 @@ impl Builder<'_> {
         }
         let moves = MOVE_METHODS.contains(&name.as_str());
         if moves || is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
-            if !moves && !frameworks::is_untracked_method(&name) {
+            if !moves && self.after_backward() && !frameworks::is_untracked_method(&name) {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 self.note_op_after_backward(&recv, span);
             }
@@ -1022,7 +1029,7 @@ impl Builder<'_> {
         // Possibly a function of this crate: record the call site for the crate-level pass.
         let receiver_self = is_self(&m.receiver);
         let receiver = self.materialize(recv.clone(), recv_span.clone());
-        let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.full(a))).collect();
+        let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = self.span(m.method.span());
         self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span)
     }
@@ -1133,7 +1140,7 @@ impl Builder<'_> {
         }
         let records_op =
             (TENSOR_TYPES.contains(&ty) && matches!(last, "cat" | "stack")) || segs.iter().any(|s| s == "activation");
-        if records_op && self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn {
+        if records_op && self.after_backward() {
             // `Tensor::cat(vec![..])`, `activation::softmax(x, 1)`: tensor operations on their arguments.
             let call_span = self.between(first_token(&c.func), c.paren_token.span.close());
             let mut parts = Vec::with_capacity(c.args.len());
@@ -1149,7 +1156,7 @@ impl Builder<'_> {
             return self.exprs(c.args.iter(), true);
         }
         // Possibly a function of this crate (`compute_loss(..)`, `Self::helper(..)`).
-        let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.full(a))).collect();
+        let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
         self.call_site(last.to_string(), qualifier, false, None, false, None, args, span)

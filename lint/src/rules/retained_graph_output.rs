@@ -89,6 +89,8 @@ impl Rule for RetainedGraphOutput {
             let value_text = match f.binding_of(value) {
                 // A binding passed to a function that stores it.
                 Some(b) if f.through(edge).is_some() => f.bindings[b].name.clone(),
+                // Another argument of such a call (its text is not kept).
+                None if f.through(edge).is_some() => String::new(),
                 _ => cx.snippet(&value_span).trim().to_string(),
             };
             let value_text = value_text.strip_suffix(".clone()").map(str::to_string).unwrap_or(value_text);
@@ -121,8 +123,9 @@ impl Rule for RetainedGraphOutput {
             let listed = match names.as_slice() {
                 [one] => format!("`{one}` is"),
                 [init @ .., last] => {
-                    let init: Vec<String> = init.iter().map(|n| format!("`{n}`")).collect();
-                    format!("{} and `{last}` are", init.join(", "))
+                    let quote = |n: &String| if n == "value" { "another value".to_string() } else { format!("`{n}`") };
+                    let init: Vec<String> = init.iter().map(quote).collect();
+                    format!("{} and {} are", init.join(", "), quote(last))
                 }
                 [] => "the value is".to_string(),
             };
