@@ -540,6 +540,7 @@ fn self_field(g: &mut FnGraph, name: &str, span: &Span) -> NodeIndex {
                 decl: span.clone(),
                 decl_loop: None,
                 host: false,
+                ty: None,
             });
             g.bindings.len() - 1
         }

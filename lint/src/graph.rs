@@ -85,6 +85,9 @@ pub struct Binding {
     /// Declared as a host number (`let mut total = 0.0;`, `let x: f32`): whatever is written
     /// into it (`total += out.policy_loss`) is a host number too, or the code would not compile.
     pub host: bool,
+    /// The declared type's name, when the declaration says it (`trace: &mut Trace<2>`,
+    /// `let m = Memory::new(..)`, `let t: Trace = ..`).
+    pub ty: Option<String>,
 }
 
 /// Index of a binding in [`FnGraph::bindings`].
@@ -167,6 +170,8 @@ pub struct FieldStore {
     pub file: std::sync::Arc<crate::source::SourceFile>,
     /// The store, or the call that stores, in `file`.
     pub span: Span,
+    /// The storing function works on an autodiff backend (burn 0.22: `device.autodiff()`).
+    pub autodiff: bool,
 }
 
 /// A loop scope.
@@ -238,8 +243,8 @@ pub struct FnGraph {
     /// Calls wave-2 rules look for.
     pub events: Vec<Event>,
     /// Pushes into a field of a value that is not `self` (`rollout.values.push(v)`): the pushed
-    /// value, the field name and the call.
-    pub field_pushes: Vec<(NodeIndex, String, Span)>,
+    /// value, the receiver's declared type when known, the field name and the call.
+    pub field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub returns_plain: bool,
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
@@ -543,6 +548,7 @@ impl FnGraph {
                 field: field.trim_start_matches("self.").to_string(),
                 file: file.clone(),
                 span: span.clone(),
+                autodiff: self.autodiff,
             };
             if self.bindings[b].kind == BindingKind::SelfField
                 && let Some(owner) = &self.owner
@@ -557,9 +563,15 @@ impl FnGraph {
                 }
             }
         }
-        for (value, field, span) in &self.field_pushes {
+        for (value, owner, field, span) in &self.field_pushes {
             if self.graph[*value].taint.has(Taint::GRAPH) {
-                out.push(FieldStore { owner: None, field: field.clone(), file: file.clone(), span: span.clone() });
+                out.push(FieldStore {
+                    owner: owner.clone(),
+                    field: field.clone(),
+                    file: file.clone(),
+                    span: span.clone(),
+                    autodiff: self.autodiff,
+                });
             }
         }
         out

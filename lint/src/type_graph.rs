@@ -67,6 +67,8 @@ pub struct TypeDecl {
     pub fields: Vec<FieldDecl>,
     /// Type parameter names, in order (`B`, `M`).
     pub generics: Vec<String>,
+    /// Const parameter names (`D` of burn 0.22's `Tensor<D>`).
+    pub consts: Vec<String>,
     /// Type parameters bounded by burn's `AutodiffBackend`, with the bound's span.
     pub autodiff: Vec<(String, Span)>,
     /// A type alias naming an autodiff backend (`type Train = Autodiff<Wgpu>;`): no fields.
@@ -148,6 +150,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                     let name = s.ident.to_string();
                     let fields = field_decls(&name, s.fields.iter(), offset);
                     let (generics, autodiff) = type_params(&s.generics, offset);
+                    let consts = const_params(&s.generics);
                     let span = range(s.ident.span(), offset);
                     out.push(TypeDecl {
                         name,
@@ -155,6 +158,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                         span,
                         fields,
                         generics,
+                        consts,
                         autodiff,
                         autodiff_alias: false,
                     });
@@ -167,6 +171,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                         .flat_map(|v| field_decls(&format!("{name}::{}", v.ident), v.fields.iter(), offset))
                         .collect();
                     let (generics, autodiff) = type_params(&e.generics, offset);
+                    let consts = const_params(&e.generics);
                     let span = range(e.ident.span(), offset);
                     out.push(TypeDecl {
                         name,
@@ -174,6 +179,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                         span,
                         fields,
                         generics,
+                        consts,
                         autodiff,
                         autodiff_alias: false,
                     });
@@ -184,6 +190,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                     span: range(t.ident.span(), offset),
                     fields: Vec::new(),
                     generics: Vec::new(),
+                    consts: Vec::new(),
                     autodiff: Vec::new(),
                     autodiff_alias: true,
                 }),
@@ -235,6 +242,10 @@ fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(St
         }
     }
     (names, autodiff)
+}
+
+fn const_params(generics: &syn::Generics) -> Vec<String> {
+    generics.const_params().map(|c| c.ident.to_string()).collect()
 }
 
 /// Whether a type names burn's `Autodiff<..>` backend anywhere.

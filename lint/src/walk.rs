@@ -118,9 +118,13 @@ impl Items<'_> {
                     let mut names = Vec::new();
                     pat_idents(&pt.pat, &mut names);
                     let mut first = None;
+                    let ty = type_name(&pt.ty);
                     for ident in names {
                         let span = b.span(ident.span());
                         let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
+                        if let Some(binding) = b.g.bindings.last_mut() {
+                            binding.ty.clone_from(&ty);
+                        }
                         first.get_or_insert(v);
                     }
                     b.g.params.push(first);
@@ -275,7 +279,14 @@ impl Builder<'_> {
         init: Option<(NodeIndex, Store, Span)>,
     ) -> NodeIndex {
         let id = self.g.bindings.len();
-        self.g.bindings.push(Binding { name, kind, decl: decl.clone(), decl_loop: self.cur_loop(), host: false });
+        self.g.bindings.push(Binding {
+            name,
+            kind,
+            decl: decl.clone(),
+            decl_loop: self.cur_loop(),
+            host: false,
+            ty: None,
+        });
         let v = self.add_node(NodeKind::Version(id), decl);
         if let Some((value, how, span)) = init {
             self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, method: None, through: None });
@@ -314,6 +325,7 @@ impl Builder<'_> {
                 decl: span.clone(),
                 decl_loop: None,
                 host: self.crate_fns.plain_fields.contains(&name.to_string()),
+                ty: None,
             });
             let v = self.add_node(NodeKind::Version(id), span);
             self.env.push((id, v));
@@ -560,8 +572,9 @@ impl Builder<'_> {
         for ident in names {
             let decl = self.span(ident.span());
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
-            if host && let Some(b) = self.g.bindings.last_mut() {
-                b.host = true;
+            if let Some(b) = self.g.bindings.last_mut() {
+                b.host = host;
+                b.ty = declared_type(&local.pat, init.map(|i| &*i.expr));
             }
         }
     }
@@ -867,7 +880,15 @@ impl Builder<'_> {
                     && !is_self(&f.base)
                     && let syn::Member::Named(field) = &f.member
                 {
-                    self.g.field_pushes.push((value, field.to_string(), span.clone()));
+                    let owner = match strip_place(&f.base) {
+                        Expr::Path(p) => p
+                            .path
+                            .get_ident()
+                            .and_then(|i| self.lookup(&i.to_string()))
+                            .and_then(|slot| self.g.bindings[self.env[slot].0].ty.clone()),
+                        _ => None,
+                    };
+                    self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
                 }
                 self.write(slot, value, Store::Push, span, Some(name), true);
             }
@@ -1615,6 +1636,29 @@ fn is_whole_binding(e: &Expr) -> bool {
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_whole_binding(&u.expr),
         _ => false,
     }
+}
+
+/// The type a `let` names: its annotation, or the type of a constructor call or struct literal
+/// (`Memory::new(..)`, `Trace { .. }`).
+fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
+    if let Pat::Type(t) = pat {
+        return type_name(&t.ty);
+    }
+    let mut e = init?;
+    while let Expr::Try(t) = e {
+        e = &t.expr;
+    }
+    let path = match e {
+        Expr::Struct(s) => return s.path.segments.last().map(|s| s.ident.to_string()),
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) => &p.path,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let n = path.segments.len();
+    let ty = path.segments.iter().nth(n.checked_sub(2)?)?.ident.to_string();
+    ty.starts_with(char::is_uppercase).then_some(ty)
 }
 
 /// A number literal (`0.0`, `0f32`, `-1.0`, `0 as f64`): the binding it initializes is a host number.

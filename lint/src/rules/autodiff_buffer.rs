@@ -21,7 +21,9 @@ struct of the crate such as `Vec<Transition<B>>` — when some function of the c
 graph-carrying value into it (a forward pass's output, a log-probability, a value estimate),
 directly or through a method such as `memory.push(..)`. Buffers that only ever receive data
 (observations built with `Tensor::from_data`) or `.inner()`/`detach()` values are not
-reported.
+reported. In burn 0.22, where `Tensor<D>` names no backend, a collection of tensors is reported
+when a function working on an autodiff device (`device.autodiff()`) fills it with
+graph-carrying values.
 
 ### Why is this bad?
 A tensor of an autodiff backend that came out of a forward pass keeps its part of the autograd
@@ -95,7 +97,13 @@ impl Types<'_> {
         match name.as_str() {
             // Parameters are the model's own leaves.
             "Param" | "RunningState" => false,
-            "Tensor" => args.first().is_some_and(backend) && (in_collection || !need_collection),
+            "Tensor" => {
+                // Integer and boolean tensors are never tracked.
+                let tracked =
+                    !args.iter().any(|a| matches!(a, Shape::Named { name, .. } if name == "Int" || name == "Bool"));
+                // burn 0.22 `Tensor<2>` names no backend: the first argument is not a type.
+                tracked && backend(args.first().unwrap_or(&Shape::Opaque)) && (in_collection || !need_collection)
+            }
             n if COLLECTIONS.contains(&n) => args.iter().any(|a| self.holds(a, backend, true, need_collection)),
             n => {
                 if let Some(&t) = self.by_name.get(n) {
@@ -129,8 +137,8 @@ impl Rule for AutodiffBuffer {
 
     fn check_types(&self, types: &TypeGraph, cx: &mut Context<'_>) {
         let decls: Vec<&TypeDecl> = types.decls.iter().filter(|d| !d.autodiff_alias).collect();
-        let concrete = decls.iter().any(|d| d.fields.iter().any(|f| names_autodiff(&f.ty)));
-        if types.graph_stores.is_empty() || (decls.iter().all(|d| d.autodiff.is_empty()) && !concrete) {
+        // Only burn functions report graph stores.
+        if types.graph_stores.is_empty() {
             return;
         }
         let aliases: HashSet<&str> = types.decls.iter().filter(|d| d.autodiff_alias).map(|d| d.name.as_str()).collect();
@@ -165,16 +173,28 @@ impl Rule for AutodiffBuffer {
             for f in &d.fields {
                 let short = f.field.rsplit('.').next().unwrap_or(&f.field);
                 let bound = d.autodiff.iter().find(|(g, _)| t.holds(&f.ty, &is_param(g), false, true));
+                // burn 0.22 `Tensor<D>`: the device, not the type, makes it autodiff.
+                let no_backend = |s: &Shape| match s {
+                    Shape::Opaque => true,
+                    Shape::Named { name, args } => args.is_empty() && d.consts.contains(name),
+                    Shape::Tuple(_) => false,
+                };
                 let found = match bound {
-                    Some((g, span)) => Some((format!("`{g}`"), Some(span.clone()))),
-                    None if t.holds(&f.ty, &autodiff_type, false, true) => Some(("an autodiff".to_string(), None)),
+                    Some((g, span)) => Some((format!("`{g}`"), Some(span.clone()), false)),
+                    None if t.holds(&f.ty, &autodiff_type, false, true) => {
+                        Some(("an autodiff".to_string(), None, false))
+                    }
+                    None if t.holds(&f.ty, &no_backend, false, true) => {
+                        Some(("an autodiff device's".to_string(), None, true))
+                    }
                     None => None,
                 };
-                let Some((backend, bound_span)) = found else { continue };
+                let Some((backend, bound_span, device_only)) = found else { continue };
                 let stores: Vec<_> = types
                     .graph_stores
                     .iter()
                     .filter(|s| s.owner.as_ref().is_none_or(|o| *o == d.name) && s.field == short)
+                    .filter(|s| !device_only || s.autodiff)
                     .collect();
                 if stores.is_empty() {
                     continue;
@@ -182,7 +202,11 @@ impl Rule for AutodiffBuffer {
                 let mut report = Report::new(
                     format!("`{}` collects tensors of an autodiff backend", f.field),
                     f.span.clone(),
-                    format!("a collection of tensors on {backend} backend"),
+                    if device_only {
+                        "a collection of tensors, filled from an autodiff device".to_string()
+                    } else {
+                        format!("a collection of tensors on {backend} backend")
+                    },
                 );
                 if let Some(span) = bound_span {
                     report.secondary.push(Label::new(span, "an autodiff backend"));
@@ -196,8 +220,13 @@ impl Rule for AutodiffBuffer {
                         report.elsewhere.push((s.file.path.clone(), line, text.to_string()));
                     }
                 }
+                let help = if device_only {
+                    "push `.detach()`ed tensors (or `.inner()` ones on the inner device), and rebuild what training needs gradients for"
+                } else {
+                    "store tensors of the inner backend (`Tensor<B::InnerBackend, D>`, pushing `.inner()`), and convert with `Tensor::from_inner` where training needs gradients"
+                };
                 report = report
-                    .help("store tensors of the inner backend (`Tensor<B::InnerBackend, D>`, pushing `.inner()`), and convert with `Tensor::from_inner` where training needs gradients")
+                    .help(help)
                     .note("each kept tensor keeps its autograd graph alive; a buffer that outlives iterations keeps the graphs of every step it holds");
                 cx.report_in(&d.file.clone(), report);
             }

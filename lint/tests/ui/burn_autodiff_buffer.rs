@@ -107,6 +107,34 @@ fn collect<B: AutodiffBackend>(critic: &dyn Critic<B>, obs: Vec<Tensor<B, 2>>) -
     episode
 }
 
+// burn 0.22: `Tensor<D>` names no backend; this one is filled on an autodiff device.
+struct Trace<const D: usize> {
+    outputs: Vec<Tensor<D>>, //~ autodiff_buffer
+    inputs: Vec<Tensor<D>>,
+}
+
+fn trace_022(device: burn::Device, model: Model, xs: Vec<Tensor<2>>, trace: &mut Trace<2>) {
+    let device = device.autodiff();
+    let model = model.to_device(&device);
+    for x in xs {
+        let x = x.to_device(&device);
+        let out = model.forward(x.clone()); //~ autodiff_forward_without_backward
+        trace.outputs.push(out);
+        trace.inputs.push(x);
+    }
+}
+
+// Not reported: a field of the same name, filled on an inference device.
+struct Cache {
+    outputs: Vec<Tensor<2>>,
+}
+
+fn infer(model: Model, xs: Vec<Tensor<2>>, cache: &mut Cache) {
+    for x in xs {
+        cache.outputs.push(model.forward(x));
+    }
+}
+
 trait Critic<B: Backend> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 1>;
 }
