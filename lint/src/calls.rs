@@ -296,6 +296,13 @@ impl Index {
                     from.iter().copied().filter(|id| keep(id)).collect()
                 };
                 let mut left = many.to_vec();
+                // `memory.push(..)` with `memory: &mut Memory<B>`: methods of `Memory`.
+                if let Some(ty) = &site.receiver_type {
+                    let of_type = narrow(&|id| g(id).owner.as_deref() == Some(ty.as_str()), &left);
+                    if !of_type.is_empty() {
+                        left = of_type;
+                    }
+                }
                 if site.receiver_self {
                     let same_type = narrow(&|id| g(id).owner == caller_owner, &left);
                     if !same_type.is_empty() {
@@ -368,9 +375,14 @@ fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>,
         }
         for e in g.graph.edges_directed(n, Direction::Outgoing) {
             let t = e.target();
+            // Scalars, metadata and detached values do not carry the parameter's graph.
+            if matches!(g.graph[t].kind, NodeKind::Value(crate::graph::Producer::Plain)) {
+                continue;
+            }
             if let Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold, span, .. } = e.weight()
                 && let NodeKind::Version(b) = g.graph[t].kind
                 && Some(b) != start_binding
+                && !g.bindings[b].host
             {
                 let binding = &g.bindings[b];
                 let inner = g.through(e.id()).cloned();

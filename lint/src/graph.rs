@@ -277,6 +277,9 @@ pub struct CallSite {
     pub receiver: Option<NodeIndex>,
     /// The receiver is `self`.
     pub receiver_self: bool,
+    /// The receiver's declared type, when it is a binding whose declaration names one
+    /// (`memory: &mut Memory<B>` → `Memory`).
+    pub receiver_type: Option<String>,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.
     pub args: Vec<ArgValue>,
     /// The value node of the call's result.

@@ -1052,7 +1052,19 @@ impl Builder<'_> {
         let receiver = self.materialize(recv.clone(), recv_span.clone());
         let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = self.span(m.method.span());
-        self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span)
+        let receiver_type = match strip_place(&m.receiver) {
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .and_then(|i| self.lookup(&i.to_string()))
+                .and_then(|slot| self.g.bindings[self.env[slot].0].ty.clone()),
+            _ => None,
+        };
+        let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
+        if let Some(site) = self.g.call_sites.last_mut() {
+            site.receiver_type = receiver_type;
+        }
+        result
     }
 
     /// Records a call to a function that may be the crate's own; the result is derived from the
@@ -1098,6 +1110,7 @@ impl Builder<'_> {
             method,
             receiver,
             receiver_self,
+            receiver_type: None,
             args: arg_values,
             result,
             span,
