@@ -325,6 +325,10 @@ pub enum EventKind {
     Forward,
     /// `buf.clear()`, `buf.drain(..)`, `buf.truncate(..)`: `receiver` is the version cleared.
     CollectionCleared,
+    /// burn: a parameter rewritten from autodiff ops on its own value (`p.map(|t| t * (1.0 - tau)
+    /// + online.val() * tau)`, `Param::initialized(id, this.val() * a + that.val() * b)`) with
+    /// no `detach()` of the result.
+    SoftUpdate,
     /// A tensor operation (burn) on a value made before the backward call of the same iteration
     /// (`related`): `receiver` is that value.
     OpAfterBackward,

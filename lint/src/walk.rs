@@ -181,6 +181,8 @@ struct Builder<'c> {
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
+    /// burn: value nodes made by `param.val()` (the tensor of a parameter).
+    param_reads: Vec<NodeIndex>,
 }
 
 fn byte_range(span: PmSpan, offset: usize) -> Span {
@@ -229,6 +231,7 @@ impl Builder<'_> {
             nested_items: Vec::new(),
             params: Vec::new(),
             backward_marks: vec![None],
+            param_reads: Vec::new(),
         }
     }
 
@@ -421,6 +424,62 @@ impl Builder<'_> {
         let in_loop = self.cur_loop();
         let path = self.path.clone();
         self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path });
+    }
+
+    /// burn `param.map(|t| …)`: the closure's result replaces the parameter's value. Blending
+    /// it with autodiff ops on `t` (a soft target update) chains the new value onto the old one.
+    fn param_map(&mut self, m: &syn::ExprMethodCall, c: &syn::ExprClosure, input: &Pat) -> Val {
+        let recv = self.expr(&m.receiver);
+        let (param, body) = self.branch(|s| {
+            let mark = s.env.len();
+            s.bind_pat(input, Val::plain(), 0..0);
+            let param = (s.env.len() > mark).then(|| s.env[s.env.len() - 1].1);
+            let body = s.expr(&c.body);
+            s.env.truncate(mark);
+            (param, body)
+        });
+        // `.inner()` inside means the target lives on the inner backend (no autodiff).
+        let inner = mentions_method(&c.body, &["inner", "valid"]);
+        // A blend: the old value and another parameter's (`online.val()`); `t.clamp(..)` alone
+        // is not one (a trained parameter is rebuilt as a leaf by the next optimizer step).
+        if let Some(p) = param
+            && body.producer == Producer::Derived
+            && body.op
+            && !inner
+            && self.reads_any(&body.reads, &[p])
+            && self.reads_any(&body.reads, &self.param_reads)
+        {
+            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            let body = self.full(&c.body);
+            self.event(EventKind::SoftUpdate, span, Some(body));
+        }
+        // `map` hands the parameter on: a move, as for any other `map`.
+        self.combine(vec![(recv, 0..0), (body, 0..0)], false)
+    }
+
+    /// Whether values reading `reads` reach one of `targets`, through values and `let`s.
+    fn reads_any(&self, reads: &[NodeIndex], targets: &[NodeIndex]) -> bool {
+        use petgraph::visit::EdgeRef;
+        let mut stack: Vec<NodeIndex> = reads.to_vec();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(n) = stack.pop() {
+            if targets.contains(&n) {
+                return true;
+            }
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            for e in self.g.graph.edges_directed(n, petgraph::Direction::Incoming) {
+                let through = match e.weight() {
+                    Edge::DerivedFrom => true,
+                    Edge::StoredInto { how, .. } => *how == Store::Let,
+                };
+                if through {
+                    stack.push(e.source());
+                }
+            }
+        }
+        false
     }
 
     /// burn code after a backward call of this iteration (cheap: checked before any span work).
@@ -896,6 +955,21 @@ impl Builder<'_> {
             return Val::plain();
         }
 
+        if self.g.framework_known && spec.framework == frameworks::Framework::Burn {
+            if name == "val" && argc == 0 {
+                let recv = self.expr(&m.receiver);
+                let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
+                self.param_reads.push(n);
+                return Val { reads: vec![n], producer: Producer::Derived, op: false };
+            }
+            if name == "map"
+                && let [Expr::Closure(c)] = m.args.iter().collect::<Vec<_>>().as_slice()
+                && let [input] = c.inputs.iter().collect::<Vec<_>>().as_slice()
+                && is_param_place(&m.receiver, self)
+            {
+                return self.param_map(m, c, input);
+            }
+        }
         if self.g.framework_known && spec.framework == frameworks::Framework::Dfdx {
             let kind = match name.as_str() {
                 "leaky_trace" | "leaky_traced" => Some(EventKind::LeakyTrace),
@@ -1151,13 +1225,28 @@ impl Builder<'_> {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
         }
-        if ty == "Param"
-            && last == "from_tensor"
-            && self.g.framework_known
-            && self.g.spec.framework == frameworks::Framework::Burn
-        {
+        if ty == "Param" && self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn {
             let span = self.between(first_token(&c.func), c.paren_token.span.close());
-            self.event(EventKind::ParamFromTensor, span, None);
+            if last == "from_tensor" {
+                self.event(EventKind::ParamFromTensor, span.clone(), None);
+            }
+            // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
+            if matches!(last, "initialized" | "from_tensor")
+                && let Some(value) = c.args.last()
+                && !mentions_method(value, &["inner", "valid"])
+            {
+                let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+                let v = vals.last().expect("one argument at least");
+                // A blend of two parameters' values.
+                let blended = self.param_reads.iter().filter(|&&r| self.reads_any(&v.reads, &[r])).take(2).count() == 2;
+                if v.producer == Producer::Derived && blended {
+                    let fix = self.full(value);
+                    self.event(EventKind::SoftUpdate, span, Some(fix));
+                }
+                let n = self.value_node(Val::plain(), 0..0);
+                self.params.push(n);
+                return Val { reads: vec![n], producer: Producer::Derived, op: false };
+            }
         }
         if PARAM_TYPES.contains(&ty) {
             self.exprs(c.args.iter(), false);
@@ -1672,6 +1761,42 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     let n = path.segments.len();
     let ty = path.segments.iter().nth(n.checked_sub(2)?)?.ident.to_string();
     ty.starts_with(char::is_uppercase).then_some(ty)
+}
+
+/// Whether an expression calls one of `methods` anywhere.
+fn mentions_method(e: &Expr, methods: &[&str]) -> bool {
+    use syn::visit::Visit;
+    struct Find<'m>(&'m [&'m str], bool);
+    impl<'a> Visit<'a> for Find<'_> {
+        fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+            if self.0.iter().any(|n| m.method == n) {
+                self.1 = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut f = Find(methods, false);
+    f.visit_expr(e);
+    f.1
+}
+
+/// burn: whether a `map` receiver is a parameter — a `weight`/`bias`-like field, or a binding
+/// declared as `Param<..>` (`this: &mut Param<Tensor<B, D>>`), possibly cloned.
+fn is_param_place(e: &Expr, b: &Builder<'_>) -> bool {
+    const PARAM_FIELDS: &[&str] = &["weight", "bias", "gamma", "beta", "weights", "biases", "kernel"];
+    match e {
+        Expr::MethodCall(m) if m.method == "clone" && m.args.is_empty() => is_param_place(&m.receiver, b),
+        Expr::Paren(p) => is_param_place(&p.expr, b),
+        Expr::Reference(r) => is_param_place(&r.expr, b),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_param_place(&u.expr, b),
+        Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if PARAM_FIELDS.iter().any(|p| n == p)),
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .and_then(|i| b.lookup(&i.to_string()))
+            .is_some_and(|slot| b.g.bindings[b.env[slot].0].ty.as_deref() == Some("Param")),
+        _ => false,
+    }
 }
 
 /// A number literal (`0.0`, `0f32`, `-1.0`, `0 as f64`): the binding it initializes is a host number.

@@ -13,6 +13,7 @@ mod param_rebuilt_in_loop;
 mod parse_error;
 mod rc_cycle;
 mod retained_graph_output;
+mod soft_update_without_detach;
 mod unused_suppression;
 
 use crate::rule::{Rule, RuleMeta};
@@ -36,6 +37,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &autodiff_forward_without_backward::AutodiffForwardWithoutBackward,
         &autodiff_ops_after_backward::AutodiffOpsAfterBackward,
         &autodiff_buffer::AutodiffBuffer,
+        &soft_update_without_detach::SoftUpdateWithoutDetach,
     ];
     RULES
 }
