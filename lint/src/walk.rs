@@ -434,6 +434,12 @@ impl Builder<'_> {
             let mark = s.env.len();
             s.bind_pat(input, Val::plain(), 0..0);
             let param = (s.env.len() > mark).then(|| s.env[s.env.len() - 1].1);
+            // `bias.map(|p| p.map(|t| …))`: an optional parameter hands a parameter on.
+            if param.is_some()
+                && let Some(b) = s.g.bindings.last_mut()
+            {
+                b.ty = Some("Param".to_string());
+            }
             let body = s.expr(&c.body);
             s.env.truncate(mark);
             (param, body)

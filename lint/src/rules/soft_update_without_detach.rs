@@ -55,28 +55,36 @@ impl Rule for SoftUpdateWithoutDetach {
         if !f.framework_known || f.spec.framework != Framework::Burn {
             return;
         }
-        for e in f.events.iter().filter(|e| e.kind == EventKind::SoftUpdate) {
-            let mut report = Report::new(
-                    "parameter rewritten from autodiff ops on its old value",
-                    e.span.clone(),
-                    "the new value is a graph node chained to the old one",
-                )
-                .help("detach the blended value (`(t * (1.0 - tau) + online.val() * tau).detach()`), or keep the target network on the inner backend (`model.valid()`)")
-                .note("on an autodiff backend every update adds a node to a chain nothing consumes: memory and the time burn spends after each backward grow with every update");
-            if let Some(value) = &e.fix_span {
-                let text = cx.snippet(value).trim().to_string();
-                let simple = text.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
-                let replacement = if simple { format!("{text}.detach()") } else { format!("({text}).detach()") };
-                // Right for a target network; a parameter that is also trained would lose its
-                // gradient tracking, so it is not applied blindly.
-                report = report.suggest(Suggestion {
-                    message: "detach the new value".to_string(),
-                    span: value.clone(),
-                    replacement,
-                    applicability: Applicability::MaybeIncorrect,
-                });
-            }
-            cx.report(report);
+        // One report per function: the first update is primary, the others are labelled.
+        let updates: Vec<_> = f.events.iter().filter(|e| e.kind == EventKind::SoftUpdate).collect();
+        let Some(first) = updates.first() else { return };
+        let message = match updates.len() {
+            1 => "parameter rewritten from autodiff ops on its old value".to_string(),
+            n => format!("{n} parameters rewritten from autodiff ops on their old values"),
+        };
+        let mut report = Report::new(message, first.span.clone(), "the new value is a graph node chained to the old one")
+            .help("detach the blended value (`(t * (1.0 - tau) + online.val() * tau).detach()`), or keep the target network on the inner backend (`model.valid()`)")
+            .note("on an autodiff backend every update adds a node to a chain nothing consumes: memory and the time burn spends after each backward grow with every update");
+        for e in updates.iter().skip(1).take(MAX_LABELS) {
+            report = report.label(e.span.clone(), "another update chained the same way");
         }
+        for e in &updates {
+            let Some(value) = &e.fix_span else { continue };
+            let text = cx.snippet(value).trim().to_string();
+            let simple = text.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            let replacement = if simple { format!("{text}.detach()") } else { format!("({text}).detach()") };
+            // Right for a target network; a parameter that is also trained would lose its
+            // gradient tracking, so it is not applied blindly.
+            report = report.suggest(Suggestion {
+                message: "detach the new value".to_string(),
+                span: value.clone(),
+                replacement,
+                applicability: Applicability::MaybeIncorrect,
+            });
+        }
+        cx.report(report);
     }
 }
+
+/// Further updates of one function shown as labels.
+const MAX_LABELS: usize = 4;

@@ -58,3 +58,10 @@ fn hard_copy<B: Backend>(mut a: Linear<B>, b: &Linear<B>, scale: Vec<f32>, devic
 fn totals(xs: Vec<f32>, tau: f32) -> Vec<f32> {
     xs.iter().map(|x| x * (1.0 - tau) + tau).collect()
 }
+
+// Several layers in one function: one report.
+fn soft_update_layers<B: AutodiffBackend>(mut a: Linear<B>, b: &Linear<B>, tau: f32) -> Linear<B> {
+    a.weight = a.weight.map(|w| w * (1.0 - tau) + b.weight.val() * tau); //~ soft_update_without_detach
+    a.bias = a.bias.map(|p| p.map(|t| t * (1.0 - tau) + b.bias.as_ref().unwrap().val() * tau)); // labelled above
+    a
+}
