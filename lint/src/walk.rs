@@ -453,7 +453,7 @@ impl Builder<'_> {
             && body.op
             && !inner
             && self.reads_any(&body.reads, &[p])
-            && self.reads_any(&body.reads, &self.param_reads)
+            && self.blend(&body.reads, &[p]).1
         {
             let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
             let body = self.full(&c.body);
@@ -461,6 +461,50 @@ impl Builder<'_> {
         }
         // `map` hands the parameter on: a move, as for any other `map`.
         self.combine(vec![(recv, 0..0), (body, 0..0)], false)
+    }
+
+    /// What a value is computed from, back through values and `let`s: how many of `stops` it
+    /// reaches (not looking past them), and whether it reaches, besides them, a binding that may
+    /// hold a tensor (not a host number) or one of `self.param_reads`.
+    fn blend(&self, reads: &[NodeIndex], stops: &[NodeIndex]) -> (usize, bool) {
+        use petgraph::visit::EdgeRef;
+        const HOST: &[&str] =
+            &["f16", "f32", "f64", "i32", "i64", "u32", "u64", "usize", "isize", "bool", "ElemType", "FloatElem"];
+        let mut stack: Vec<NodeIndex> = reads.to_vec();
+        let mut seen = std::collections::HashSet::new();
+        let (mut hit, mut other) = (0, false);
+        while let Some(n) = stack.pop() {
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            if stops.contains(&n) {
+                hit += 1;
+                continue;
+            }
+            if self.param_reads.contains(&n) {
+                other = true;
+                continue;
+            }
+            let mut incoming = self
+                .g
+                .graph
+                .edges_directed(n, petgraph::Direction::Incoming)
+                .filter(|e| match e.weight() {
+                    Edge::DerivedFrom => true,
+                    Edge::StoredInto { how, .. } => *how == Store::Let,
+                })
+                .peekable();
+            if incoming.peek().is_none() {
+                if let NodeKind::Version(b) = self.g.graph[n].kind {
+                    let b = &self.g.bindings[b];
+                    other |= !b.host && !b.ty.as_deref().is_some_and(|t| HOST.contains(&t));
+                }
+                continue;
+            }
+            // A detached operand (`online.val().detach()`) is still a tensor to blend with.
+            stack.extend(incoming.map(|e| e.source()));
+        }
+        (hit, other)
     }
 
     /// Whether values reading `reads` reach one of `targets`, through values and `let`s.
@@ -1243,9 +1287,10 @@ impl Builder<'_> {
             {
                 let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
                 let v = vals.last().expect("one argument at least");
-                // A blend of two parameters' values.
-                let blended = self.param_reads.iter().filter(|&&r| self.reads_any(&v.reads, &[r])).take(2).count() == 2;
-                if v.producer == Producer::Derived && blended {
+                // A blend of a parameter's value with another tensor (another parameter's value,
+                // a captured online tensor); `p.val().clamp(..)` alone is not one.
+                let (params, other) = self.blend(&v.reads, &self.param_reads);
+                if v.producer == Producer::Derived && (params >= 2 || (params == 1 && other)) {
                     let fix = self.full(value);
                     self.event(EventKind::SoftUpdate, span, Some(fix));
                 }

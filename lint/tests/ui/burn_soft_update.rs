@@ -65,3 +65,30 @@ fn soft_update_layers<B: AutodiffBackend>(mut a: Linear<B>, b: &Linear<B>, tau: 
     a.bias = a.bias.map(|p| p.map(|t| t * (1.0 - tau) + b.bias.as_ref().unwrap().val() * tau)); // labelled above
     a
 }
+
+// A module mapper blending with captured online tensors (the id is kept, the chain grows).
+struct Blend<B: Backend> {
+    online: Vec<Tensor<B, 1>>,
+    tau: f32,
+    index: usize,
+}
+
+impl<B: Backend> burn::module::ModuleMapper<B> for Blend<B> {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let target = param.val();
+        let shape = target.dims();
+        let online = self.online[self.index].clone();
+        self.index += 1;
+        let mixed = online.mul_scalar(self.tau) + target.reshape([-1]).mul_scalar(1.0 - self.tau);
+        Param::initialized(param.id.clone(), mixed.reshape(shape)) //~ soft_update_without_detach
+    }
+}
+
+// Not flagged: clipping a parameter from its own value (the next optimizer step rebuilds it as
+// a leaf).
+fn clip<B: Backend>(mut a: Linear<B>, limit: f32) -> Linear<B> {
+    a.weight = a.weight.map(|w| w.clamp(-limit, limit));
+    let w = a.weight.val();
+    a.weight = Param::initialized(a.weight.id, w.clamp(-limit, limit));
+    a
+}
