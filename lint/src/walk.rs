@@ -501,7 +501,18 @@ impl Builder<'_> {
                 }
                 continue;
             }
-            // A detached operand (`online.val().detach()`) is still a tensor to blend with.
+            // A plain value: a detached parameter (`online.val().detach()`) is still a tensor
+            // to blend with; host reads (`module.require_grad`, scalars) are not.
+            if matches!(self.g.graph[n].kind, NodeKind::Value(Producer::Plain)) {
+                for src in incoming.map(|e| e.source()) {
+                    if stops.contains(&src) {
+                        hit += 1;
+                    } else if self.param_reads.contains(&src) {
+                        other = true;
+                    }
+                }
+                continue;
+            }
             stack.extend(incoming.map(|e| e.source()));
         }
         (hit, other)

@@ -92,3 +92,15 @@ fn clip<B: Backend>(mut a: Linear<B>, limit: f32) -> Linear<B> {
     a.weight = Param::initialized(a.weight.id, w.clamp(-limit, limit));
     a
 }
+
+// Not flagged: a parameter lifted to the autodiff backend with a host flag (burn's own
+// `from_inner`).
+struct Lifted<B: Backend, const D: usize> {
+    param: Param<Tensor<B, D>>,
+    require_grad: bool,
+}
+
+fn lift<B: AutodiffBackend, const D: usize>(module: Lifted<B::InnerBackend, D>) -> Param<Tensor<B, D>> {
+    let tensor = Tensor::from_inner(module.param.val()).set_require_grad(module.require_grad);
+    Param::initialized(module.param.id, tensor)
+}
