@@ -469,48 +469,39 @@ impl FnGraph {
     /// The graph-carrying binding a stored value was computed from (other than `exclude`),
     /// with its declaration: "where the value came from".
     pub fn graph_source(&self, value: NodeIndex, exclude: Option<BindingId>) -> Option<(BindingId, Span)> {
-        let mut seen = vec![false; self.graph.node_count()];
-        let mut queue = std::collections::VecDeque::from([value]);
-        while let Some(n) = queue.pop_front() {
-            if std::mem::replace(&mut seen[n.index()], true) {
-                continue;
+        self.graph_upstream(value).find_map(|n| match self.graph[n].kind {
+            NodeKind::Version(b) if Some(b) != exclude && self.graph[n].taint.has(Taint::GRAPH) => {
+                Some((b, self.bindings[b].decl.clone()))
             }
-            if let NodeKind::Version(b) = self.graph[n].kind
-                && Some(b) != exclude
-                && self.graph[n].taint.has(Taint::GRAPH)
-            {
-                return Some((b, self.bindings[b].decl.clone()));
-            }
-            queue.extend(
-                self.graph
-                    .edges_directed(n, Direction::Incoming)
-                    .map(|e| e.source())
-                    .filter(|s| self.graph[*s].taint.has(Taint::GRAPH)),
-            );
-        }
-        None
+            _ => None,
+        })
     }
 
     /// Whether `value` was computed, along graph-carrying nodes, from a version of `binding`:
     /// assigning it back makes a chain that grows every iteration (`hidden = cell(x, hidden)`).
     pub fn derives_from(&self, value: NodeIndex, binding: BindingId) -> bool {
+        self.graph_upstream(value).any(|n| n != value && self.binding_of(n) == Some(binding))
+    }
+
+    /// `value` and the graph-carrying nodes it was computed from, nearest first.
+    fn graph_upstream(&self, value: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
         let mut seen = vec![false; self.graph.node_count()];
-        let mut stack = vec![value];
-        while let Some(n) = stack.pop() {
-            if std::mem::replace(&mut seen[n.index()], true) {
-                continue;
+        let mut queue = std::collections::VecDeque::from([value]);
+        std::iter::from_fn(move || {
+            while let Some(n) = queue.pop_front() {
+                if std::mem::replace(&mut seen[n.index()], true) {
+                    continue;
+                }
+                queue.extend(
+                    self.graph
+                        .edges_directed(n, Direction::Incoming)
+                        .map(|e| e.source())
+                        .filter(|s| self.graph[*s].taint.has(Taint::GRAPH)),
+                );
+                return Some(n);
             }
-            if n != value && self.binding_of(n) == Some(binding) {
-                return true;
-            }
-            stack.extend(
-                self.graph
-                    .edges_directed(n, Direction::Incoming)
-                    .map(|e| e.source())
-                    .filter(|s| self.graph[*s].taint.has(Taint::GRAPH)),
-            );
-        }
-        false
+            None
+        })
     }
 
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an

@@ -147,21 +147,8 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
         for item in items {
             match item {
                 syn::Item::Struct(s) => {
-                    let name = s.ident.to_string();
-                    let fields = field_decls(&name, s.fields.iter(), offset);
-                    let (generics, autodiff) = type_params(&s.generics, offset);
-                    let consts = const_params(&s.generics);
-                    let span = range(s.ident.span(), offset);
-                    out.push(TypeDecl {
-                        name,
-                        file: file.clone(),
-                        span,
-                        fields,
-                        generics,
-                        consts,
-                        autodiff,
-                        autodiff_alias: false,
-                    });
+                    let fields = field_decls(&s.ident.to_string(), s.fields.iter(), offset);
+                    out.push(decl(&s.ident, &s.generics, fields, file, offset));
                 }
                 syn::Item::Enum(e) => {
                     let name = e.ident.to_string();
@@ -170,19 +157,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                         .iter()
                         .flat_map(|v| field_decls(&format!("{name}::{}", v.ident), v.fields.iter(), offset))
                         .collect();
-                    let (generics, autodiff) = type_params(&e.generics, offset);
-                    let consts = const_params(&e.generics);
-                    let span = range(e.ident.span(), offset);
-                    out.push(TypeDecl {
-                        name,
-                        file: file.clone(),
-                        span,
-                        fields,
-                        generics,
-                        consts,
-                        autodiff,
-                        autodiff_alias: false,
-                    });
+                    out.push(decl(&e.ident, &e.generics, fields, file, offset));
                 }
                 syn::Item::Type(t) if names_autodiff(&Shape::of(&t.ty, 0)) => out.push(TypeDecl {
                     name: t.ident.to_string(),
@@ -206,6 +181,28 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
     let mut out = Vec::new();
     walk(&ast.items, file, offset, &mut out);
     out
+}
+
+/// The declaration of a struct or enum.
+fn decl(
+    ident: &syn::Ident,
+    generics: &syn::Generics,
+    fields: Vec<FieldDecl>,
+    file: &Arc<SourceFile>,
+    offset: usize,
+) -> TypeDecl {
+    let (names, autodiff) = type_params(generics, offset);
+    let r = ident.span().byte_range();
+    TypeDecl {
+        name: ident.to_string(),
+        file: file.clone(),
+        span: r.start + offset..r.end + offset,
+        fields,
+        generics: names,
+        consts: generics.const_params().map(|c| c.ident.to_string()).collect(),
+        autodiff,
+        autodiff_alias: false,
+    }
 }
 
 /// A type's parameter names, and those bounded by `AutodiffBackend` (inline or in `where`).
@@ -242,10 +239,6 @@ fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(St
         }
     }
     (names, autodiff)
-}
-
-fn const_params(generics: &syn::Generics) -> Vec<String> {
-    generics.const_params().map(|c| c.ident.to_string()).collect()
 }
 
 /// Whether a type names burn's `Autodiff<..>` backend anywhere.

@@ -426,6 +426,13 @@ impl Builder<'_> {
         self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path });
     }
 
+    /// The declared type of the binding an expression names (`memory` in `&mut memory`).
+    fn declared_type_of(&self, e: &Expr) -> Option<String> {
+        let Expr::Path(p) = strip_place(e) else { return None };
+        let slot = self.lookup(&p.path.get_ident()?.to_string())?;
+        self.g.bindings[self.env[slot].0].ty.clone()
+    }
+
     /// burn `param.map(|t| …)`: the closure's result replaces the parameter's value. Blending
     /// it with autodiff ops on `t` (a soft target update) chains the new value onto the old one.
     fn param_map(&mut self, m: &syn::ExprMethodCall, c: &syn::ExprClosure, input: &Pat) -> Val {
@@ -1000,14 +1007,7 @@ impl Builder<'_> {
                     && !is_self(&f.base)
                     && let syn::Member::Named(field) = &f.member
                 {
-                    let owner = match strip_place(&f.base) {
-                        Expr::Path(p) => p
-                            .path
-                            .get_ident()
-                            .and_then(|i| self.lookup(&i.to_string()))
-                            .and_then(|slot| self.g.bindings[self.env[slot].0].ty.clone()),
-                        _ => None,
-                    };
+                    let owner = self.declared_type_of(&f.base);
                     self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
                 }
                 self.write(slot, value, Store::Push, span, Some(name), true);
@@ -1187,14 +1187,7 @@ impl Builder<'_> {
         let receiver = self.materialize(recv.clone(), recv_span.clone());
         let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = self.span(m.method.span());
-        let receiver_type = match strip_place(&m.receiver) {
-            Expr::Path(p) => p
-                .path
-                .get_ident()
-                .and_then(|i| self.lookup(&i.to_string()))
-                .and_then(|slot| self.g.bindings[self.env[slot].0].ty.clone()),
-            _ => None,
-        };
+        let receiver_type = self.declared_type_of(&m.receiver);
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         if let Some(site) = self.g.call_sites.last_mut() {
             site.receiver_type = receiver_type;
@@ -1852,11 +1845,7 @@ fn is_param_place(e: &Expr, b: &Builder<'_>) -> bool {
         Expr::Reference(r) => is_param_place(&r.expr, b),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_param_place(&u.expr, b),
         Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if PARAM_FIELDS.iter().any(|p| n == p)),
-        Expr::Path(p) => p
-            .path
-            .get_ident()
-            .and_then(|i| b.lookup(&i.to_string()))
-            .is_some_and(|slot| b.g.bindings[b.env[slot].0].ty.as_deref() == Some("Param")),
+        Expr::Path(_) => b.declared_type_of(e).as_deref() == Some("Param"),
         _ => false,
     }
 }
