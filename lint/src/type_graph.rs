@@ -209,9 +209,12 @@ fn decl(
 fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(String, Span)>) {
     fn autodiff_bound<'a>(bounds: impl IntoIterator<Item = &'a syn::TypeParamBound>) -> Option<proc_macro2::Span> {
         bounds.into_iter().find_map(|b| match b {
-            syn::TypeParamBound::Trait(t) => {
-                t.path.segments.last().filter(|s| s.ident == "AutodiffBackend").map(|s| s.ident.span())
-            }
+            syn::TypeParamBound::Trait(t) => t
+                .path
+                .segments
+                .last()
+                .filter(|s| s.ident.to_string().ends_with("AutodiffBackend"))
+                .map(|s| s.ident.span()),
             _ => None,
         })
     }

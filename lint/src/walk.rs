@@ -1279,14 +1279,18 @@ impl Builder<'_> {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
         }
-        if ty == "Param" && self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn {
-            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+        if ty == "Param"
+            && matches!(last, "initialized" | "from_tensor")
+            && self.g.framework_known
+            && self.g.spec.framework == frameworks::Framework::Burn
+        {
+            let call_span = |s: &Self| s.between(first_token(&c.func), c.paren_token.span.close());
             if last == "from_tensor" {
-                self.event(EventKind::ParamFromTensor, span.clone(), None);
+                let span = call_span(self);
+                self.event(EventKind::ParamFromTensor, span, None);
             }
             // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
-            if matches!(last, "initialized" | "from_tensor")
-                && let Some(value) = c.args.last()
+            if let Some(value) = c.args.last()
                 && !mentions_method(value, &["inner", "valid"])
             {
                 let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
@@ -1295,7 +1299,7 @@ impl Builder<'_> {
                 // a captured online tensor); `p.val().clamp(..)` alone is not one.
                 let (params, other) = self.blend(&v.reads, &self.param_reads);
                 if v.producer == Producer::Derived && (params >= 2 || (params == 1 && other)) {
-                    let fix = self.full(value);
+                    let (span, fix) = (call_span(self), self.full(value));
                     self.event(EventKind::SoftUpdate, span, Some(fix));
                 }
                 let n = self.value_node(Val::plain(), 0..0);
@@ -1704,24 +1708,39 @@ const WRAPPERS: &[&str] = &[
 
 /// Whether generics name an autodiff backend (`B: AutodiffBackend`, `Autodiff<NdArray>`).
 fn mentions_autodiff(generics: &syn::Generics) -> bool {
-    use quote::ToTokens;
-    let text = generics.to_token_stream().to_string();
-    text.contains("AutodiffBackend") || text.contains("Autodiff <") || text.contains("AutodiffModule")
+    use syn::visit::Visit;
+    let mut v = AutodiffNames(false);
+    v.visit_generics(generics);
+    v.0
 }
 
 /// Whether a signature's generics or parameter types name an autodiff backend.
 fn signature_mentions_autodiff(sig: &syn::Signature) -> bool {
-    use quote::ToTokens;
-    if mentions_autodiff(&sig.generics) {
-        return true;
-    }
-    sig.inputs.iter().any(|i| match i {
-        syn::FnArg::Typed(t) => {
-            let text = t.ty.to_token_stream().to_string();
-            text.contains("Autodiff <") || text.contains("AutodiffBackend")
+    use syn::visit::Visit;
+    let mut v = AutodiffNames(false);
+    v.visit_generics(&sig.generics);
+    for input in &sig.inputs {
+        if let syn::FnArg::Typed(t) = input {
+            v.visit_type(&t.ty);
         }
-        syn::FnArg::Receiver(_) => false,
-    })
+    }
+    v.0
+}
+
+/// Finds burn's autodiff names in paths (walking the tree; printing it to text costs more).
+struct AutodiffNames(bool);
+
+impl<'a> syn::visit::Visit<'a> for AutodiffNames {
+    fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
+        // `AutodiffBackend`, and crate traits extending it (`GaeAutodiffBackend`).
+        let name = s.ident.to_string();
+        if name.ends_with("AutodiffBackend") || name == "AutodiffModule" || name == "Autodiff" {
+            self.0 = true;
+        }
+        if !self.0 {
+            syn::visit::visit_path_segment(self, s);
+        }
+    }
 }
 
 /// Whether a type holds no tensor: primitives, `String`, and tuples, `Result`, `Option`, `Vec`
