@@ -287,6 +287,14 @@ impl Index {
                 }
             })
             .collect();
+        // `env.step(action)` with `env: &mut Env<B>`: when no candidate is a method of `Env`,
+        // only a trait's default body can be reached (other types' methods cannot).
+        let fits = match &site.receiver_type {
+            Some(ty) if site.method && !fits.iter().any(|id| g(id).owner.as_deref() == Some(ty.as_str())) => {
+                fits.into_iter().filter(|id| g(id).trait_default).collect()
+            }
+            _ => fits,
+        };
         match fits.as_slice() {
             [] | [_] => fits,
             many => {
@@ -307,6 +315,13 @@ impl Index {
                     let same_type = narrow(&|id| g(id).owner == caller_owner, &left);
                     if !same_type.is_empty() {
                         left = same_type;
+                    }
+                }
+                // Rust prefers an inherent method to a trait method of the same name.
+                if left.len() > 1 && site.method {
+                    let inherent = narrow(&|id| !g(id).trait_impl, &left);
+                    if !inherent.is_empty() && left.iter().all(|id| g(id).owner == g(&left[0]).owner) {
+                        left = inherent;
                     }
                 }
                 if left.len() > 1 {
@@ -410,10 +425,20 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     if s.returns_graph && !g.seeds.contains(&site.result) {
         g.seeds.push(site.result);
     }
-    if s.result_plain {
+    // Summaries of later rounds may undo what earlier ones said (a callee found to run backward
+    // one call deeper no longer just runs forward passes): set, do not only add.
+    g.graph[site.result].kind = NodeKind::Value(if s.result_plain {
         // The callee's result is known: it does not carry what its arguments carried
         // (`net = update_parameters(loss, net, optim)` returns the stepped module).
-        g.graph[site.result].kind = NodeKind::Value(crate::graph::Producer::Plain);
+        crate::graph::Producer::Plain
+    } else {
+        crate::graph::Producer::Derived
+    });
+    if !s.returns_graph {
+        g.seeds.retain(|&n| n != site.result);
+    }
+    if !s.forwards_autodiff {
+        g.events.retain(|e| !(e.kind == crate::graph::EventKind::Forward && e.via.is_some() && e.span == site.span));
     }
     let add_call = |g: &mut FnGraph, kind: TrainingCallKind| {
         if !g.calls.iter().any(|c| c.kind == kind && c.span == site.span) {

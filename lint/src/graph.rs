@@ -233,6 +233,10 @@ pub struct FnGraph {
     /// The function's own name (`train_step`), and the type of `impl`/`trait` it is in.
     pub ident: String,
     pub owner: Option<String>,
+    /// Defined in `impl Trait for Type` (method calls prefer inherent methods).
+    pub trait_impl: bool,
+    /// A default method body in a `trait` (reachable from any type implementing it).
+    pub trait_default: bool,
     pub has_self: bool,
     /// The first version of each typed parameter, in order (`self` excluded).
     pub params: Vec<Option<NodeIndex>>,

@@ -36,7 +36,7 @@ pub fn function_graphs(
     crate_fns: &CrateNames,
 ) -> Vec<FnGraph> {
     let mut out = Vec::new();
-    let mut items = Items { impl_autodiff: false, spec, known, offset, crate_fns, out: &mut out };
+    let mut items = Items { impl_autodiff: false, trait_impl: false, spec, known, offset, crate_fns, out: &mut out };
     for item in &file.items {
         items.item(item, None);
     }
@@ -46,6 +46,8 @@ pub fn function_graphs(
 struct Items<'o> {
     /// The `impl` being walked has an autodiff backend in its generics (burn).
     impl_autodiff: bool,
+    /// The function being walked is in `impl Trait for Type`.
+    trait_impl: bool,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -67,7 +69,9 @@ impl Items<'_> {
                 self.impl_autodiff = self.is_burn() && mentions_autodiff(&imp.generics);
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
+                        self.trait_impl = imp.trait_.is_some();
                         self.function(&f.sig, &f.block, owner.as_deref());
+                        self.trait_impl = false;
                     }
                 }
                 self.impl_autodiff = outer;
@@ -78,7 +82,12 @@ impl Items<'_> {
                     if let syn::TraitItem::Fn(f) = it
                         && let Some(block) = &f.default
                     {
+                        // `function` pushes this function's graph first, then nested items'.
+                        let at = self.out.len();
                         self.function(&f.sig, block, Some(&owner));
+                        if let Some(g) = self.out.get_mut(at) {
+                            g.trait_default = true;
+                        }
                     }
                 }
             }
@@ -111,6 +120,7 @@ impl Items<'_> {
         };
         b.g.autodiff = self.impl_autodiff || (self.is_burn() && signature_mentions_autodiff(sig));
         b.g.owner = owner.map(str::to_string);
+        b.g.trait_impl = std::mem::take(&mut self.trait_impl);
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
@@ -209,6 +219,8 @@ impl Builder<'_> {
                 op_values: Vec::new(),
                 ident: String::new(),
                 owner: None,
+                trait_impl: false,
+                trait_default: false,
                 has_self: false,
                 params: Vec::new(),
                 returns: Vec::new(),

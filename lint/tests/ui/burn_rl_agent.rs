@@ -71,6 +71,64 @@ fn infer<B: burn::tensor::backend::Backend>(model: &Model, batches: Vec<Tensor<B
     }
 }
 
+// Not flagged: `step` acts and, when its buffer is full, trains through `train` -> `learn`
+// (three calls deep). The inherent `learn` that runs backward wins over the trait method of
+// the same name, as in Rust; bounds in `where` clauses count.
+struct Ppo<B, M> {
+    model: M,
+    steps: usize,
+    _backend: std::marker::PhantomData<B>,
+}
+
+impl<B, M> Ppo<B, M>
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B> + Policy<B>,
+{
+    fn go(&mut self, env: &mut Env<B>) {
+        while self.steps < 10_000 {
+            self.step(env);
+        }
+    }
+
+    fn train(&mut self, obs: Tensor<B, 2>) {
+        self.learn(obs);
+    }
+
+    fn learn(&mut self, obs: Tensor<B, 2>) {
+        let loss = self.model.forward(obs).mean();
+        let _grads = loss.backward();
+    }
+
+    fn pick(&self, obs: Tensor<B, 2>) -> u32 {
+        self.model.forward(obs).argmax(1).into_scalar().elem::<u32>()
+    }
+}
+
+impl<B, M> Learner<B> for Ppo<B, M>
+where
+    B: AutodiffBackend,
+    M: AutodiffModule<B> + Policy<B>,
+{
+    fn step(&mut self, env: &mut Env<B>) {
+        let obs = env.observe();
+        let _action = self.pick(obs.clone());
+        self.steps += 1;
+        if self.steps % 64 == 0 {
+            self.train(obs);
+        }
+    }
+
+    fn learn(&mut self, obs: Tensor<B, 2>) {
+        self.learn(obs)
+    }
+}
+
+trait Learner<B: AutodiffBackend> {
+    fn step(&mut self, env: &mut Env<B>);
+    fn learn(&mut self, obs: Tensor<B, 2>);
+}
+
 trait Policy<B: AutodiffBackend> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2>;
 }
