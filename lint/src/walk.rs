@@ -193,6 +193,8 @@ struct Builder<'c> {
     backward_marks: Vec<Option<(usize, Span)>>,
     /// burn: value nodes made by `param.val()` (the tensor of a parameter).
     param_reads: Vec<NodeIndex>,
+    /// burn: value nodes of sums and differences.
+    additive_nodes: Vec<NodeIndex>,
 }
 
 fn byte_range(span: PmSpan, offset: usize) -> Span {
@@ -244,6 +246,7 @@ impl Builder<'_> {
             params: Vec::new(),
             backward_marks: vec![None],
             param_reads: Vec::new(),
+            additive_nodes: Vec::new(),
         }
     }
 
@@ -464,15 +467,15 @@ impl Builder<'_> {
             (param, body)
         });
         // `.inner()` inside means the target lives on the inner backend (no autodiff).
-        let inner = mentions_method(&c.body, &["inner", "valid"]);
+        let inner = mentions_method(&c.body, &["inner", "valid"])
+            // `bias.map(|p| p.map(|t| …))`: the inner `map` is the update.
+            || matches!(&*c.body, Expr::MethodCall(m) if m.method == "map");
         // A blend: the old value and another parameter's (`online.val()`); `t.clamp(..)` alone
         // is not one (a trained parameter is rebuilt as a leaf by the next optimizer step).
         if let Some(p) = param
             && body.producer == Producer::Derived
-            && body.op
             && !inner
-            && self.reads_any(&body.reads, &[p])
-            && self.blend(&body.reads, &[p]).1
+            && self.blend(&body.reads, &[p]).is_blend(1)
         {
             let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
             let body = self.full(&c.body);
@@ -485,17 +488,18 @@ impl Builder<'_> {
     /// What a value is computed from, back through values and `let`s: how many of `stops` it
     /// reaches (not looking past them), and whether it reaches, besides them, a binding that may
     /// hold a tensor (not a host number) or one of `self.param_reads`.
-    fn blend(&self, reads: &[NodeIndex], stops: &[NodeIndex]) -> (usize, bool) {
+    fn blend(&self, reads: &[NodeIndex], stops: &[NodeIndex]) -> Blend {
         use petgraph::visit::EdgeRef;
         const HOST: &[&str] =
             &["f16", "f32", "f64", "i32", "i64", "u32", "u64", "usize", "isize", "bool", "ElemType", "FloatElem"];
         let mut stack: Vec<NodeIndex> = reads.to_vec();
         let mut seen = std::collections::HashSet::new();
-        let (mut hit, mut other) = (0, false);
+        let (mut hit, mut other, mut additive) = (0, false, false);
         while let Some(n) = stack.pop() {
             if seen.len() > 256 || !seen.insert(n) {
                 continue;
             }
+            additive |= self.additive_nodes.contains(&n);
             if stops.contains(&n) {
                 hit += 1;
                 continue;
@@ -534,32 +538,7 @@ impl Builder<'_> {
             }
             stack.extend(incoming.map(|e| e.source()));
         }
-        (hit, other)
-    }
-
-    /// Whether values reading `reads` reach one of `targets`, through values and `let`s.
-    fn reads_any(&self, reads: &[NodeIndex], targets: &[NodeIndex]) -> bool {
-        use petgraph::visit::EdgeRef;
-        let mut stack: Vec<NodeIndex> = reads.to_vec();
-        let mut seen = std::collections::HashSet::new();
-        while let Some(n) = stack.pop() {
-            if targets.contains(&n) {
-                return true;
-            }
-            if seen.len() > 256 || !seen.insert(n) {
-                continue;
-            }
-            for e in self.g.graph.edges_directed(n, petgraph::Direction::Incoming) {
-                let through = match e.weight() {
-                    Edge::DerivedFrom => true,
-                    Edge::StoredInto { how, .. } => *how == Store::Let,
-                };
-                if through {
-                    stack.push(e.source());
-                }
-            }
-        }
-        false
+        Blend { stops: hit, other, additive }
     }
 
     /// burn code after a backward call of this iteration (cheap: checked before any span work).
@@ -936,9 +915,20 @@ impl Builder<'_> {
                     self.note_op_after_backward(&r, span);
                 }
                 let parts = vec![(l, self.cheap(&b.left)), (r, self.cheap(&b.right))];
-                self.combine(parts, true)
+                let val = self.combine(parts, true);
+                if matches!(b.op, Add(_) | Sub(_)) { self.additive(val) } else { val }
             }
         }
+    }
+
+    /// burn: remembers a sum or difference (the shape of a blend `a * (1 - tau) + b * tau`).
+    fn additive(&mut self, val: Val) -> Val {
+        if !(self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn) {
+            return val;
+        }
+        let n = self.value_node(val, 0..0);
+        self.additive_nodes.push(n);
+        Val { reads: vec![n], producer: Producer::Derived, op: false }
     }
 
     fn assign(&mut self, left: &Expr, right: &Expr, span: Span) {
@@ -1192,7 +1182,8 @@ impl Builder<'_> {
             for a in &m.args {
                 parts.push((self.expr(a), self.cheap(a)));
             }
-            return self.combine(parts, !moves);
+            let val = self.combine(parts, !moves);
+            return if matches!(name.as_str(), "add" | "sub" | "lerp") { self.additive(val) } else { val };
         }
         // Possibly a function of this crate: record the call site for the crate-level pass.
         let receiver_self = is_self(&m.receiver);
@@ -1309,8 +1300,7 @@ impl Builder<'_> {
                 let v = vals.last().expect("one argument at least");
                 // A blend of a parameter's value with another tensor (another parameter's value,
                 // a captured online tensor); `p.val().clamp(..)` alone is not one.
-                let (params, other) = self.blend(&v.reads, &self.param_reads);
-                if v.producer == Producer::Derived && (params >= 2 || (params == 1 && other)) {
+                if v.producer == Producer::Derived && self.blend(&v.reads, &self.param_reads).is_blend(1) {
                     let (span, fix) = (call_span(self), self.full(value));
                     self.event(EventKind::SoftUpdate, span, Some(fix));
                 }
@@ -1847,6 +1837,23 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     let n = path.segments.len();
     let ty = path.segments.iter().nth(n.checked_sub(2)?)?.ident.to_string();
     ty.starts_with(char::is_uppercase).then_some(ty)
+}
+
+/// What a value is computed from (see [`Builder::blend`]).
+struct Blend {
+    /// How many of the given stop nodes (the old value) it reaches.
+    stops: usize,
+    /// It also reaches another tensor (a binding that is not a host number, a parameter read).
+    other: bool,
+    /// A sum or difference lies on the way.
+    additive: bool,
+}
+
+impl Blend {
+    /// A blend of the old value with another tensor, `a * (1 - tau) + b * tau`.
+    fn is_blend(&self, min_stops: usize) -> bool {
+        self.additive && self.stops >= min_stops && (self.other || self.stops >= 2)
+    }
 }
 
 /// Whether an expression calls one of `methods` anywhere.

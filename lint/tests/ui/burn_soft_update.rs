@@ -104,3 +104,20 @@ fn lift<B: AutodiffBackend, const D: usize>(module: Lifted<B::InnerBackend, D>) 
     let tensor = Tensor::from_inner(module.param.val()).set_require_grad(module.require_grad);
     Param::initialized(module.param.id, tensor)
 }
+
+// Not flagged: a parameter transformed with configuration, not blended with another tensor
+// (burn's own quantizer).
+struct Quantizer {
+    scheme: Scheme,
+    calibration: Calibration,
+}
+
+impl Quantizer {
+    fn map_float<B: Backend, const D: usize>(&self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        param.map(|tensor| {
+            let range = compute_range(&self.scheme, &tensor, &self.calibration);
+            let qparams = compute_q_params(&self.scheme, range);
+            tensor.quantize(&self.scheme, qparams)
+        })
+    }
+}
