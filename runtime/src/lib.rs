@@ -10,12 +10,16 @@ mod alloc;
 pub mod backends;
 pub mod detector;
 mod guard;
+pub mod plan;
 pub mod report;
 pub mod sampler;
+pub mod testing;
 
 pub use alloc::{AllocStats, TrackingAllocator};
 pub use guard::{OnLeak, enabled, report_dir};
+pub use plan::{Plan, PlanError, Planner};
 pub use sampler::{BackendKind, DeviceChoice};
+pub use testing::{GrowthCheck, assert_no_growth, assert_peak_below};
 
 /// What `#[mem_guard]` expands to. Not a stable API.
 #[doc(hidden)]
