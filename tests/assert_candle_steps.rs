@@ -84,6 +84,7 @@ fn leaky_step_fails_with_its_growth_and_samples() {
     assert_eq!(samples.backend, "host-allocator");
     assert_eq!(samples.points.len(), 80);
     let text = failure.to_string();
+    eprintln!("{text}");
     assert!(text.starts_with("memory grows by "), "{text}");
     assert!(text.contains("per step (declared at step"), "{text}");
 }
