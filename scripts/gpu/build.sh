@@ -14,9 +14,11 @@ TOOLCHAIN=${MEMLINT_CUDA_TOOLCHAIN:-$ROOT/../shared/gpu/cuda-toolchain.sh}
 cargo fetch --quiet
 eval "$("$TOOLCHAIN")"
 export CARGO_TARGET_DIR=${MEMLINT_CUDA_TARGET_DIR:-$ROOT/target-cuda}
-cargo build --release --features cuda-examples --example gpu_train
+cargo build --release --features cuda-examples --example gpu_train --example gpu_plan
 mkdir -p gpu-bin
 cp "$CARGO_TARGET_DIR/release/examples/gpu_train" gpu-bin/gpu_train
 strip gpu-bin/gpu_train
+cp "$CARGO_TARGET_DIR/release/examples/gpu_plan" gpu-bin/gpu_plan
+strip gpu-bin/gpu_plan
 cp scripts/gpu/device.sh gpu-bin/device.sh
 ls -l gpu-bin
