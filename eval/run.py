@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""Re-run memlint on the evaluation corpus and score its findings against the labels.
+
+Reads every `eval/corpus/*.toml`, checks each file's tune/test split against the
+pre-registered rule, checks out every repository at its pinned commit in the git-ignored
+`.eval-cache/`, runs memlint with JSON output, matches the findings to
+`eval/labels/<owner>__<name>.toml`, and prints precision and recall per half, per rule and
+per framework. See eval/README.md for the method and the file formats.
+
+Python 3.11+, standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FRAMEWORKS = ("candle", "tch", "burn", "dfdx")
+HALVES = ("tune", "test")
+LABELS = ("true", "false", "unsure")
+# Rules that say something about memlint itself, not about a leak: listed, never scored.
+META_RULES = ("parse_error", "unused_suppression")
+LINE_TOLERANCE = 3
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class EvalError(Exception):
+    """A problem with the corpus, the labels or the environment: reported, exit status 2."""
+
+
+@dataclass
+class Repo:
+    """One `[[repo]]` entry of a corpus file."""
+
+    name: str
+    commit: str
+    framework: str
+    half: str
+    paths: list[str]
+    fix_commit: str | None
+    loops: str
+    corpus_file: str
+
+    @property
+    def slug(self) -> str:
+        return self.name.replace("/", "__")
+
+
+@dataclass
+class Leak:
+    """A leak or rule hazard found by reading the code (ground truth for recall)."""
+
+    file: str
+    line: int
+    rule: str
+    reason: str
+    confirmed: str | None
+    found_by: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Judged:
+    """A `[[finding]]` label: memlint's finding judged by reading the code."""
+
+    rule: str
+    file: str
+    line: int
+    label: str
+    reason: str
+
+
+@dataclass
+class Finding:
+    """A finding memlint reported, with the label it was matched to (None: unlabelled)."""
+
+    rule: str
+    file: str
+    line: int
+    message: str
+    label: str | None = None
+    why: str = ""
+
+
+@dataclass
+class RepoResult:
+    repo: Repo
+    findings: list[Finding]
+    meta: list[Finding]
+    leaks: list[Leak]
+    exit_status: int
+    seconds: float
+    stale_labels: list[Judged]
+
+
+# ----------------------------------------------------------------------------- corpus
+
+
+def expected_halves(names: list[str]) -> dict[str, str]:
+    """The pre-registered split: sort by sha256("owner/name") hex, alternate from tune."""
+    ordered = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+    return {name: HALVES[i % 2] for i, name in enumerate(ordered)}
+
+
+def _need(entry: dict, key: str, where: str, kind: type = str):
+    if key not in entry:
+        raise EvalError(f"{where}: missing `{key}`")
+    value = entry[key]
+    if not isinstance(value, kind):
+        raise EvalError(f"{where}: `{key}` must be a {kind.__name__}")
+    return value
+
+
+def parse_repo(entry: dict, where: str, corpus_file: str) -> Repo:
+    name = _need(entry, "name", where)
+    if not REPO_NAME.match(name):
+        raise EvalError(f"{where}: name `{name}` is not owner/name")
+    commit = _need(entry, "commit", where).lower()
+    if not HEX40.match(commit):
+        raise EvalError(f"{where} ({name}): commit must be 40 hex digits")
+    framework = _need(entry, "framework", where)
+    if framework not in FRAMEWORKS:
+        raise EvalError(f"{where} ({name}): framework must be one of {', '.join(FRAMEWORKS)}")
+    half = _need(entry, "half", where)
+    if half not in HALVES:
+        raise EvalError(f"{where} ({name}): half must be tune or test")
+    paths = entry.get("paths", ["."])
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise EvalError(f"{where} ({name}): paths must be a non-empty list of strings")
+    for p in paths:
+        if p.startswith("/") or ".." in Path(p).parts:
+            raise EvalError(f"{where} ({name}): path `{p}` must stay inside the repository")
+    fix = entry.get("fix_commit")
+    if fix is not None and (not isinstance(fix, str) or not HEX40.match(fix.lower())):
+        raise EvalError(f"{where} ({name}): fix_commit must be 40 hex digits")
+    loops = entry.get("loops", "")
+    if not isinstance(loops, str):
+        raise EvalError(f"{where} ({name}): loops must be a string")
+    return Repo(name, commit, framework, half, paths, fix.lower() if fix else None, loops, corpus_file)
+
+
+def load_corpus(corpus_dir: Path) -> list[Repo]:
+    files = sorted(corpus_dir.glob("*.toml"))
+    if not files:
+        raise EvalError(f"no corpus file in {corpus_dir}")
+    repos: list[Repo] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise EvalError(f"{path}: {err}") from None
+        entries = data.get("repo", [])
+        if not isinstance(entries, list):
+            raise EvalError(f"{path}: `repo` must be an array of tables ([[repo]])")
+        for i, entry in enumerate(entries):
+            repo = parse_repo(entry, f"{path.name} repo #{i + 1}", path.name)
+            if repo.name in seen:
+                raise EvalError(f"{repo.name} is listed twice ({seen[repo.name]}, {path.name})")
+            seen[repo.name] = path.name
+            repos.append(repo)
+    return repos
+
+
+def check_split(repos: list[Repo]) -> list[str]:
+    """Every corpus file, per framework, must follow the sha256 split; returns the violations."""
+    groups: dict[tuple[str, str], list[Repo]] = defaultdict(list)
+    for repo in repos:
+        groups[(repo.corpus_file, repo.framework)].append(repo)
+    problems = []
+    for (corpus_file, framework), members in sorted(groups.items()):
+        expected = expected_halves([r.name for r in members])
+        for repo in members:
+            if repo.half != expected[repo.name]:
+                problems.append(
+                    f"{corpus_file}: {repo.name} ({framework}) is in `{repo.half}`, "
+                    f"the split rule puts it in `{expected[repo.name]}`"
+                )
+    return problems
+
+
+# ----------------------------------------------------------------------------- labels
+
+
+def load_labels(labels_dir: Path, repo: Repo) -> tuple[list[Leak], list[Judged], bool]:
+    path = labels_dir / f"{repo.slug}.toml"
+    if not path.exists():
+        return [], [], False
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise EvalError(f"{path}: {err}") from None
+    leaks, judged = [], []
+    for i, entry in enumerate(data.get("leak", [])):
+        where = f"{path.name} leak #{i + 1}"
+        line = _need(entry, "line", where, int)
+        confirmed = entry.get("confirmed")
+        if confirmed is not None and not isinstance(confirmed, str):
+            raise EvalError(f"{where}: confirmed must be a URL string")
+        leaks.append(
+            Leak(_need(entry, "file", where), line, _need(entry, "rule", where),
+                 _need(entry, "reason", where), confirmed)
+        )
+    for i, entry in enumerate(data.get("finding", [])):
+        where = f"{path.name} finding #{i + 1}"
+        label = _need(entry, "label", where)
+        if label not in LABELS:
+            raise EvalError(f"{where}: label must be one of {', '.join(LABELS)}")
+        judged.append(
+            Judged(_need(entry, "rule", where), _need(entry, "file", where),
+                   _need(entry, "line", where, int), label, _need(entry, "reason", where))
+        )
+    return leaks, judged, True
+
+
+def near(a_file: str, a_line: int, b_file: str, b_line: int) -> bool:
+    return a_file == b_file and abs(a_line - b_line) <= LINE_TOLERANCE
+
+
+def match(findings: list[Finding], leaks: list[Leak], judged: list[Judged]) -> list[Judged]:
+    """Label every finding; mark the leaks each finding finds. Returns labels that matched nothing.
+
+    A finding is true when it lands on a known leak of its rule (same file, within ±3 lines);
+    otherwise it takes the label of a `[[finding]]` entry of its rule, file and line (±3);
+    otherwise it stays unlabelled (never counted as true). A leak whose rule is "none" is found
+    by a finding of any rule at its place.
+    """
+    used = set()
+    for f in findings:
+        for leak in leaks:
+            if leak.rule in (f.rule, "none") and near(f.file, f.line, leak.file, leak.line):
+                leak.found_by.append(f"{f.rule}@{f.file}:{f.line}")
+                if leak.rule == f.rule and f.label is None:
+                    f.label, f.why = "true", f"known leak: {leak.reason}"
+        if f.label is None:
+            for j, entry in enumerate(judged):
+                if entry.rule == f.rule and near(f.file, f.line, entry.file, entry.line):
+                    f.label, f.why = entry.label, entry.reason
+                    used.add(j)
+                    break
+        else:
+            for j, entry in enumerate(judged):
+                if entry.rule == f.rule and near(f.file, f.line, entry.file, entry.line):
+                    used.add(j)
+    # a "none" leak found only by a finding judged false is not found
+    for leak in leaks:
+        if leak.rule == "none":
+            leak.found_by = [
+                hit for hit in leak.found_by
+                if any(f"{f.rule}@{f.file}:{f.line}" == hit and f.label == "true" for f in findings)
+            ]
+    return [entry for j, entry in enumerate(judged) if j not in used]
+
+
+# ----------------------------------------------------------------------------- checkout + run
+
+
+def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def checkout(repo: Repo, cache: Path, mirrors: Path) -> Path:
+    """A work tree of `repo` at its pinned commit under `cache` (cloned once, then reused)."""
+    dest = cache / repo.slug
+    if not (dest / ".git").exists():
+        mirror = mirrors / repo.name.replace("/", "+") / "repo"
+        source = str(mirror) if mirror.exists() else f"https://github.com/{repo.name}.git"
+        cache.mkdir(parents=True, exist_ok=True)
+        done = git("clone", "-q", "--no-checkout", source, str(dest))
+        if done.returncode != 0:
+            raise EvalError(f"{repo.name}: git clone {source} failed: {done.stderr.strip()}")
+    # Only Rust sources and manifests of the linted paths: memlint reads nothing else, and
+    # snapshots may lack large blobs (images, weights) that a full checkout would need.
+    patterns = ["Cargo.toml"] + [
+        "*.rs" if p in (".", "./") else f"/{p.strip('/')}/**/*.rs" for p in repo.paths
+    ]
+    git("sparse-checkout", "set", "--no-cone", *patterns, cwd=dest)
+    if git("cat-file", "-e", f"{repo.commit}^{{commit}}", cwd=dest).returncode != 0:
+        git("fetch", "-q", "origin", repo.commit, cwd=dest)
+    # Always check out (and restore) the pinned tree: a fresh --no-checkout clone has none.
+    done = git("checkout", "-q", "--force", "--detach", repo.commit, cwd=dest)
+    if done.returncode != 0:
+        raise EvalError(f"{repo.name}: commit {repo.commit} not available: {done.stderr.strip()}")
+    for p in repo.paths:
+        if not (dest / p).exists():
+            raise EvalError(f"{repo.name}: path `{p}` does not exist at {repo.commit[:12]}")
+    return dest
+
+
+def parse_findings(stdout: str, tree: Path) -> list[Finding]:
+    findings = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if msg.get("reason") != "compiler-message":
+            continue
+        body = msg.get("message", {})
+        code = (body.get("code") or {}).get("code", "")
+        spans = [s for s in body.get("spans", []) if s.get("is_primary")] or body.get("spans", [])
+        if not code.startswith("memlint::") or not spans:
+            continue
+        name = spans[0]["file_name"]
+        path = Path(name)
+        if path.is_absolute():
+            try:
+                name = path.resolve().relative_to(tree.resolve()).as_posix()
+            except ValueError:
+                pass
+        name = name.removeprefix("./")
+        findings.append(Finding(code.removeprefix("memlint::"), name, int(spans[0]["line_start"]),
+                                body.get("message", "")))
+    return findings
+
+
+def run_memlint(memlint: str, repo: Repo, tree: Path, timeout: int) -> tuple[list[Finding], int, float]:
+    cmd = [memlint, "memlint", "--message-format", "json", "--color", "never", "-W", "warnings",
+           *repo.paths]
+    start = time.monotonic()
+    try:
+        done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise EvalError(f"memlint binary not found: {memlint} (build it, or pass --memlint)") from None
+    except subprocess.TimeoutExpired:
+        return [], -1, time.monotonic() - start
+    seconds = time.monotonic() - start
+    if done.returncode == 2:
+        sys.stderr.write(f"warning: memlint failed on {repo.name}:\n{done.stderr[-2000:]}\n")
+    return parse_findings(done.stdout, tree), done.returncode, seconds
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
+
+
+def score(results: list[RepoResult]) -> dict:
+    """Counts for one group of repositories."""
+    counts = {l: 0 for l in LABELS}
+    counts["unlabelled"] = 0
+    for r in results:
+        for f in r.findings:
+            counts[f.label or "unlabelled"] += 1
+    leaks = [l for r in results for l in r.leaks]
+    rule_leaks = [l for l in leaks if l.rule != "none"]
+    confirmed = [l for l in leaks if l.confirmed]
+    return {
+        "repos": len(results),
+        "findings": sum(len(r.findings) for r in results),
+        **counts,
+        "precision": ratio(counts["true"], counts["true"] + counts["false"]),
+        "leaks_with_rule": len(rule_leaks),
+        "leaks_with_rule_found": sum(1 for l in rule_leaks if l.found_by),
+        "recall_rule": ratio(sum(1 for l in rule_leaks if l.found_by), len(rule_leaks)),
+        "leaks_all": len(leaks),
+        "leaks_all_found": sum(1 for l in leaks if l.found_by),
+        "recall_all": ratio(sum(1 for l in leaks if l.found_by), len(leaks)),
+        "confirmed": len(confirmed),
+        "confirmed_found": sum(1 for l in confirmed if l.found_by),
+    }
+
+
+def by_rule(results: list[RepoResult]) -> dict[str, dict]:
+    rules = sorted({f.rule for r in results for f in r.findings} | {l.rule for r in results for l in r.leaks})
+    out = {}
+    for rule in rules:
+        counts = {l: 0 for l in LABELS}
+        counts["unlabelled"] = 0
+        for r in results:
+            for f in r.findings:
+                if f.rule == rule:
+                    counts[f.label or "unlabelled"] += 1
+        leaks = [l for r in results for l in r.leaks if l.rule == rule]
+        found = sum(1 for l in leaks if l.found_by)
+        out[rule] = {**counts, "precision": ratio(counts["true"], counts["true"] + counts["false"]),
+                     "leaks": len(leaks), "leaks_found": found, "recall": ratio(found, len(leaks))}
+    return out
+
+
+def report(results: list[RepoResult], halves: list[str]) -> dict:
+    out: dict = {"halves": {}}
+    for half in halves:
+        group = [r for r in results if half == "all" or r.repo.half == half]
+        frameworks = sorted({r.repo.framework for r in group})
+        out["halves"][half] = {
+            "total": score(group),
+            "per_framework": {fw: score([r for r in group if r.repo.framework == fw]) for fw in frameworks},
+            "per_rule": by_rule(group),
+            "confirmed_leaks": [
+                {"repo": r.repo.name, "file": l.file, "line": l.line, "rule": l.rule,
+                 "confirmed": l.confirmed, "found": bool(l.found_by), "found_by": l.found_by}
+                for r in group for l in r.leaks if l.confirmed
+            ],
+            "repos": [
+                {"repo": r.repo.name, "framework": r.repo.framework, "half": r.repo.half,
+                 "commit": r.repo.commit, "exit_status": r.exit_status, "seconds": round(r.seconds, 2),
+                 "findings": len(r.findings),
+                 "labels": {k: sum(1 for f in r.findings if (f.label or "unlabelled") == k)
+                            for k in (*LABELS, "unlabelled")},
+                 "meta_findings": [f"{f.rule} {f.file}:{f.line}" for f in r.meta]}
+                for r in group
+            ],
+            "unlabelled": [
+                {"repo": r.repo.name, "rule": f.rule, "file": f.file, "line": f.line, "message": f.message}
+                for r in group for f in r.findings if f.label is None
+            ],
+            "unsure": [
+                {"repo": r.repo.name, "rule": f.rule, "file": f.file, "line": f.line, "reason": f.why}
+                for r in group for f in r.findings if f.label == "unsure"
+            ],
+            "stale_labels": [
+                {"repo": r.repo.name, "rule": j.rule, "file": j.file, "line": j.line, "label": j.label}
+                for r in group for j in r.stale_labels
+            ],
+        }
+    return out
+
+
+def pct(value: float | None) -> str:
+    return "  n/a" if value is None else f"{100 * value:5.1f}%"
+
+
+def print_text(out: dict) -> None:
+    for half, data in out["halves"].items():
+        t = data["total"]
+        print(f"== half: {half}  ({t['repos']} repositories, {t['findings']} findings)")
+        print(f"   precision {pct(t['precision'])}  (true {t['true']}, false {t['false']}; "
+              f"unsure {t['unsure']}, unlabelled {t['unlabelled']} not counted)")
+        print(f"   recall    {pct(t['recall_rule'])}  of leaks with a rule "
+              f"({t['leaks_with_rule_found']}/{t['leaks_with_rule']});  {pct(t['recall_all'])} of all "
+              f"known leaks incl. rule \"none\" ({t['leaks_all_found']}/{t['leaks_all']})")
+        print(f"   author-confirmed leaks found: {t['confirmed_found']}/{t['confirmed']}")
+        for c in data["confirmed_leaks"]:
+            state = "FOUND " if c["found"] else "missed"
+            print(f"     {state} {c['repo']} {c['file']}:{c['line']} [{c['rule']}] {c['confirmed']}")
+        print("   per framework:")
+        for fw, s in data["per_framework"].items():
+            print(f"     {fw:7} repos {s['repos']:2}  findings {s['findings']:3}  precision "
+                  f"{pct(s['precision'])} (t {s['true']}, f {s['false']}, u {s['unsure']}, "
+                  f"unlabelled {s['unlabelled']})  recall {pct(s['recall_rule'])} "
+                  f"({s['leaks_with_rule_found']}/{s['leaks_with_rule']}), all {pct(s['recall_all'])} "
+                  f"({s['leaks_all_found']}/{s['leaks_all']})")
+        print("   per rule:")
+        for rule, s in data["per_rule"].items():
+            print(f"     {rule:34} precision {pct(s['precision'])} (t {s['true']}, f {s['false']}, "
+                  f"u {s['unsure']}, unlabelled {s['unlabelled']})  recall {pct(s['recall'])} "
+                  f"({s['leaks_found']}/{s['leaks']})")
+        print("   per repository:")
+        for r in data["repos"]:
+            lab = r["labels"]
+            status = "timeout" if r["exit_status"] == -1 else f"exit {r['exit_status']}"
+            print(f"     {r['repo']:40} {r['framework']:6} {status:7} {r['seconds']:6.1f}s  findings "
+                  f"{r['findings']:3} (t {lab['true']}, f {lab['false']}, u {lab['unsure']}, "
+                  f"unlabelled {lab['unlabelled']})"
+                  + (f"  meta: {', '.join(r['meta_findings'])}" if r["meta_findings"] else ""))
+        if data["unlabelled"]:
+            print("   unlabelled findings (never counted as true):")
+            for f in data["unlabelled"]:
+                print(f"     {f['repo']} {f['file']}:{f['line']} [{f['rule']}] {f['message']}")
+        if data["stale_labels"]:
+            print("   labels that matched no finding (stale or moved):")
+            for j in data["stale_labels"]:
+                print(f"     {j['repo']} {j['file']}:{j['line']} [{j['rule']}] {j['label']}")
+        print()
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--half", choices=("tune", "test", "all"), default=None,
+                    help="report one half (default: tune, test and all)")
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("--memlint", default=os.environ.get("MEMLINT", str(ROOT / "target/release/cargo-memlint")),
+                    help="the cargo-memlint binary (default: $MEMLINT or target/release/cargo-memlint)")
+    ap.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
+    ap.add_argument("--corpus-dir", type=Path, default=ROOT / "eval/corpus")
+    ap.add_argument("--labels-dir", type=Path, default=ROOT / "eval/labels")
+    ap.add_argument("--cache", type=Path, default=ROOT / ".eval-cache")
+    ap.add_argument("--mirrors", type=Path, default=Path(os.environ.get("MEMLINT_EVAL_MIRRORS", "/work/.mirror")),
+                    help="folder of bare mirrors <owner>+<name>/repo tried before cloning from GitHub")
+    ap.add_argument("--checkout-only", action="store_true",
+                    help="check the split and make the checkouts, run nothing")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per repository")
+    args = ap.parse_args(argv)
+    try:
+        repos = load_corpus(args.corpus_dir)
+        problems = check_split(repos)
+        if problems:
+            raise EvalError("the tune/test split does not follow the rule:\n  " + "\n  ".join(problems))
+        unknown = set(args.repo) - {r.name for r in repos}
+        if unknown:
+            raise EvalError(f"not in the corpus: {', '.join(sorted(unknown))}")
+        selected = [r for r in repos if not args.repo or r.name in args.repo]
+        if args.half in HALVES:
+            selected = [r for r in selected if r.half == args.half]
+        results = []
+        for repo in selected:
+            tree = checkout(repo, args.cache, args.mirrors)
+            if args.checkout_only:
+                print(f"{repo.name}: {tree} at {repo.commit[:12]}")
+                continue
+            leaks, judged, has_labels = load_labels(args.labels_dir, repo)
+            if not has_labels:
+                sys.stderr.write(f"warning: no label file for {repo.name}\n")
+            found, status, seconds = run_memlint(args.memlint, repo, tree, args.timeout)
+            meta = [f for f in found if f.rule in META_RULES]
+            findings = [f for f in found if f.rule not in META_RULES]
+            stale = match(findings, leaks, judged)
+            results.append(RepoResult(repo, findings, meta, leaks, status, seconds, stale))
+        if args.checkout_only:
+            return 0
+    except EvalError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    halves = [args.half] if args.half else ["tune", "test", "all"]
+    out = report(results, halves)
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_text(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
