@@ -232,34 +232,30 @@ def match(findings: list[Finding], leaks: list[Leak], judged: list[Judged]) -> l
     """Label every finding; mark the leaks each finding finds. Returns labels that matched nothing.
 
     A finding is true when it lands on a known leak of its rule (same file, within ±3 lines);
-    otherwise it takes the label of a `[[finding]]` entry of its rule, file and line (±3);
-    otherwise it stays unlabelled (never counted as true). A leak whose rule is "none" is found
-    by a finding of any rule at its place.
+    otherwise it takes the label of the nearest `[[finding]]` entry of its rule and file within
+    ±3 lines; otherwise it stays unlabelled (never counted as true). A leak whose rule is "none"
+    is found by a finding of any rule at its place that is not judged false.
     """
     used = set()
     for f in findings:
+        candidates = [
+            (abs(f.line - entry.line), j) for j, entry in enumerate(judged)
+            if entry.rule == f.rule and near(f.file, f.line, entry.file, entry.line)
+        ]
+        nearest = min(candidates)[1] if candidates else None
+        if nearest is not None:
+            used.add(nearest)
         for leak in leaks:
-            if leak.rule in (f.rule, "none") and near(f.file, f.line, leak.file, leak.line):
-                leak.found_by.append(f"{f.rule}@{f.file}:{f.line}")
-                if leak.rule == f.rule and f.label is None:
-                    f.label, f.why = "true", f"known leak: {leak.reason}"
-        if f.label is None:
-            for j, entry in enumerate(judged):
-                if entry.rule == f.rule and near(f.file, f.line, entry.file, entry.line):
-                    f.label, f.why = entry.label, entry.reason
-                    used.add(j)
-                    break
-        else:
-            for j, entry in enumerate(judged):
-                if entry.rule == f.rule and near(f.file, f.line, entry.file, entry.line):
-                    used.add(j)
-    # a "none" leak found only by a finding judged false is not found
+            if leak.rule == f.rule and near(f.file, f.line, leak.file, leak.line):
+                f.label, f.why = "true", f"known leak: {leak.reason}"
+        if f.label is None and nearest is not None:
+            f.label, f.why = judged[nearest].label, judged[nearest].reason
     for leak in leaks:
-        if leak.rule == "none":
-            leak.found_by = [
-                hit for hit in leak.found_by
-                if any(f"{f.rule}@{f.file}:{f.line}" == hit and f.label == "true" for f in findings)
-            ]
+        leak.found_by = [
+            f"{f.rule}@{f.file}:{f.line}" for f in findings
+            if near(f.file, f.line, leak.file, leak.line)
+            and (f.rule == leak.rule or (leak.rule == "none" and f.label in ("true", "unsure")))
+        ]
     return [entry for j, entry in enumerate(judged) if j not in used]
 
 
