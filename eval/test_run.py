@@ -1,0 +1,159 @@
+"""Tests for eval/run.py: `python3 -m unittest eval/test_run.py` from the repository root."""
+
+import contextlib
+import hashlib
+import io
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run  # noqa: E402
+
+
+def repo(name, framework="candle", half="tune", corpus_file="a.toml"):
+    return run.Repo(name, "0" * 40, framework, half, ["."], None, "", corpus_file)
+
+
+class SplitTest(unittest.TestCase):
+    def test_alternates_in_sha256_order_starting_with_tune(self):
+        names = ["a/one", "b/two", "c/three", "d/four", "e/five"]
+        ordered = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+        halves = run.expected_halves(names)
+        self.assertEqual([halves[n] for n in ordered], ["tune", "test", "tune", "test", "tune"])
+
+    def test_split_is_per_file_and_framework(self):
+        # a single repository of a framework is always in the tuning half
+        repos = [repo("x/y", "tch", "tune", "a.toml"), repo("x/y2", "tch", "tune", "b.toml")]
+        self.assertEqual(run.check_split(repos), [])
+
+    def test_a_wrong_half_is_reported(self):
+        halves = run.expected_halves(["p/q", "r/s"])
+        wrong = [repo(n, half="test" if h == "tune" else "tune") for n, h in halves.items()]
+        problems = run.check_split(wrong)
+        self.assertEqual(len(problems), 2)
+        self.assertIn("split rule puts it in", problems[0])
+
+
+class MatchTest(unittest.TestCase):
+    def test_finding_on_a_known_leak_is_true_and_finds_it(self):
+        leak = run.Leak("src/a.rs", 10, "accumulated_loss_tensor", "sum of losses", None)
+        f = run.Finding("accumulated_loss_tensor", "src/a.rs", 12, "msg")
+        stale = run.match([f], [leak], [])
+        self.assertEqual((f.label, stale), ("true", []))
+        self.assertEqual(leak.found_by, ["accumulated_loss_tensor@src/a.rs:12"])
+
+    def test_other_rule_or_file_or_far_line_does_not_match(self):
+        leak = run.Leak("src/a.rs", 10, "accumulated_loss_tensor", "r", None)
+        findings = [
+            run.Finding("retained_graph_output", "src/a.rs", 10, "m"),
+            run.Finding("accumulated_loss_tensor", "src/b.rs", 10, "m"),
+            run.Finding("accumulated_loss_tensor", "src/a.rs", 14, "m"),
+        ]
+        run.match(findings, [leak], [])
+        self.assertEqual([f.label for f in findings], [None, None, None])
+        self.assertEqual(leak.found_by, [])
+
+    def test_each_finding_takes_the_nearest_label(self):
+        judged = [
+            run.Judged("retained_graph_output", "f.rs", 786, "false", "first"),
+            run.Judged("retained_graph_output", "f.rs", 787, "unsure", "second"),
+        ]
+        findings = [run.Finding("retained_graph_output", "f.rs", 786, "m"),
+                    run.Finding("retained_graph_output", "f.rs", 787, "m")]
+        stale = run.match(findings, [], judged)
+        self.assertEqual([(f.label, f.why) for f in findings], [("false", "first"), ("unsure", "second")])
+        self.assertEqual(stale, [])
+
+    def test_unmatched_label_is_stale(self):
+        judged = [run.Judged("rc_cycle", "t.rs", 5, "false", "gone")]
+        self.assertEqual(run.match([], [], judged), judged)
+
+    def test_none_leak_needs_a_finding_not_judged_false(self):
+        leak = run.Leak("m.rs", 20, "none", "r", "https://example.invalid/fix")
+        false_hit = run.Finding("retained_graph_output", "m.rs", 21, "m")
+        judged = [run.Judged("retained_graph_output", "m.rs", 21, "false", "no")]
+        run.match([false_hit], [leak], judged)
+        self.assertEqual(leak.found_by, [])
+        leak2 = run.Leak("m.rs", 20, "none", "r", None)
+        true_hit = run.Finding("retained_graph_output", "m.rs", 21, "m")
+        run.match([true_hit], [leak2], [run.Judged("retained_graph_output", "m.rs", 21, "true", "yes")])
+        self.assertEqual(leak2.found_by, ["retained_graph_output@m.rs:21"])
+
+
+class ScoreTest(unittest.TestCase):
+    def test_precision_ignores_unsure_and_unlabelled(self):
+        r = repo("o/n")
+        findings = [run.Finding("x", "f", 1, "", "true"), run.Finding("x", "f", 9, "", "false"),
+                    run.Finding("x", "f", 20, "", "unsure"), run.Finding("x", "f", 30, "")]
+        s = run.score([run.RepoResult(r, findings, [], [], 0, 0.0, [])])
+        self.assertEqual((s["true"], s["false"], s["unsure"], s["unlabelled"]), (1, 1, 1, 1))
+        self.assertEqual(s["precision"], 0.5)
+
+
+class InputTest(unittest.TestCase):
+    def write(self, folder, name, text):
+        path = Path(folder) / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def test_bad_corpus_entries_are_clear_errors(self):
+        cases = {
+            'name = "noslash"': "is not owner/name",
+            'name = "o/n"\ncommit = "abc"': "40 hex digits",
+            'name = "o/n"\ncommit = "' + "a" * 40 + '"\nframework = "jax"\nhalf = "tune"': "framework",
+            'name = "o/n"\ncommit = "' + "a" * 40 + '"\nframework = "tch"\nhalf = "tune"\npaths = ["../x"]':
+                "inside the repository",
+        }
+        for body, message in cases.items():
+            with tempfile.TemporaryDirectory() as folder:
+                self.write(folder, "c.toml", "[[repo]]\n" + body + "\n")
+                with self.assertRaises(run.EvalError) as caught:
+                    run.load_corpus(Path(folder))
+                self.assertIn(message, str(caught.exception))
+
+    def test_bad_label_is_a_clear_error(self):
+        with tempfile.TemporaryDirectory() as folder:
+            self.write(folder, "o__n.toml",
+                       '[[finding]]\nrule = "x"\nfile = "f"\nline = 1\nlabel = "maybe"\nreason = "r"\n')
+            with self.assertRaises(run.EvalError) as caught:
+                run.load_labels(Path(folder), repo("o/n"))
+            self.assertIn("label must be one of", str(caught.exception))
+
+    def test_main_reports_a_broken_split_with_status_2(self):
+        with tempfile.TemporaryDirectory() as folder:
+            names = ["o/a", "o/b"]
+            halves = run.expected_halves(names)
+            body = "".join(
+                f'[[repo]]\nname = "{n}"\ncommit = "{"a" * 40}"\nframework = "tch"\n'
+                f'half = "{"test" if halves[n] == "tune" else "tune"}"\n' for n in names
+            )
+            self.write(folder, "c.toml", body)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                status = run.main(["--corpus-dir", folder, "--checkout-only"])
+            self.assertEqual(status, 2)
+            self.assertIn("the split rule puts it in", err.getvalue())
+
+    def test_parse_findings_reads_cargo_json_lines(self):
+        line = json.dumps({
+            "reason": "compiler-message",
+            "message": {
+                "message": "`total` accumulates a graph-carrying tensor",
+                "code": {"code": "memlint::accumulated_loss_tensor"},
+                "spans": [
+                    {"file_name": "./src/x.rs", "line_start": 4, "is_primary": False},
+                    {"file_name": "./src/x.rs", "line_start": 7, "is_primary": True},
+                ],
+            },
+        })
+        found = run.parse_findings("not json\n" + line + "\n", Path("."))
+        self.assertEqual([(f.rule, f.file, f.line) for f in found],
+                         [("accumulated_loss_tensor", "src/x.rs", 7)])
+
+
+if __name__ == "__main__":
+    unittest.main()
