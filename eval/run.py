@@ -538,4 +538,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        sys.exit(0)
