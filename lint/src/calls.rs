@@ -1,5 +1,5 @@
-//! The crate-level pass: a call graph (petgraph) over the crate's functions and a summary per
-//! function, applied back to the callers' reference graphs so that every rule follows calls.
+//! The crate-level pass: calls resolved to the crate's functions and a summary per function,
+//! applied back to the callers' reference graphs so that every rule follows calls.
 //!
 //! A summary says whether a function returns a graph-carrying value, runs backward, steps an
 //! optimizer, clears gradients, and which of its parameters it stores where they outlive the call
@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use petgraph::Direction;
-use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
 use crate::graph::{BindingKind, Edge, FnGraph, NodeKind, Span, Store, Taint, Through, TrainingCall, TrainingCallKind};
@@ -92,22 +92,11 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
     if index.by_name.is_empty() {
         return;
     }
-    // The call graph, for the record and for callers that want it (`petgraph` keeps it small).
-    let mut call_graph: DiGraph<FnId, Span> = DiGraph::new();
-    let mut node_of: HashMap<FnId, NodeIndex> = HashMap::new();
-    for (fi, (_, graphs)) in files.iter().enumerate() {
-        for gi in 0..graphs.len() {
-            node_of.insert((fi, gi), call_graph.add_node((fi, gi)));
-        }
-    }
     let mut resolved: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
     for (fi, (_, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
             for (ci, site) in g.call_sites.iter().enumerate() {
                 let callees = index.resolve(files, (fi, gi), site);
-                for callee in &callees {
-                    call_graph.add_edge(node_of[&(fi, gi)], node_of[callee], site.span.clone());
-                }
                 if !callees.is_empty() {
                     resolved.push(((fi, gi), ci, callees));
                 }
@@ -177,10 +166,6 @@ pub struct CrateNames {
 
 /// Scans the crate's texts for [`CrateNames`].
 pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
-    const HOST: &[&str] = &[
-        "f16", "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
-        "bool", "String",
-    ];
     let mut fns = HashSet::new();
     let mut plain = HashSet::new();
     let mut other = HashSet::new();
@@ -227,7 +212,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             let ty = &after[..ty_len];
             let next = after[ty_len..].trim_start();
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
-            if HOST.contains(&ty) && !next.starts_with("::") && !next.starts_with('<') {
+            if crate::model::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
                 plain.insert(name.to_string());
             } else if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
                 // A type (`Tensor<B, 1>`, `B::FloatTensor`); lowercase words after `:` are
@@ -364,7 +349,7 @@ fn summarize(g: &FnGraph) -> Summary {
                 && !e.no_grad
                 && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
         });
-    let framework = g.framework_known.then_some(g.spec.framework);
+    let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     Summary {
         returns_graph,
         result_plain: !returns_graph,
@@ -459,7 +444,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             l = g.loops[id].parent;
         }
     }
-    let same_framework = s.framework.is_some() && s.framework == g.framework_known.then_some(g.spec.framework);
+    let same_framework = s.framework.is_some() && s.framework == g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     if s.steps && same_framework {
         add_call(g, TrainingCallKind::Step);
     }

@@ -159,8 +159,8 @@ impl Config {
         config.levels = levels;
         if let Some(fw) = raw.framework {
             config.framework =
-                Some(Framework::ALL.into_iter().find(|f| f.name() == fw.get_ref()).ok_or_else(|| {
-                    let names: Vec<&str> = Framework::ALL.iter().map(|f| f.name()).collect();
+                Some(Framework::from_name(fw.get_ref()).ok_or_else(|| {
+                    let names: Vec<&str> = Framework::all().map(|f| f.name()).collect();
                     err(
                         format!("unknown framework `{}`", fw.get_ref()),
                         Some(fw.span()),

@@ -13,6 +13,7 @@ pub mod diagnostic;
 pub mod frameworks;
 pub mod graph;
 pub mod levels;
+pub mod model;
 pub mod output;
 pub mod rule;
 pub mod rules;
@@ -111,10 +112,10 @@ impl Linter {
         let graph_stores: Vec<graph::FieldStore> = linked
             .iter()
             .flat_map(|(file, graphs)| {
-                // Only `autodiff_buffer` (burn) reads them.
+                // Stores of graphs only matter to the crate's types where the type says autodiff.
                 graphs
                     .iter()
-                    .filter(|g| g.framework_known && g.spec.framework == Framework::Burn)
+                    .filter(|g| g.framework_known && g.spec.autodiff_by_type)
                     .flat_map(move |g| g.graph_field_stores(file))
             })
             .collect();
@@ -168,7 +169,7 @@ impl Linter {
                     _ => false,
                 });
                 let framework = if detected.is_none() && own_tensor { None } else { detected.or(fallback) };
-                let spec = framework.unwrap_or(Framework::Candle).spec();
+                let spec = framework.map_or(frameworks::REGISTRY[0], Framework::spec);
                 let graphs = walk::function_graphs(&ast, spec, framework.is_some(), offset, crate_fns);
                 let decls = type_graph::collect_decls(&ast, &file, offset);
                 Parsed { file: file.clone(), graphs, decls, findings: Vec::new() }
@@ -194,7 +195,8 @@ impl Linter {
         let mut findings = Vec::new();
         for rule in rules::all() {
             let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
-            for g in graphs {
+            let applies = rule.applies();
+            for g in graphs.iter().filter(|g| applies.to(g.spec, g.framework_known)) {
                 rule.check_function(g, &mut cx);
             }
         }

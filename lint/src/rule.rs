@@ -2,6 +2,7 @@
 
 use crate::context::Context;
 use crate::diagnostic::Level;
+use crate::frameworks::Spec;
 use crate::graph::FnGraph;
 use crate::type_graph::TypeGraph;
 
@@ -17,9 +18,35 @@ pub struct RuleMeta {
     pub default_level: Level,
 }
 
+/// Which functions a rule applies to: its framework gating, declared instead of checked inside
+/// the rule.
+#[derive(Debug, Clone, Copy)]
+pub enum Applies {
+    /// Every function, whatever its framework.
+    Always,
+    /// Functions of a known (detected or configured) framework with this capability.
+    Known(fn(&Spec) -> bool),
+}
+
+impl Applies {
+    /// Whether a function of framework `spec` (`known`: detected or configured, not guessed) is
+    /// checked.
+    pub fn to(self, spec: &Spec, known: bool) -> bool {
+        match self {
+            Applies::Always => true,
+            Applies::Known(has) => known && has(spec),
+        }
+    }
+}
+
 /// A lint rule. Rules read the graphs built by the one traversal; they never walk the AST.
 pub trait Rule: Sync + Send {
     fn meta(&self) -> &'static RuleMeta;
+
+    /// The frameworks (by capability) whose functions this rule checks.
+    fn applies(&self) -> Applies {
+        Applies::Always
+    }
 
     /// Called once per function with its reference graph.
     fn check_function(&self, _f: &FnGraph, _cx: &mut Context<'_>) {}

@@ -56,8 +56,9 @@ struct Items<'o> {
 }
 
 impl Items<'_> {
-    fn is_burn(&self) -> bool {
-        self.known && self.spec.framework == frameworks::Framework::Burn
+    /// The backend named in types says whether code is autodiff (burn).
+    fn autodiff_by_type(&self) -> bool {
+        self.known && self.spec.autodiff_by_type
     }
 
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
@@ -66,7 +67,7 @@ impl Items<'_> {
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
                 let outer = self.impl_autodiff;
-                self.impl_autodiff = self.is_burn() && mentions_autodiff(&imp.generics);
+                self.impl_autodiff = self.autodiff_by_type() && mentions_autodiff(&imp.generics);
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
@@ -118,7 +119,7 @@ impl Items<'_> {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
-        b.g.autodiff = self.impl_autodiff || (self.is_burn() && signature_mentions_autodiff(sig));
+        b.g.autodiff = self.impl_autodiff || (self.autodiff_by_type() && signature_mentions_autodiff(sig));
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
         for input in &sig.inputs {
@@ -195,6 +196,9 @@ struct Builder<'c> {
     param_reads: Vec<NodeIndex>,
     /// burn: value nodes of sums and differences.
     additive_nodes: Vec<NodeIndex>,
+    /// The frameworks whose names count here: the file's, or every registered one when it is
+    /// not known.
+    specs: std::sync::Arc<[&'static Spec]>,
 }
 
 fn byte_range(span: PmSpan, offset: usize) -> Span {
@@ -247,6 +251,7 @@ impl Builder<'_> {
             backward_marks: vec![None],
             param_reads: Vec::new(),
             additive_nodes: Vec::new(),
+            specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
         }
     }
 
@@ -490,8 +495,7 @@ impl Builder<'_> {
     /// hold a tensor (not a host number) or one of `self.param_reads`.
     fn blend(&self, reads: &[NodeIndex], stops: &[NodeIndex]) -> Blend {
         use petgraph::visit::EdgeRef;
-        const HOST: &[&str] =
-            &["f16", "f32", "f64", "i32", "i64", "u32", "u64", "usize", "isize", "bool", "ElemType", "FloatElem"];
+        let host = |t: &str| crate::model::rust::is_host_type(t) || self.g.spec.host_number_types.contains(&t);
         let mut stack: Vec<NodeIndex> = reads.to_vec();
         let mut seen = std::collections::HashSet::new();
         let (mut hit, mut other, mut additive) = (0, false, false);
@@ -520,7 +524,7 @@ impl Builder<'_> {
             if incoming.peek().is_none() {
                 if let NodeKind::Version(b) = self.g.graph[n].kind {
                     let b = &self.g.bindings[b];
-                    other |= !b.host && !b.ty.as_deref().is_some_and(|t| HOST.contains(&t));
+                    other |= !b.host && !b.ty.as_deref().is_some_and(host);
                 }
                 continue;
             }
@@ -541,17 +545,26 @@ impl Builder<'_> {
         Blend { stops: hit, other, additive }
     }
 
-    /// burn code after a backward call of this iteration (cheap: checked before any span work).
+    /// Code after a backward call of this iteration, in a framework where that matters (cheap:
+    /// checked before any span work).
     fn after_backward(&self) -> bool {
-        self.g.framework_known
-            && self.g.spec.framework == frameworks::Framework::Burn
-            && self.backward_marks.iter().any(Option::is_some)
+        self.swept_by_backward() && self.backward_marks.iter().any(Option::is_some)
+    }
+
+    /// The framework sweeps graph state only inside `backward()` (burn).
+    fn swept_by_backward(&self) -> bool {
+        self.g.framework_known && self.g.spec.graph_swept_by_backward
+    }
+
+    /// The framework has parameters read and rewritten through methods (burn `val`, `map`).
+    fn tracks_params(&self) -> bool {
+        self.g.framework_known && !self.g.spec.param_read_methods.is_empty()
     }
 
     /// burn: a tensor operation on values that existed before this iteration's backward call
     /// hangs a new node on the graph that backward consumed.
     fn note_op_after_backward(&mut self, recv: &Val, span: Span) {
-        if !(self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn) {
+        if !self.swept_by_backward() {
             return;
         }
         // The latest backward at any level around here (an inner loop entered after the
@@ -923,7 +936,7 @@ impl Builder<'_> {
 
     /// burn: remembers a sum or difference (the shape of a blend `a * (1 - tau) + b * tau`).
     fn additive(&mut self, val: Val) -> Val {
-        if !(self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn) {
+        if !self.tracks_params() {
             return val;
         }
         let n = self.value_node(val, 0..0);
@@ -1018,14 +1031,14 @@ impl Builder<'_> {
             return Val::plain();
         }
 
-        if self.g.framework_known && spec.framework == frameworks::Framework::Burn {
-            if name == "val" && argc == 0 {
+        if self.tracks_params() {
+            if spec.param_read_methods.contains(&name.as_str()) && argc == 0 {
                 let recv = self.expr(&m.receiver);
                 let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
                 self.param_reads.push(n);
                 return Val { reads: vec![n], producer: Producer::Derived, op: false };
             }
-            if name == "map"
+            if spec.param_map_methods.contains(&name.as_str())
                 && let [Expr::Closure(c)] = m.args.iter().collect::<Vec<_>>().as_slice()
                 && let [input] = c.inputs.iter().collect::<Vec<_>>().as_slice()
                 && is_param_place(&m.receiver, self)
@@ -1033,10 +1046,10 @@ impl Builder<'_> {
                 return self.param_map(m, c, input);
             }
         }
-        if self.g.framework_known && spec.framework == frameworks::Framework::Dfdx {
+        if self.g.framework_known && spec.explicit_grads {
             let kind = match name.as_str() {
-                "leaky_trace" | "leaky_traced" => Some(EventKind::LeakyTrace),
-                "alloc_grads" if argc == 0 => Some(EventKind::AllocGrads),
+                n if spec.fresh_tape_methods.contains(&n) => Some(EventKind::LeakyTrace),
+                n if argc == 0 && spec.grads_alloc_methods.contains(&n) => Some(EventKind::AllocGrads),
                 "clone" | "to_owned" if argc == 0 && expr_text(&m.receiver).ends_with("grads") => {
                     Some(EventKind::GradsCloned)
                 }
@@ -1144,7 +1157,7 @@ impl Builder<'_> {
         }
         if frameworks::is_forward_method(&name) || specs.iter().any(|s| s.tape_methods.contains(&name.as_str())) {
             let receiver = self.materialize(recv.clone(), recv_span.clone());
-            if self.g.framework_known && self.g.spec.framework == frameworks::Framework::Burn {
+            if self.swept_by_backward() {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 let in_loop = self.cur_loop();
                 self.g.events.push(crate::graph::Event {
@@ -1168,9 +1181,6 @@ impl Builder<'_> {
             let n = self.value_node(Val { producer: Producer::Plain, ..recv }, recv_span.clone());
             self.params.push(n);
             return Val { reads: vec![n], producer: Producer::Derived, op: false };
-        }
-        if no_grad_closure_call(&name, spec) {
-            return self.no_grad_region(|s| s.exprs(m.args.iter(), false));
         }
         let moves = MOVE_METHODS.contains(&name.as_str());
         if moves || is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
@@ -1282,13 +1292,12 @@ impl Builder<'_> {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
         }
-        if ty == "Param"
-            && matches!(last, "initialized" | "from_tensor")
-            && self.g.framework_known
-            && self.g.spec.framework == frameworks::Framework::Burn
+        let rebuild = self.g.spec.param_rebuild.iter().find(|(f, _)| *f == last).filter(|_| ty == self.g.spec.param_type);
+        if let Some(&(_, fresh_id)) = rebuild
+            && self.tracks_params()
         {
             let call_span = |s: &Self| s.between(first_token(&c.func), c.paren_token.span.close());
-            if last == "from_tensor" {
+            if fresh_id {
                 let span = call_span(self);
                 self.event(EventKind::ParamFromTensor, span, None);
             }
@@ -1473,12 +1482,10 @@ impl Builder<'_> {
         self.env = before;
     }
 
-    fn specs(&self) -> Vec<&'static Spec> {
-        if self.g.framework_known {
-            vec![self.g.spec]
-        } else {
-            frameworks::Framework::ALL.iter().map(|f| f.spec()).collect()
-        }
+    /// The frameworks whose names count here: the file's, or every registered one when it is
+    /// not known.
+    fn specs(&self) -> std::sync::Arc<[&'static Spec]> {
+        self.specs.clone()
     }
 
     fn is_no_grad_guard(&self, e: &Expr) -> bool {
@@ -1491,10 +1498,6 @@ impl Builder<'_> {
         let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         self.specs().iter().any(|s| s.no_grad_guards.contains(&last.as_str()))
     }
-}
-
-fn no_grad_closure_call(_name: &str, _spec: &Spec) -> bool {
-    false
 }
 
 /// Methods through which a store receiver still names the same place.
@@ -1757,11 +1760,7 @@ fn type_is_plain(ty: &syn::Type) -> bool {
         syn::Type::Path(p) if p.qself.is_none() => {
             let Some(last) = p.path.segments.last() else { return false };
             let name = last.ident.to_string();
-            const PRIMITIVES: &[&str] = &[
-                "f16", "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128",
-                "usize", "bool", "char", "String", "str",
-            ];
-            if PRIMITIVES.contains(&name.as_str()) {
+            if crate::model::rust::is_host_type(&name) {
                 return true;
             }
             match (name.as_str(), &last.arguments) {
@@ -1911,26 +1910,7 @@ fn pat_is_host_scalar(p: &Pat) -> bool {
     let Pat::Type(t) = p else { return false };
     let syn::Type::Path(tp) = &*t.ty else { return false };
     let Some(ident) = tp.path.get_ident() else { return false };
-    matches!(
-        ident.to_string().as_str(),
-        "f16"
-            | "f32"
-            | "f64"
-            | "i8"
-            | "i16"
-            | "i32"
-            | "i64"
-            | "i128"
-            | "u8"
-            | "u16"
-            | "u32"
-            | "u64"
-            | "u128"
-            | "usize"
-            | "isize"
-            | "bool"
-            | "String"
-    )
+    crate::model::rust::is_host_type(&ident.to_string())
 }
 
 /// The identifiers a pattern binds.

@@ -3,10 +3,9 @@
 //! `backward()` returns fresh `Gradients`, so nothing piles up; graph state lives in a
 //! process-wide store swept inside `backward()`. `model.valid()` gives a model without autodiff.
 
-use super::{Call, Framework, Spec};
+use super::{Call, Spec};
 
 pub(super) static SPEC: Spec = Spec {
-    framework: Framework::Burn,
     name: "burn",
     crate_names: &["burn", "burn_core", "burn_tensor", "burn_autodiff", "burn_train", "burn_optim"],
     backward: &[Call::with("backward", &[0])],
@@ -23,6 +22,17 @@ pub(super) static SPEC: Spec = Spec {
     fresh_tape_methods: &[],
     clear_per_optimizer: false,
     grads_accumulate: false,
+    global_grad_mode: false,
+    autodiff_by_type: true,
+    graph_swept_by_backward: true,
+    param_read_methods: &["val"],
+    param_map_methods: &["map"],
+    param_rebuild: &[("initialized", false), ("from_tensor", true)],
+    param_type: "Param",
+    explicit_grads: false,
+    grads_alloc_methods: &[],
+    detach_changes_type: false,
+    host_number_types: &["ElemType", "FloatElem"],
     scalar_fix: "{}.into_scalar::<f32>()",
     detach_fix: "{}.detach()",
     clear_fix: "",

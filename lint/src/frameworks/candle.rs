@@ -3,10 +3,9 @@
 //! `backward()` returns a fresh `GradStore` every call, so gradients never pile up; every op
 //! node holds `Arc`s of its inputs, so a kept tensor keeps all its upstream activations alive.
 
-use super::{Call, Framework, Spec};
+use super::{Call, Spec};
 
 pub(super) static SPEC: Spec = Spec {
-    framework: Framework::Candle,
     name: "candle",
     crate_names: &["candle_core", "candle_nn", "candle", "candle_transformers", "candle_optimisers"],
     backward: &[Call::with("backward", &[0])],
@@ -22,6 +21,17 @@ pub(super) static SPEC: Spec = Spec {
     fresh_tape_methods: &[],
     clear_per_optimizer: false,
     grads_accumulate: false,
+    global_grad_mode: false,
+    autodiff_by_type: false,
+    graph_swept_by_backward: false,
+    param_read_methods: &[],
+    param_map_methods: &[],
+    param_rebuild: &[],
+    param_type: "",
+    explicit_grads: false,
+    grads_alloc_methods: &[],
+    detach_changes_type: false,
+    host_number_types: &[],
     scalar_fix: "{}.to_scalar::<f32>()?",
     detach_fix: "{}.detach()",
     clear_fix: "",

@@ -3,10 +3,9 @@
 //! The tape travels in the tensor's type; `backward()` adds into the `Gradients` the tape was
 //! started with, so they pile up until `model.zero_grads(&mut grads)`.
 
-use super::{Call, Framework, Spec};
+use super::{Call, Spec};
 
 pub(super) static SPEC: Spec = Spec {
-    framework: Framework::Dfdx,
     name: "dfdx",
     crate_names: &["dfdx", "dfdx_core", "dfdx_nn"],
     backward: &[Call::with("backward", &[0])],
@@ -22,6 +21,17 @@ pub(super) static SPEC: Spec = Spec {
     fresh_tape_methods: &["leaky_trace", "leaky_traced"],
     clear_per_optimizer: false,
     grads_accumulate: true,
+    global_grad_mode: false,
+    autodiff_by_type: false,
+    graph_swept_by_backward: false,
+    param_read_methods: &[],
+    param_map_methods: &[],
+    param_rebuild: &[],
+    param_type: "",
+    explicit_grads: true,
+    grads_alloc_methods: &["alloc_grads"],
+    detach_changes_type: true,
+    host_number_types: &[],
     scalar_fix: "{}.array()",
     detach_fix: "{}.retaped::<NoneTape>()",
     clear_fix: "model.zero_grads(&mut grads)",

@@ -11,36 +11,96 @@ mod tch;
 
 use std::fmt;
 
-/// A machine-learning framework whose training loops memlint understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Framework {
-    Candle,
-    Tch,
-    Burn,
-    Dfdx,
+/// Every framework memlint knows, in detection tie-break order. Adding a framework is one file
+/// with a [`Spec`] and one line here.
+pub static REGISTRY: &[&Spec] = &[&candle::SPEC, &tch::SPEC, &burn::SPEC, &dfdx::SPEC];
+
+/// A machine-learning framework whose training loops memlint understands: a handle on its
+/// [`Spec`]. Two handles are equal when they name the same framework.
+#[derive(Clone, Copy)]
+pub struct Framework(&'static Spec);
+
+/// The built-in frameworks by name, for callers that choose one (`--framework`).
+#[allow(non_upper_case_globals)]
+impl Framework {
+    pub const Candle: Framework = Framework(&candle::SPEC);
+    pub const Tch: Framework = Framework(&tch::SPEC);
+    pub const Burn: Framework = Framework(&burn::SPEC);
+    pub const Dfdx: Framework = Framework(&dfdx::SPEC);
 }
 
 impl Framework {
-    pub const ALL: [Framework; 4] = [Self::Candle, Self::Tch, Self::Burn, Self::Dfdx];
+    /// A framework described by `spec` (the built-in ones are in [`REGISTRY`]).
+    pub const fn new(spec: &'static Spec) -> Self {
+        Self(spec)
+    }
+
+    /// The registered frameworks, in [`REGISTRY`] order.
+    pub fn all() -> impl Iterator<Item = Framework> {
+        REGISTRY.iter().map(|s| Framework(s))
+    }
 
     /// The facts about this framework.
     pub fn spec(self) -> &'static Spec {
-        match self {
-            Self::Candle => &candle::SPEC,
-            Self::Tch => &tch::SPEC,
-            Self::Burn => &burn::SPEC,
-            Self::Dfdx => &dfdx::SPEC,
-        }
+        self.0
     }
 
     /// The framework a crate name (as written in `Cargo.toml` or a `use` path) belongs to.
     pub fn from_crate_name(name: &str) -> Option<Self> {
-        let name = name.replace('-', "_");
-        Self::ALL.into_iter().find(|fw| fw.spec().crate_names.contains(&name.as_str()))
+        from_crate_name_in(REGISTRY, name)
+    }
+
+    /// The registered framework called `name` (`candle`, `burn`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::all().find(|f| f.name() == name)
     }
 
     pub fn name(self) -> &'static str {
-        self.spec().name
+        self.0.name
+    }
+
+    /// Position in [`REGISTRY`] (unregistered frameworks sort last).
+    fn rank(self) -> usize {
+        REGISTRY.iter().position(|s| s.name == self.0.name).unwrap_or(usize::MAX)
+    }
+}
+
+fn from_crate_name_in(registry: &[&'static Spec], name: &str) -> Option<Framework> {
+    let name = name.replace('-', "_");
+    registry.iter().find(|s| s.crate_names.contains(&name.as_str())).map(|s| Framework(s))
+}
+
+impl PartialEq for Framework {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Framework {}
+
+impl std::hash::Hash for Framework {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state);
+    }
+}
+
+impl PartialOrd for Framework {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Framework {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.rank(), self.0.name).cmp(&(other.rank(), other.0.name))
+    }
+}
+
+impl fmt::Debug for Framework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut chars = self.name().chars();
+        let first = chars.next().map(|c| c.to_ascii_uppercase());
+        write!(f, "{}{}", first.map(String::from).unwrap_or_default(), chars.as_str())
     }
 }
 
@@ -76,7 +136,7 @@ impl Call {
 /// Everything memlint needs to know about one framework.
 #[derive(Debug)]
 pub struct Spec {
-    pub framework: Framework,
+    /// The framework's name (`--framework` value, messages).
     pub name: &'static str,
     /// Crate names that identify the framework (`use` roots and `Cargo.toml` dependencies).
     pub crate_names: &'static [&'static str],
@@ -107,6 +167,32 @@ pub struct Spec {
     /// Whether a clear only covers the optimizer it is called on (tch `opt.zero_grad()`), rather
     /// than whatever the step updates (dfdx `model.zero_grads(&mut grads)`).
     pub clear_per_optimizer: bool,
+    /// Gradient mode is global state (tch): outside a no-grad guard every forward records a graph.
+    pub global_grad_mode: bool,
+    /// Whether a tensor's type names its backend and the autodiff backend is a type
+    /// (`Autodiff<B>`, `B: AutodiffBackend`, burn), or a device (`device.autodiff()`).
+    pub autodiff_by_type: bool,
+    /// Autodiff state lives in a store that only `backward()` sweeps (burn): tensor operations
+    /// recorded after it on the consumed graph stay there.
+    pub graph_swept_by_backward: bool,
+    /// Methods that give a parameter's tensor (burn `param.val()`).
+    pub param_read_methods: &'static [&'static str],
+    /// Methods that rewrite a parameter through a closure over its tensor (burn `param.map(|t| …)`).
+    pub param_map_methods: &'static [&'static str],
+    /// Associated functions of [`Spec::param_type`] that build a parameter from a tensor, and
+    /// whether each gives it a fresh id (`Param::from_tensor`) or keeps one (`Param::initialized`).
+    pub param_rebuild: &'static [(&'static str, bool)],
+    /// The parameter type of [`Spec::param_rebuild`] (`Param`).
+    pub param_type: &'static str,
+    /// Gradients are a value the user holds and passes around (dfdx `Gradients`).
+    pub explicit_grads: bool,
+    /// Methods that allocate a new gradient store (dfdx `model.alloc_grads()`).
+    pub grads_alloc_methods: &'static [&'static str],
+    /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
+    /// machine-applicable.
+    pub detach_changes_type: bool,
+    /// Element type names that are host numbers besides Rust's (burn `ElemType`, `FloatElem`).
+    pub host_number_types: &'static [&'static str],
     /// How to turn a loss into a host scalar, with `{}` for the expression.
     pub scalar_fix: &'static str,
     /// How to cut the graph, with `{}` for the expression.
@@ -172,7 +258,7 @@ pub fn detach_suggestion(spec: &Spec, span: std::ops::Range<usize>, text: &str) 
         _ => return None,
     };
     // dfdx changes the tape type parameter: never safe to apply blindly.
-    let applicability = if spec.framework == Framework::Dfdx {
+    let applicability = if spec.detach_changes_type {
         crate::Applicability::MaybeIncorrect
     } else {
         crate::Applicability::MachineApplicable
@@ -285,8 +371,7 @@ pub fn is_metadata_method(name: &str) -> bool {
 ///
 /// Used by `#[mem_guard]` to find the training loop.
 pub fn is_training_call(method: &str) -> bool {
-    Framework::ALL.iter().any(|fw| {
-        let s = fw.spec();
+    REGISTRY.iter().any(|s| {
         [s.backward, s.backward_step, s.step].iter().any(|calls| calls.iter().any(|c| c.name == method))
     })
 }
@@ -296,23 +381,31 @@ const USE_WEIGHT: usize = 10;
 
 /// Finds the framework a file uses from its `use` declarations and qualified paths.
 ///
-/// Returns the framework named most often; ties go to the first in [`Framework::ALL`].
+/// Returns the framework named most often; ties go to the first in [`REGISTRY`].
 pub fn detect(file: &syn::File) -> Option<Framework> {
+    detect_in(REGISTRY, file)
+}
+
+/// [`detect`] among the frameworks of `registry`.
+pub fn detect_in(registry: &[&'static Spec], file: &syn::File) -> Option<Framework> {
     use syn::visit::Visit;
 
-    #[derive(Default)]
-    struct Roots([usize; 4]);
-    impl Roots {
+    struct Roots<'r> {
+        registry: &'r [&'static Spec],
+        counts: Vec<usize>,
+    }
+    impl Roots<'_> {
         fn count(&mut self, ident: &syn::Ident) {
             self.count_n(ident, 1);
         }
         fn count_n(&mut self, ident: &syn::Ident, n: usize) {
-            if let Some(fw) = Framework::from_crate_name(&ident.to_string()) {
-                self.0[fw as usize] += n;
+            let name = ident.to_string().replace('-', "_");
+            if let Some(i) = self.registry.iter().position(|s| s.crate_names.contains(&name.as_str())) {
+                self.counts[i] += n;
             }
         }
     }
-    impl<'ast> Visit<'ast> for Roots {
+    impl<'ast> Visit<'ast> for Roots<'_> {
         fn visit_use_tree(&mut self, tree: &'ast syn::UseTree) {
             // An import says more about the file's framework than a stray qualified call
             // (`tch::utils::has_cuda()` in a burn program choosing its backend).
@@ -335,10 +428,10 @@ pub fn detect(file: &syn::File) -> Option<Framework> {
         }
     }
 
-    let mut roots = Roots::default();
+    let mut roots = Roots { registry, counts: vec![0; registry.len()] };
     roots.visit_file(file);
-    let best = (0..4).max_by_key(|&i| (roots.0[i], std::cmp::Reverse(i)))?;
-    (roots.0[best] > 0).then_some(Framework::ALL[best])
+    let best = (0..registry.len()).max_by_key(|&i| (roots.counts[i], std::cmp::Reverse(i)))?;
+    (roots.counts[best] > 0).then(|| Framework(registry[best]))
 }
 
 /// Methods that never record an autodiff node (burn): comparisons and integer/bool conversions
@@ -392,7 +485,7 @@ mod tests {
 
     #[test]
     fn crate_names_map_to_frameworks() {
-        assert_eq!(Framework::from_crate_name("candle-core"), Some(Framework::Candle));
+        assert_eq!(Framework::from_crate_name("candle-core"), Framework::from_name("candle"));
         assert_eq!(Framework::from_crate_name("candle_nn"), Some(Framework::Candle));
         assert_eq!(Framework::from_crate_name("tch"), Some(Framework::Tch));
         assert_eq!(Framework::from_crate_name("burn"), Some(Framework::Burn));

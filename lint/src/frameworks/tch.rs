@@ -4,10 +4,9 @@
 //! `zero_grad()`; `backward_step*` clears, runs backward and steps. `shallow_clone()` does not
 //! cut the graph.
 
-use super::{Call, Framework, Spec};
+use super::{Call, Spec};
 
 pub(super) static SPEC: Spec = Spec {
-    framework: Framework::Tch,
     name: "tch",
     crate_names: &["tch"],
     backward: &[Call::with("backward", &[0])],
@@ -41,6 +40,17 @@ pub(super) static SPEC: Spec = Spec {
     fresh_tape_methods: &[],
     clear_per_optimizer: true,
     grads_accumulate: true,
+    global_grad_mode: true,
+    autodiff_by_type: false,
+    graph_swept_by_backward: false,
+    param_read_methods: &[],
+    param_map_methods: &[],
+    param_rebuild: &[],
+    param_type: "",
+    explicit_grads: false,
+    grads_alloc_methods: &[],
+    detach_changes_type: false,
+    host_number_types: &[],
     scalar_fix: "f64::try_from(&{})?",
     detach_fix: "{}.detach()",
     clear_fix: "{}.zero_grad()",

@@ -92,7 +92,7 @@ impl Rule for AccumulatedLossTensor {
             let mut text = cx.snippet(&value_span).to_string();
             // burn: cut the summand, not the sum — `(total + loss).detach()` after backward would
             // still record the addition on the consumed graph.
-            if f.spec.framework == crate::frameworks::Framework::Burn
+            if f.spec.graph_swept_by_backward
                 && let Some(summand) = summand_after(&text, &acc.name)
             {
                 let at = value_span.start + (summand.as_ptr() as usize - text.as_ptr() as usize);

@@ -3,9 +3,8 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::frameworks::Framework;
 use crate::graph::{EventKind, FnGraph, Taint};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffForwardWithoutBackward;
 
@@ -49,10 +48,11 @@ impl Rule for AutodiffForwardWithoutBackward {
         &META
     }
 
+    fn applies(&self) -> Applies {
+        Applies::Known(|s| s.graph_swept_by_backward)
+    }
+
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        if !f.framework_known || f.spec.framework != Framework::Burn {
-            return;
-        }
         for e in f.events.iter().filter(|e| e.kind == EventKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
             if !(f.autodiff || e.via.is_some()) || e.no_grad {

@@ -3,9 +3,8 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::frameworks::Framework;
 use crate::graph::{EventKind, FnGraph, Span, Store, Taint, TrainingCallKind};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffOpsAfterBackward;
 
@@ -51,10 +50,11 @@ impl Rule for AutodiffOpsAfterBackward {
         &META
     }
 
+    fn applies(&self) -> Applies {
+        Applies::Known(|s| s.graph_swept_by_backward)
+    }
+
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        if !f.framework_known || f.spec.framework != Framework::Burn {
-            return;
-        }
         // Graph-carrying values folded or pushed are reported by the accumulation and retention
         // rules; their ops are not reported again.
         let stored: Vec<_> = f

@@ -2,9 +2,8 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::frameworks::Framework;
 use crate::graph::{FnGraph, Store, Taint};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct EvalWithoutNoGrad;
 
@@ -50,10 +49,11 @@ impl Rule for EvalWithoutNoGrad {
         &META
     }
 
+    fn applies(&self) -> Applies {
+        Applies::Known(|s| s.global_grad_mode)
+    }
+
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        if !f.framework_known || f.spec.framework != Framework::Tch {
-            return;
-        }
         // Model code: forward methods, and functions that hand the caller a graph computed from
         // what the loop collected (a loss to backpropagate) rather than the collection itself.
         if crate::frameworks::is_forward_method(&f.ident) {

@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::graph::{FnGraph, Iteration, TrainingCall, TrainingCallKind};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct MissingZeroGrad;
 
@@ -52,10 +52,11 @@ impl Rule for MissingZeroGrad {
         &META
     }
 
+    fn applies(&self) -> Applies {
+        Applies::Known(|s| s.grads_accumulate)
+    }
+
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        if !f.framework_known || !f.spec.grads_accumulate {
-            return;
-        }
         let mut iterations: Vec<Iteration> = Vec::new();
         for c in &f.calls {
             if let Some(it) = f.iteration_of(c.in_loop)

@@ -2,9 +2,8 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
-use crate::frameworks::Framework;
 use crate::graph::{EventKind, FnGraph};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct SoftUpdateWithoutDetach;
 
@@ -51,10 +50,11 @@ impl Rule for SoftUpdateWithoutDetach {
         &META
     }
 
+    fn applies(&self) -> Applies {
+        Applies::Known(|s| !s.param_map_methods.is_empty() || !s.param_rebuild.is_empty())
+    }
+
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        if !f.framework_known || f.spec.framework != Framework::Burn {
-            return;
-        }
         // One report per function: the first update is primary, the others are labelled.
         let updates: Vec<_> = f.events.iter().filter(|e| e.kind == EventKind::SoftUpdate).collect();
         let Some(first) = updates.first() else { return };

@@ -1,0 +1,3 @@
+//! The semantic model of a crate's functions: what rules query.
+
+pub mod rust;
