@@ -8,6 +8,8 @@ mod burn;
 mod candle;
 mod dfdx;
 mod tch;
+#[cfg(test)]
+mod stub;
 
 use std::fmt;
 

@@ -117,3 +117,44 @@ fn summand_after<'t>(text: &'t str, acc: &str) -> Option<&'t str> {
     };
     (!rest.is_empty() && rest.len() == rest.trim_end().len() && !rest.contains(',')).then_some(rest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use candle_core::{Tensor, Var};
+fn train(w: &Var, xs: &[Tensor]) -> candle_core::Result<()> {
+    let mut total = Tensor::zeros((), candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    for x in xs {
+        let loss = x.matmul(w.as_tensor())?.sum_all()?;
+        loss.backward()?;
+        total = (total + loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    const PASSES: &str = r#"
+use candle_core::{Tensor, Var};
+fn train(w: &Var, xs: &[Tensor]) -> candle_core::Result<()> {
+    let mut total = 0f32;
+    for x in xs {
+        let loss = x.matmul(w.as_tensor())?.sum_all()?;
+        loss.backward()?;
+        total += loss.to_scalar::<f32>()?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("accumulated_loss_tensor", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("accumulated_loss_tensor", None, PASSES), 0);
+    }
+}

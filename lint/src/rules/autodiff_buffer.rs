@@ -233,3 +233,44 @@ impl Rule for AutodiffBuffer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+struct Memory<B: AutodiffBackend> {
+    values: Vec<Tensor<B, 1>>,
+}
+impl<B: AutodiffBackend> Memory<B> {
+    fn remember(&mut self, model: &Net<B>, x: Tensor<B, 2>) {
+        let v = model.forward(x);
+        self.values.push(v);
+    }
+}
+"#;
+
+    const PASSES: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+struct Memory<B: AutodiffBackend> {
+    values: Vec<Tensor<B::InnerBackend, 1>>,
+}
+impl<B: AutodiffBackend> Memory<B> {
+    fn remember(&mut self, model: &Net<B>, x: Tensor<B, 2>) {
+        let v = model.forward(x);
+        self.values.push(v.inner());
+    }
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("autodiff_buffer", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("autodiff_buffer", None, PASSES), 0);
+    }
+}

@@ -79,3 +79,43 @@ impl Rule for AutodiffForwardWithoutBackward {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn rollout<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32> {
+    let mut out = Vec::new();
+    for x in xs {
+        let y = model.forward(x);
+        out.push(y.into_scalar());
+    }
+    out
+}
+"#;
+
+    const PASSES: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn rollout<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32> {
+    let model = model.valid();
+    let mut out = Vec::new();
+    for x in xs {
+        let y = model.forward(x.inner());
+        out.push(y.into_scalar());
+    }
+    out
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("autodiff_forward_without_backward", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("autodiff_forward_without_backward", None, PASSES), 0);
+    }
+}

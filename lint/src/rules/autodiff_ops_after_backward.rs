@@ -131,3 +131,48 @@ type Group = (Option<Span>, Vec<(Span, Option<usize>)>);
 
 /// Further ops of one group shown as labels.
 const MAX_LABELS: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32> {
+    let mut log = Vec::new();
+    for x in xs {
+        let out = model.forward(x);
+        let loss = out.clone().sum();
+        let grads = loss.backward();
+        let m = out.mean();
+        log.push(m.into_scalar());
+    }
+    log
+}
+"#;
+
+    const PASSES: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32> {
+    let mut log = Vec::new();
+    for x in xs {
+        let out = model.forward(x);
+        let loss = out.clone().sum();
+        let m = out.inner().mean();
+        let grads = loss.backward();
+        log.push(m.into_scalar());
+    }
+    log
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("autodiff_ops_after_backward", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("autodiff_ops_after_backward", None, PASSES), 0);
+    }
+}

@@ -99,3 +99,41 @@ impl Rule for EvalWithoutNoGrad {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use tch::Tensor;
+fn predict(net: &dyn tch::nn::Module, xs: &[Tensor]) -> Vec<Tensor> {
+    let mut outs = Vec::new();
+    for x in xs {
+        outs.push(net.forward(x));
+    }
+    outs
+}
+"#;
+
+    const PASSES: &str = r#"
+use tch::Tensor;
+fn predict(net: &dyn tch::nn::Module, xs: &[Tensor]) -> Vec<Tensor> {
+    let _guard = tch::no_grad_guard();
+    let mut outs = Vec::new();
+    for x in xs {
+        outs.push(net.forward(x));
+    }
+    outs
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("eval_without_no_grad", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("eval_without_no_grad", None, PASSES), 0);
+    }
+}

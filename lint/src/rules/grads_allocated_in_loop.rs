@@ -64,3 +64,43 @@ impl Rule for GradsAllocatedInLoop {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use dfdx::prelude::*;
+fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
+    for (x, y) in data {
+        let fresh = model.alloc_grads();
+        let loss = mse_loss(model.forward(x.trace(fresh)), y.clone());
+        let grads = loss.backward();
+        opt.update(model, &grads).unwrap();
+    }
+}
+"#;
+
+    const PASSES: &str = r#"
+use dfdx::prelude::*;
+fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
+    let mut grads = model.alloc_grads();
+    for (x, y) in data {
+        let loss = mse_loss(model.forward(x.trace(grads)), y.clone());
+        grads = loss.backward();
+        opt.update(model, &grads).unwrap();
+        model.zero_grads(&mut grads);
+    }
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("grads_allocated_in_loop", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("grads_allocated_in_loop", None, PASSES), 0);
+    }
+}

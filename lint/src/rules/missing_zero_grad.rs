@@ -104,3 +104,41 @@ impl Rule for MissingZeroGrad {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use tch::nn::OptimizerConfig;
+fn train(net: &dyn tch::nn::Module, opt: &mut tch::nn::Optimizer, xs: &[tch::Tensor]) {
+    for x in xs {
+        let loss = net.forward(x).mean(tch::Kind::Float);
+        loss.backward();
+        opt.step();
+    }
+}
+"#;
+
+    const PASSES: &str = r#"
+use tch::nn::OptimizerConfig;
+fn train(net: &dyn tch::nn::Module, opt: &mut tch::nn::Optimizer, xs: &[tch::Tensor]) {
+    for x in xs {
+        opt.zero_grad();
+        let loss = net.forward(x).mean(tch::Kind::Float);
+        loss.backward();
+        opt.step();
+    }
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("missing_zero_grad", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("missing_zero_grad", None, PASSES), 0);
+    }
+}

@@ -14,6 +14,8 @@ mod parse_error;
 mod rc_cycle;
 mod retained_graph_output;
 mod soft_update_without_detach;
+#[cfg(test)]
+mod testing;
 mod unused_suppression;
 
 use crate::rule::{Rule, RuleMeta};

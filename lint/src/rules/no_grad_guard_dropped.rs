@@ -60,3 +60,32 @@ impl Rule for NoGradGuardDropped {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+fn eval(net: &dyn tch::nn::Module, x: &tch::Tensor) -> f64 {
+    let _ = tch::no_grad_guard();
+    net.forward(x).double_value(&[])
+}
+"#;
+
+    const PASSES: &str = r#"
+fn eval(net: &dyn tch::nn::Module, x: &tch::Tensor) -> f64 {
+    let _guard = tch::no_grad_guard();
+    net.forward(x).double_value(&[])
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("no_grad_guard_dropped", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("no_grad_guard_dropped", None, PASSES), 0);
+    }
+}

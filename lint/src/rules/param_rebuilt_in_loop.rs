@@ -60,3 +60,42 @@ impl Rule for ParamRebuiltInLoop {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use burn::module::Param;
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(mut w: Param<Tensor<B, 2>>, xs: Vec<Tensor<B, 2>>) {
+    for x in xs {
+        let loss = x.matmul(w.val()).sum();
+        let grads = loss.backward();
+        w = Param::from_tensor(w.val().detach());
+    }
+}
+"#;
+
+    const PASSES: &str = r#"
+use burn::module::Param;
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(mut w: Param<Tensor<B, 2>>, xs: Vec<Tensor<B, 2>>) {
+    for x in xs {
+        let loss = x.matmul(w.val()).sum();
+        let grads = loss.backward();
+        w = w.map(|t| t.detach());
+    }
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("param_rebuilt_in_loop", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("param_rebuilt_in_loop", None, PASSES), 0);
+    }
+}

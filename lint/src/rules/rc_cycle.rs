@@ -155,3 +155,36 @@ fn cycle_through(types: &TypeGraph, first: EdgeIndex, scc: &[NodeIndex]) -> Opti
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use std::cell::RefCell;
+use std::rc::Rc;
+struct Node {
+    children: Vec<Rc<RefCell<Node>>>,
+    parent: Option<Rc<RefCell<Node>>>,
+}
+"#;
+
+    const PASSES: &str = r#"
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+struct Node {
+    children: Vec<Rc<RefCell<Node>>>,
+    parent: Option<Weak<RefCell<Node>>>,
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("rc_cycle", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("rc_cycle", None, PASSES), 0);
+    }
+}

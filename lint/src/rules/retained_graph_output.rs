@@ -202,3 +202,44 @@ impl Rule for RetainedGraphOutput {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use candle_core::Tensor;
+fn train(model: &Mlp, xs: &[Tensor]) -> candle_core::Result<Vec<Tensor>> {
+    let mut kept = Vec::new();
+    for x in xs {
+        let out = model.forward(x)?;
+        out.sum_all()?.backward()?;
+        kept.push(out);
+    }
+    Ok(kept)
+}
+"#;
+
+    const PASSES: &str = r#"
+use candle_core::Tensor;
+fn train(model: &Mlp, xs: &[Tensor]) -> candle_core::Result<Vec<Tensor>> {
+    let mut kept = Vec::new();
+    for x in xs {
+        let out = model.forward(x)?;
+        out.sum_all()?.backward()?;
+        kept.push(out.detach());
+    }
+    Ok(kept)
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("retained_graph_output", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("retained_graph_output", None, PASSES), 0);
+    }
+}

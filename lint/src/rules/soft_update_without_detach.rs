@@ -88,3 +88,34 @@ impl Rule for SoftUpdateWithoutDetach {
 
 /// Further updates of one function shown as labels.
 const MAX_LABELS: usize = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::count;
+
+    const FAILS: &str = r#"
+use burn::module::Param;
+use burn::tensor::backend::Backend;
+fn blend<B: Backend>(target: Param<Tensor<B, 2>>, online: &Param<Tensor<B, 2>>, tau: f32) -> Param<Tensor<B, 2>> {
+    target.map(|t| t * (1.0 - tau) + online.val() * tau)
+}
+"#;
+
+    const PASSES: &str = r#"
+use burn::module::Param;
+use burn::tensor::backend::Backend;
+fn blend<B: Backend>(target: Param<Tensor<B, 2>>, online: &Param<Tensor<B, 2>>, tau: f32) -> Param<Tensor<B, 2>> {
+    target.map(|t| (t * (1.0 - tau) + online.val() * tau).detach())
+}
+"#;
+
+    #[test]
+    fn reports_the_leak() {
+        assert_eq!(count("soft_update_without_detach", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_the_fixed_code() {
+        assert_eq!(count("soft_update_without_detach", None, PASSES), 0);
+    }
+}

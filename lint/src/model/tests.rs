@@ -1,0 +1,122 @@
+//! Unit tests of the per-function model on small real snippets: versions, taint, iterations,
+//! what outlives what.
+
+use crate::calls::CrateNames;
+use crate::frameworks::Framework;
+use crate::graph::{BindingKind, FnGraph, Iteration, NodeKind, Store, Taint};
+use crate::walk::function_graphs;
+
+fn graphs(framework: &str, src: &str) -> Vec<FnGraph> {
+    let file = syn::parse_file(src).expect("snippet parses");
+    let spec = Framework::from_name(framework).expect("registered").spec();
+    function_graphs(&file, spec, true, 0, &CrateNames::default())
+}
+
+fn binding(g: &FnGraph, name: &str) -> usize {
+    g.bindings.iter().position(|b| b.name == name).unwrap_or_else(|| panic!("no binding `{name}`"))
+}
+
+fn versions(g: &FnGraph, b: usize) -> usize {
+    g.graph.node_indices().filter(|&n| matches!(g.graph[n].kind, NodeKind::Version(v) if v == b)).count()
+}
+
+const TRAIN: &str = r#"
+fn train(net: &Net, xs: &[Tensor], opt: &mut Opt) -> Vec<f32> {
+    let mut log = Vec::new();
+    let mut total = 0.0;
+    for x in xs {
+        let out = net.forward(x)?;
+        let loss = out.mean_all()?;
+        loss.backward()?;
+        opt.step()?;
+        let kept = out.detach();
+        log.push(loss.to_scalar::<f32>()?);
+        total += 1.0;
+        let _ = kept;
+    }
+    log
+}
+"#;
+
+#[test]
+fn bindings_get_a_version_per_write_and_a_merge_at_the_loop() {
+    let gs = graphs("candle", TRAIN);
+    let g = &gs[0];
+    assert_eq!(g.name, "train");
+    // `let`, the push inside the loop, and nothing else: the loop's end flows back to the start.
+    assert_eq!(versions(g, binding(g, "log")), 2);
+    assert_eq!(g.bindings[binding(g, "xs")].kind, BindingKind::Param);
+    assert!(g.bindings[binding(g, "total")].host, "a number literal makes a host binding");
+}
+
+#[test]
+fn taint_starts_at_forward_passes_and_stops_at_cuts() {
+    let gs = graphs("candle", TRAIN);
+    let g = &gs[0];
+    let carries = |name: &str| {
+        let b = binding(g, name);
+        g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
+    };
+    assert!(carries("out") && carries("loss"));
+    assert!(!carries("kept"), "detach cuts the graph");
+    assert!(!carries("log"), "a host scalar is pushed");
+}
+
+#[test]
+fn the_loop_that_runs_backward_is_the_iteration_and_outer_locals_outlive_it() {
+    let gs = graphs("candle", TRAIN);
+    let g = &gs[0];
+    assert_eq!(g.loops.len(), 1);
+    assert!(g.loops[0].runs_backward);
+    let it = g.iteration_of(Some(0)).expect("a training iteration");
+    assert_eq!(it, Iteration::Loop(0));
+    assert!(g.outlives(binding(g, "log"), it));
+    assert!(g.outlives(binding(g, "xs"), it), "parameters outlive every iteration");
+    assert!(!g.outlives(binding(g, "kept"), it));
+    assert_eq!(g.iteration_of(None), None, "the body outside the loop runs no backward");
+}
+
+#[test]
+fn a_step_function_is_one_iteration_per_call_and_self_outlives_it() {
+    let src = r#"
+impl Trainer {
+    fn step(&mut self, x: &Tensor) {
+        let loss = self.net.forward(x).mean(Kind::Float);
+        loss.backward();
+        self.last = loss;
+    }
+}
+"#;
+    let gs = graphs("tch", src);
+    let g = &gs[0];
+    assert_eq!(g.name, "Trainer::step");
+    let it = g.iteration_of(None).expect("the body runs backward");
+    assert_eq!(it, Iteration::Call);
+    let last = binding(g, "self.last");
+    assert!(g.outlives(last, it));
+    let stored = g.stores().find(|&(_, _, t, how, _)| g.binding_of(t) == Some(last) && how == Store::Assign);
+    let (_, value, ..) = stored.expect("the assignment is a store");
+    assert!(g.graph[value].taint.has(Taint::GRAPH));
+    let (src_binding, _) = g.graph_source(value, Some(last)).expect("the value comes from `loss`");
+    assert_eq!(g.bindings[src_binding].name, "loss");
+}
+
+#[test]
+fn folding_into_an_outer_binding_is_a_fold_store() {
+    let src = r#"
+fn f(xs: &[Tensor], net: &Net) {
+    let mut acc = Tensor::zeros(1);
+    for x in xs {
+        let l = net.forward(x);
+        l.backward();
+        acc = acc + l;
+    }
+}
+"#;
+    let gs = graphs("tch", src);
+    let g = &gs[0];
+    let acc = binding(g, "acc");
+    assert!(g.stores().any(|(_, _, t, how, _)| how == Store::Fold && g.binding_of(t) == Some(acc)));
+    let value = g.stores().find(|s| s.3 == Store::Fold).map(|s| s.1).expect("a fold");
+    assert!(g.derives_from(value, acc), "the new sum reads the old one");
+}

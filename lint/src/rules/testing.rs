@@ -1,0 +1,12 @@
+//! Helpers for the pass/fail tests beside each rule: lint real source text as one file.
+
+use std::path::Path;
+
+use crate::{Framework, Linter};
+
+/// How many findings of `rule` linting `src` gives, as a file of `framework` (`None`: detected).
+pub(crate) fn count(rule: &str, framework: Option<&str>, src: &str) -> usize {
+    let mut linter = Linter::default();
+    linter.framework = framework.map(|f| Framework::from_name(f).expect("a registered framework"));
+    linter.lint_text(Path::new("src/lib.rs"), src, None).iter().filter(|f| f.rule == rule).count()
+}
