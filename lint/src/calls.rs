@@ -344,9 +344,8 @@ fn summarize(g: &FnGraph) -> Summary {
     }
     let forwards_autodiff = g.autodiff
         && !runs_backward
-        && g.events.iter().any(|e| {
-            e.kind == crate::graph::EventKind::Forward
-                && !e.no_grad
+        && g.calls_of(crate::graph::CallKind::Forward).any(|e| {
+            !e.no_grad
                 && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
         });
     let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
@@ -423,7 +422,8 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         g.seeds.retain(|&n| n != site.result);
     }
     if !s.forwards_autodiff {
-        g.events.retain(|e| !(e.kind == crate::graph::EventKind::Forward && e.via.is_some() && e.span == site.span));
+        g.vocab_calls
+            .retain(|e| !(e.kind == crate::graph::CallKind::Forward && e.via.is_some() && e.span == site.span));
     }
     let add_call = |g: &mut FnGraph, kind: TrainingCallKind| {
         if !g.calls.iter().any(|c| c.kind == kind && c.span == site.span) {
@@ -452,17 +452,17 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         add_call(g, TrainingCallKind::Clear);
     }
     if s.forwards_autodiff
-        && !g.events.iter().any(|e| e.kind == crate::graph::EventKind::Forward && e.span == site.span)
+        && !g.calls_of(crate::graph::CallKind::Forward).any(|e| e.span == site.span)
     {
-        g.events.push(crate::graph::Event {
-            kind: crate::graph::EventKind::Forward,
+        g.vocab_calls.push(crate::graph::VocabCall {
+            kind: crate::graph::CallKind::Forward,
             span: site.span.clone(),
             fix_span: None,
             in_loop: site.in_loop,
             receiver: site.receiver,
             no_grad: false,
             via: Some(callee.to_string()),
-            related: None,
+            discarded: false,
         });
     }
     for StoredParam { param, span: store_span, target, target_name, inner } in &s.stores {

@@ -244,8 +244,18 @@ pub struct FnGraph {
     pub returns: Vec<NodeIndex>,
     /// Calls that may reach the crate's own functions, for the crate-level pass.
     pub call_sites: Vec<CallSite>,
-    /// Calls wave-2 rules look for.
-    pub events: Vec<Event>,
+    /// Calls of the framework vocabulary, by kind.
+    pub vocab_calls: Vec<VocabCall>,
+    /// Parameters whose value is replaced.
+    pub param_rewrites: Vec<ParamRewrite>,
+    /// Operations on values made before a backward of the same iteration.
+    pub uses_after_backward: Vec<UseAfterBackward>,
+    /// Collections emptied.
+    pub cleared: Vec<Cleared>,
+    /// Value nodes made by reading a parameter's tensor (burn `param.val()`).
+    pub param_reads: Vec<NodeIndex>,
+    /// Value nodes of sums and differences (where parameters are tracked).
+    pub additive_nodes: Vec<NodeIndex>,
     /// Pushes into a field of a value that is not `self` (`rollout.values.push(v)`): the pushed
     /// value, the receiver's declared type when known, the field name and the call.
     pub field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
@@ -294,48 +304,95 @@ pub struct CallSite {
     pub path: Vec<usize>,
 }
 
-/// A call that wave-2 rules look for (framework-specific lifecycle mistakes).
+/// A call of the framework vocabulary (see [`crate::frameworks::Spec`]), kept by kind for the
+/// rules that look at such calls.
 #[derive(Debug, Clone)]
-pub struct Event {
-    pub kind: EventKind,
+pub struct VocabCall {
+    pub kind: CallKind,
     /// The whole call (or `let` statement).
     pub span: Span,
-    /// A sub-span to fix (the `_` of `let _ = …`), when there is one.
+    /// The pattern that discards the call's value (the `_` of `let _ = …`), when there is one.
     pub fix_span: Option<Span>,
     pub in_loop: Option<LoopId>,
-    /// The model a forward pass runs on (to tell `model.valid()` apart).
+    /// The value the call runs on (the model of a forward pass).
     pub receiver: Option<NodeIndex>,
     /// Inside a no-grad region.
     pub no_grad: bool,
     /// Made inside this called function of the crate (`Agent::act`), seen at the call.
     pub via: Option<String>,
-    /// Another place the event is about (the backward call an op follows).
-    pub related: Option<Span>,
+    /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
+    pub discarded: bool,
 }
 
+/// The vocabulary kinds of [`VocabCall`]s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    /// `let _ = tch::no_grad_guard();` or a guard created as a statement: dropped at once.
-    NoGradGuardDropped,
-    /// dfdx `leaky_trace()` / `leaky_traced()`.
-    LeakyTrace,
-    /// dfdx `alloc_grads()`.
-    AllocGrads,
-    /// dfdx `grads.clone()` / `grads.to_owned()`.
-    GradsCloned,
-    /// burn `Param::from_tensor(..)`.
-    ParamFromTensor,
-    /// A forward pass (burn), in this function or in a called one.
+pub enum CallKind {
+    /// A forward pass, in a framework whose graph store only backward sweeps.
     Forward,
-    /// `buf.clear()`, `buf.drain(..)`, `buf.truncate(..)`: `receiver` is the version cleared.
-    CollectionCleared,
-    /// burn: a parameter rewritten from autodiff ops on its own value (`p.map(|t| t * (1.0 - tau)
-    /// + online.val() * tau)`, `Param::initialized(id, this.val() * a + that.val() * b)`) with
-    /// no `detach()` of the result.
-    SoftUpdate,
-    /// A tensor operation (burn) on a value made before the backward call of the same iteration
-    /// (`related`): `receiver` is that value.
-    OpAfterBackward,
+    /// A no-grad guard (tch `no_grad_guard()`).
+    NoGradGuard,
+    /// A tape started with a fresh gradient store (dfdx `leaky_trace()`).
+    FreshTape,
+    /// A new gradient store (dfdx `alloc_grads()`).
+    AllocGrads,
+    /// A copy of a gradient store (`grads.clone()`, `grads.to_owned()`).
+    GradsCopy,
+    /// A parameter built with a new id (burn `Param::from_tensor(..)`).
+    ParamNewId,
+}
+
+/// A parameter's value replaced by a new one (burn `p.map(|t| …)`,
+/// `Param::initialized(id, value)`).
+#[derive(Debug, Clone)]
+pub struct ParamRewrite {
+    /// The rewriting call.
+    pub span: Span,
+    /// The new value's expression.
+    pub value: Span,
+    /// What the new value reads.
+    pub reads: Vec<NodeIndex>,
+    /// The nodes of the old value (the closure's input), or the parameter reads before the call.
+    pub old: Vec<NodeIndex>,
+}
+
+/// A tensor operation on a value that existed before the latest backward call of its
+/// iteration (recorded where the framework's graph store is swept by backward).
+#[derive(Debug, Clone)]
+pub struct UseAfterBackward {
+    /// The operation.
+    pub span: Span,
+    /// The operand made before the backward.
+    pub operand: NodeIndex,
+    /// The backward call.
+    pub backward: Span,
+    pub in_loop: Option<LoopId>,
+    pub no_grad: bool,
+}
+
+/// A collection emptied (`buf.clear()`, `buf.drain(..)`, `buf.truncate(..)`).
+#[derive(Debug, Clone)]
+pub struct Cleared {
+    /// The version cleared.
+    pub version: NodeIndex,
+    pub in_loop: Option<LoopId>,
+}
+
+/// What a value is computed from (see [`FnGraph::blend`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Blend {
+    /// How many of the given stop nodes (the old value) it reaches.
+    pub stops: usize,
+    /// It also reaches another tensor (a binding that is not a host number, a parameter read).
+    pub other: bool,
+    /// A sum or difference lies on the way.
+    pub additive: bool,
+}
+
+impl Blend {
+    /// A blend of the old value with another tensor, `a * (1 - tau) + b * tau`.
+    pub fn is_blend(&self, min_stops: usize) -> bool {
+        self.additive && self.stops >= min_stops && (self.other || self.stops >= 2)
+    }
 }
 
 /// Where a write happens relative to the training iteration.
@@ -511,10 +568,8 @@ impl FnGraph {
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an
     /// on-policy update, or reassigned with a fresh value): what it holds does not outlive it.
     pub fn cleared_within(&self, binding: BindingId, iteration: Iteration) -> bool {
-        let cleared = self.events.iter().any(|e| {
-            e.kind == EventKind::CollectionCleared
-                && e.receiver.and_then(|r| self.binding_of(r)) == Some(binding)
-                && self.iteration_of(e.in_loop) == Some(iteration)
+        let cleared = self.cleared.iter().any(|c| {
+            self.binding_of(c.version) == Some(binding) && self.iteration_of(c.in_loop) == Some(iteration)
         });
         cleared
             || self.stores().any(|(_, value, target, how, _)| {
@@ -525,15 +580,70 @@ impl FnGraph {
             })
     }
 
-    /// Events of the given kinds made inside a loop that runs backward, with that loop.
-    pub fn events_in_training_loops<'a>(
-        &'a self,
-        kinds: &'a [EventKind],
-    ) -> impl Iterator<Item = (&'a Event, LoopId)> + 'a {
-        self.events.iter().filter(|e| kinds.contains(&e.kind)).filter_map(|e| match self.iteration_of(e.in_loop) {
-            Some(Iteration::Loop(l)) => Some((e, l)),
+    /// Vocabulary calls of `kind` made inside a loop that runs backward, with that loop.
+    pub fn calls_in_training_loops(&self, kind: CallKind) -> impl Iterator<Item = (&VocabCall, LoopId)> + '_ {
+        self.calls_of(kind).filter_map(|c| match self.iteration_of(c.in_loop) {
+            Some(Iteration::Loop(l)) => Some((c, l)),
             _ => None,
         })
+    }
+
+    /// Vocabulary calls of `kind`, in program order.
+    pub fn calls_of(&self, kind: CallKind) -> impl Iterator<Item = &VocabCall> + '_ {
+        self.vocab_calls.iter().filter(move |c| c.kind == kind)
+    }
+
+    /// What a value is computed from, back through values and `let`s: how many of `stops` it
+    /// reaches (not looking past them), and whether it reaches, besides them, a binding that may
+    /// hold a tensor (not a host number) or a parameter read.
+    pub fn blend(&self, reads: &[NodeIndex], stops: &[NodeIndex]) -> Blend {
+        let host = |t: &str| crate::model::rust::is_host_type(t) || self.spec.host_number_types.contains(&t);
+        let mut stack: Vec<NodeIndex> = reads.to_vec();
+        let mut seen = std::collections::HashSet::new();
+        let (mut hit, mut other, mut additive) = (0, false, false);
+        while let Some(n) = stack.pop() {
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            additive |= self.additive_nodes.contains(&n);
+            if stops.contains(&n) {
+                hit += 1;
+                continue;
+            }
+            if self.param_reads.contains(&n) {
+                other = true;
+                continue;
+            }
+            let mut incoming = self
+                .graph
+                .edges_directed(n, Direction::Incoming)
+                .filter(|e| match e.weight() {
+                    Edge::DerivedFrom => true,
+                    Edge::StoredInto { how, .. } => *how == Store::Let,
+                })
+                .peekable();
+            if incoming.peek().is_none() {
+                if let NodeKind::Version(b) = self.graph[n].kind {
+                    let b = &self.bindings[b];
+                    other |= !b.host && !b.ty.as_deref().is_some_and(host);
+                }
+                continue;
+            }
+            // A plain value: a detached parameter (`online.val().detach()`) is still a tensor
+            // to blend with; host reads (`module.require_grad`, scalars) are not.
+            if matches!(self.graph[n].kind, NodeKind::Value(Producer::Plain)) {
+                for src in incoming.map(|e| e.source()) {
+                    if stops.contains(&src) {
+                        hit += 1;
+                    } else if self.param_reads.contains(&src) {
+                        other = true;
+                    }
+                }
+                continue;
+            }
+            stack.extend(incoming.map(|e| e.source()));
+        }
+        Blend { stops: hit, other, additive }
     }
 
     /// The fields of `self` (of this function's type, or of a called method's type) that

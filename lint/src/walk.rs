@@ -15,7 +15,7 @@ use syn::{Block, Expr, Pat, Stmt};
 use crate::calls::CrateNames;
 use crate::frameworks::{self, Spec};
 use crate::graph::{
-    Binding, BindingId, BindingKind, CallSite, Edge, EventKind, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
+    Binding, BindingId, BindingKind, CallKind, CallSite, Cleared, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
     Span, Store, Taint, TrainingCall, TrainingCallKind,
 };
 
@@ -192,10 +192,6 @@ struct Builder<'c> {
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
-    /// burn: value nodes made by `param.val()` (the tensor of a parameter).
-    param_reads: Vec<NodeIndex>,
-    /// burn: value nodes of sums and differences.
-    additive_nodes: Vec<NodeIndex>,
     /// The frameworks whose names count here: the file's, or every registered one when it is
     /// not known.
     specs: std::sync::Arc<[&'static Spec]>,
@@ -232,7 +228,12 @@ impl Builder<'_> {
                 returns: Vec::new(),
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
-                events: Vec::new(),
+                vocab_calls: Vec::new(),
+                param_rewrites: Vec::new(),
+                uses_after_backward: Vec::new(),
+                cleared: Vec::new(),
+                param_reads: Vec::new(),
+                additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
                 autodiff: false,
                 returns_plain: false,
@@ -249,8 +250,6 @@ impl Builder<'_> {
             nested_items: Vec::new(),
             params: Vec::new(),
             backward_marks: vec![None],
-            param_reads: Vec::new(),
-            additive_nodes: Vec::new(),
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
         }
     }
@@ -417,17 +416,17 @@ impl Builder<'_> {
         Val { reads, producer: Producer::Derived, op }
     }
 
-    fn event(&mut self, kind: EventKind, span: Span, fix_span: Option<Span>) {
+    fn vocab(&mut self, kind: CallKind, span: Span, fix_span: Option<Span>, discarded: bool) {
         let in_loop = self.cur_loop();
-        self.g.events.push(crate::graph::Event {
+        self.g.vocab_calls.push(crate::graph::VocabCall {
             kind,
             span,
             fix_span,
             in_loop,
             receiver: None,
-            no_grad: false,
+            no_grad: self.no_grad > 0,
             via: None,
-            related: None,
+            discarded,
         });
     }
 
@@ -480,69 +479,13 @@ impl Builder<'_> {
         if let Some(p) = param
             && body.producer == Producer::Derived
             && !inner
-            && self.blend(&body.reads, &[p]).is_blend(1)
         {
             let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
-            let body = self.full(&c.body);
-            self.event(EventKind::SoftUpdate, span, Some(body));
+            let value = self.full(&c.body);
+            self.g.param_rewrites.push(crate::graph::ParamRewrite { span, value, reads: body.reads.clone(), old: vec![p] });
         }
         // `map` hands the parameter on: a move, as for any other `map`.
         self.combine(vec![(recv, 0..0), (body, 0..0)], false)
-    }
-
-    /// What a value is computed from, back through values and `let`s: how many of `stops` it
-    /// reaches (not looking past them), and whether it reaches, besides them, a binding that may
-    /// hold a tensor (not a host number) or one of `self.param_reads`.
-    fn blend(&self, reads: &[NodeIndex], stops: &[NodeIndex]) -> Blend {
-        use petgraph::visit::EdgeRef;
-        let host = |t: &str| crate::model::rust::is_host_type(t) || self.g.spec.host_number_types.contains(&t);
-        let mut stack: Vec<NodeIndex> = reads.to_vec();
-        let mut seen = std::collections::HashSet::new();
-        let (mut hit, mut other, mut additive) = (0, false, false);
-        while let Some(n) = stack.pop() {
-            if seen.len() > 256 || !seen.insert(n) {
-                continue;
-            }
-            additive |= self.additive_nodes.contains(&n);
-            if stops.contains(&n) {
-                hit += 1;
-                continue;
-            }
-            if self.param_reads.contains(&n) {
-                other = true;
-                continue;
-            }
-            let mut incoming = self
-                .g
-                .graph
-                .edges_directed(n, petgraph::Direction::Incoming)
-                .filter(|e| match e.weight() {
-                    Edge::DerivedFrom => true,
-                    Edge::StoredInto { how, .. } => *how == Store::Let,
-                })
-                .peekable();
-            if incoming.peek().is_none() {
-                if let NodeKind::Version(b) = self.g.graph[n].kind {
-                    let b = &self.g.bindings[b];
-                    other |= !b.host && !b.ty.as_deref().is_some_and(host);
-                }
-                continue;
-            }
-            // A plain value: a detached parameter (`online.val().detach()`) is still a tensor
-            // to blend with; host reads (`module.require_grad`, scalars) are not.
-            if matches!(self.g.graph[n].kind, NodeKind::Value(Producer::Plain)) {
-                for src in incoming.map(|e| e.source()) {
-                    if stops.contains(&src) {
-                        hit += 1;
-                    } else if self.param_reads.contains(&src) {
-                        other = true;
-                    }
-                }
-                continue;
-            }
-            stack.extend(incoming.map(|e| e.source()));
-        }
-        Blend { stops: hit, other, additive }
     }
 
     /// Code after a backward call of this iteration, in a framework where that matters (cheap:
@@ -575,16 +518,13 @@ impl Builder<'_> {
         }
         let in_loop = self.cur_loop();
         let reads: Vec<NodeIndex> = recv.reads.iter().copied().filter(|&r| self.made_before(r, mark)).collect();
-        for r in reads {
-            self.g.events.push(crate::graph::Event {
-                kind: EventKind::OpAfterBackward,
+        for operand in reads {
+            self.g.uses_after_backward.push(crate::graph::UseAfterBackward {
                 span: span.clone(),
-                fix_span: None,
+                operand,
+                backward: backward.clone(),
                 in_loop,
-                receiver: Some(r),
                 no_grad: self.no_grad > 0,
-                via: None,
-                related: Some(backward.clone()),
             });
         }
     }
@@ -659,7 +599,7 @@ impl Builder<'_> {
             Stmt::Expr(e, semi) => {
                 if semi.is_some() && self.is_no_grad_guard(e) {
                     let span = self.full(e);
-                    self.event(EventKind::NoGradGuardDropped, span, None);
+                    self.vocab(CallKind::NoGradGuard, span, None, true);
                 }
                 let v = self.expr(e);
                 if semi.is_some() { Val::plain() } else { v }
@@ -678,7 +618,7 @@ impl Builder<'_> {
                 // `let _ = …` drops the guard at once: gradients stay on.
                 let span = self.between(local.let_token.span, local.semi_token.span);
                 let fix = self.span(w.underscore_token.span);
-                self.event(EventKind::NoGradGuardDropped, span, Some(fix));
+                self.vocab(CallKind::NoGradGuard, span, Some(fix), true);
             } else {
                 self.no_grad += 1;
             }
@@ -940,7 +880,7 @@ impl Builder<'_> {
             return val;
         }
         let n = self.value_node(val, 0..0);
-        self.additive_nodes.push(n);
+        self.g.additive_nodes.push(n);
         Val { reads: vec![n], producer: Producer::Derived, op: false }
     }
 
@@ -1035,7 +975,7 @@ impl Builder<'_> {
             if spec.param_read_methods.contains(&name.as_str()) && argc == 0 {
                 let recv = self.expr(&m.receiver);
                 let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
-                self.param_reads.push(n);
+                self.g.param_reads.push(n);
                 return Val { reads: vec![n], producer: Producer::Derived, op: false };
             }
             if spec.param_map_methods.contains(&name.as_str())
@@ -1048,34 +988,34 @@ impl Builder<'_> {
         }
         if self.g.framework_known && spec.explicit_grads {
             let kind = match name.as_str() {
-                n if spec.fresh_tape_methods.contains(&n) => Some(EventKind::LeakyTrace),
-                n if argc == 0 && spec.grads_alloc_methods.contains(&n) => Some(EventKind::AllocGrads),
+                n if spec.fresh_tape_methods.contains(&n) => Some(CallKind::FreshTape),
+                n if argc == 0 && spec.grads_alloc_methods.contains(&n) => Some(CallKind::AllocGrads),
                 "clone" | "to_owned" if argc == 0 && expr_text(&m.receiver).ends_with("grads") => {
-                    Some(EventKind::GradsCloned)
+                    Some(CallKind::GradsCopy)
                 }
                 _ => None,
             };
             if let Some(kind) = kind {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
-                self.event(kind, span, None);
+                let in_loop = self.cur_loop();
+                self.g.vocab_calls.push(crate::graph::VocabCall {
+                    kind,
+                    span,
+                    fix_span: None,
+                    in_loop,
+                    receiver: None,
+                    no_grad: false,
+                    via: None,
+                    discarded: false,
+                });
             }
         }
         if matches!(name.as_str(), "clear" | "drain" | "truncate")
             && let Some(slot) = self.place_slot(&m.receiver)
         {
             let version = self.env[slot].1;
-            let span = self.span(m.method.span());
             let in_loop = self.cur_loop();
-            self.g.events.push(crate::graph::Event {
-                kind: EventKind::CollectionCleared,
-                span,
-                fix_span: None,
-                in_loop,
-                receiver: Some(version),
-                no_grad: false,
-                via: None,
-                related: None,
-            });
+            self.g.cleared.push(Cleared { version, in_loop });
         }
         let recv = self.expr(&m.receiver);
         let recv_span = self.cheap(&m.receiver);
@@ -1160,15 +1100,15 @@ impl Builder<'_> {
             if self.swept_by_backward() {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 let in_loop = self.cur_loop();
-                self.g.events.push(crate::graph::Event {
-                    kind: EventKind::Forward,
+                self.g.vocab_calls.push(crate::graph::VocabCall {
+                    kind: CallKind::Forward,
                     span,
                     fix_span: None,
                     in_loop,
                     receiver,
                     no_grad: self.no_grad > 0,
                     via: None,
-                    related: None,
+                    discarded: false,
                 });
             }
             let args = self.exprs(m.args.iter(), false);
@@ -1299,7 +1239,7 @@ impl Builder<'_> {
             let call_span = |s: &Self| s.between(first_token(&c.func), c.paren_token.span.close());
             if fresh_id {
                 let span = call_span(self);
-                self.event(EventKind::ParamFromTensor, span, None);
+                self.vocab(CallKind::ParamNewId, span, None, false);
             }
             // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
             if let Some(value) = c.args.last()
@@ -1309,9 +1249,10 @@ impl Builder<'_> {
                 let v = vals.last().expect("one argument at least");
                 // A blend of a parameter's value with another tensor (another parameter's value,
                 // a captured online tensor); `p.val().clamp(..)` alone is not one.
-                if v.producer == Producer::Derived && self.blend(&v.reads, &self.param_reads).is_blend(1) {
-                    let (span, fix) = (call_span(self), self.full(value));
-                    self.event(EventKind::SoftUpdate, span, Some(fix));
+                if v.producer == Producer::Derived {
+                    let (span, value) = (call_span(self), self.full(value));
+                    let (reads, old) = (v.reads.clone(), self.g.param_reads.clone());
+                    self.g.param_rewrites.push(crate::graph::ParamRewrite { span, value, reads, old });
                 }
                 let n = self.value_node(Val::plain(), 0..0);
                 self.params.push(n);
@@ -1836,23 +1777,6 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     let n = path.segments.len();
     let ty = path.segments.iter().nth(n.checked_sub(2)?)?.ident.to_string();
     ty.starts_with(char::is_uppercase).then_some(ty)
-}
-
-/// What a value is computed from (see [`Builder::blend`]).
-struct Blend {
-    /// How many of the given stop nodes (the old value) it reaches.
-    stops: usize,
-    /// It also reaches another tensor (a binding that is not a host number, a parameter read).
-    other: bool,
-    /// A sum or difference lies on the way.
-    additive: bool,
-}
-
-impl Blend {
-    /// A blend of the old value with another tensor, `a * (1 - tau) + b * tau`.
-    fn is_blend(&self, min_stops: usize) -> bool {
-        self.additive && self.stops >= min_stops && (self.other || self.stops >= 2)
-    }
 }
 
 /// Whether an expression calls one of `methods` anywhere.

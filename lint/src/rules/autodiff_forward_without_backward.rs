@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph, Taint};
+use crate::graph::{CallKind, FnGraph, Taint};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffForwardWithoutBackward;
@@ -53,7 +53,7 @@ impl Rule for AutodiffForwardWithoutBackward {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for e in f.events.iter().filter(|e| e.kind == EventKind::Forward) {
+        for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
             if !(f.autodiff || e.via.is_some()) || e.no_grad {
                 continue;

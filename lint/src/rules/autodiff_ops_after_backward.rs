@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph, Span, Store, Taint, TrainingCallKind};
+use crate::graph::{FnGraph, Span, Store, Taint, TrainingCallKind};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffOpsAfterBackward;
@@ -64,8 +64,8 @@ impl Rule for AutodiffOpsAfterBackward {
             .collect();
         // One report per backward call: the first op is primary, later ones are labelled.
         let mut groups: Vec<Group> = Vec::new();
-        for e in f.events.iter().filter(|e| e.kind == EventKind::OpAfterBackward && !e.no_grad) {
-            let Some(value) = e.receiver else { continue };
+        for e in f.uses_after_backward.iter().filter(|e| !e.no_grad) {
+            let value = e.operand;
             if !f.graph[value].taint.has(Taint::GRAPH) {
                 continue;
             }
@@ -82,10 +82,10 @@ impl Rule for AutodiffOpsAfterBackward {
             }) {
                 continue;
             }
-            let group = match groups.iter_mut().find(|(b, _)| *b == e.related) {
+            let group = match groups.iter_mut().find(|(b, _)| *b == e.backward) {
                 Some(g) => g,
                 None => {
-                    groups.push((e.related.clone(), Vec::new()));
+                    groups.push((e.backward.clone(), Vec::new()));
                     groups.last_mut().expect("just pushed")
                 }
             };
@@ -114,9 +114,7 @@ impl Rule for AutodiffOpsAfterBackward {
             for (span, _) in ops.iter().skip(1).take(MAX_LABELS) {
                 report = report.label(span.clone(), "another new node");
             }
-            if let Some(backward) = backward {
-                report = report.label(backward, "backward runs here");
-            }
+            report = report.label(backward, "backward runs here");
             cx.report(
                 report
                     .help("take `.inner()` tensors or host scalars before `backward()`, and compute metrics from those")
@@ -127,7 +125,7 @@ impl Rule for AutodiffOpsAfterBackward {
 }
 
 /// The ops that follow one backward call (its span): each op's span and the binding it reads.
-type Group = (Option<Span>, Vec<(Span, Option<usize>)>);
+type Group = (Span, Vec<(Span, Option<usize>)>);
 
 /// Further ops of one group shown as labels.
 const MAX_LABELS: usize = 4;

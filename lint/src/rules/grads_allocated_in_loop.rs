@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph};
+use crate::graph::{CallKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
@@ -50,9 +50,12 @@ impl Rule for GradsAllocatedInLoop {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for (e, l) in f.events_in_training_loops(&[EventKind::AllocGrads, EventKind::GradsCloned]) {
+        let mut calls: Vec<_> =
+            [CallKind::AllocGrads, CallKind::GradsCopy].into_iter().flat_map(|k| f.calls_in_training_loops(k)).collect();
+        calls.sort_by_key(|(c, _)| c.span.start);
+        for (e, l) in calls {
             let (message, label) = match e.kind {
-                EventKind::AllocGrads => ("gradients allocated every iteration", "a new gradient store per iteration"),
+                CallKind::AllocGrads => ("gradients allocated every iteration", "a new gradient store per iteration"),
                 _ => ("gradients cloned every iteration", "a copy of every gradient buffer per iteration"),
             };
             cx.report(

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph};
+use crate::graph::{CallKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
@@ -49,7 +49,7 @@ impl Rule for LeakyTraceInLoop {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for (e, l) in f.events_in_training_loops(&[EventKind::LeakyTrace]) {
+        for (e, l) in f.calls_in_training_loops(CallKind::FreshTape) {
             cx.report(
                 Report::new("`leaky_trace()` allocates new gradients every iteration", e.span.clone(), "a fresh gradient store per call")
                     .label(f.loops[l].header.clone(), TRAINING_LOOP)

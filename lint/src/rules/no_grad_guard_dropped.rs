@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
-use crate::graph::{EventKind, FnGraph};
+use crate::graph::{CallKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
 
 pub struct NoGradGuardDropped;
@@ -40,7 +40,7 @@ impl Rule for NoGradGuardDropped {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for e in f.events.iter().filter(|e| e.kind == EventKind::NoGradGuardDropped) {
+        for e in f.calls_of(CallKind::NoGradGuard).filter(|c| c.discarded) {
             let mut report = Report::new(
                 "no-grad guard dropped immediately",
                 e.span.clone(),

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{EventKind, FnGraph};
+use crate::graph::{CallKind, FnGraph};
 use crate::rule::{Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
@@ -46,7 +46,7 @@ impl Rule for ParamRebuiltInLoop {
     }
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        for (e, l) in f.events_in_training_loops(&[EventKind::ParamFromTensor]) {
+        for (e, l) in f.calls_in_training_loops(CallKind::ParamNewId) {
             cx.report(
                 Report::new(
                     "parameter rebuilt with a new id every iteration",

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
-use crate::graph::{EventKind, FnGraph};
+use crate::graph::FnGraph;
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct SoftUpdateWithoutDetach;
@@ -56,7 +56,9 @@ impl Rule for SoftUpdateWithoutDetach {
 
     fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
         // One report per function: the first update is primary, the others are labelled.
-        let updates: Vec<_> = f.events.iter().filter(|e| e.kind == EventKind::SoftUpdate).collect();
+        // A blend of the old value with another tensor (another parameter's value, a captured
+        // online tensor) through a sum; `t.clamp(..)` alone is not one.
+        let updates: Vec<_> = f.param_rewrites.iter().filter(|r| f.blend(&r.reads, &r.old).is_blend(1)).collect();
         let Some(first) = updates.first() else { return };
         let message = match updates.len() {
             1 => "parameter rewritten from autodiff ops on its old value".to_string(),
@@ -69,7 +71,7 @@ impl Rule for SoftUpdateWithoutDetach {
             report = report.label(e.span.clone(), "another update chained the same way");
         }
         for e in &updates {
-            let Some(value) = &e.fix_span else { continue };
+            let value = &e.value;
             let text = cx.snippet(value).trim().to_string();
             let simple = text.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
             let replacement = if simple { format!("{text}.detach()") } else { format!("({text}).detach()") };
