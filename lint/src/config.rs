@@ -158,16 +158,15 @@ impl Config {
         levels.sort_by_key(|(id, _)| id != "warnings");
         config.levels = levels;
         if let Some(fw) = raw.framework {
-            config.framework =
-                Some(Framework::from_name(fw.get_ref()).ok_or_else(|| {
-                    let names: Vec<&str> = Framework::all().map(|f| f.name()).collect();
-                    err(
-                        format!("unknown framework `{}`", fw.get_ref()),
-                        Some(fw.span()),
-                        "not a framework memlint knows",
-                        Some(format!("use one of: {}", names.join(", "))),
-                    )
-                })?);
+            config.framework = Some(Framework::from_name(fw.get_ref()).ok_or_else(|| {
+                let names: Vec<&str> = Framework::all().map(|f| f.name()).collect();
+                err(
+                    format!("unknown framework `{}`", fw.get_ref()),
+                    Some(fw.span()),
+                    "not a framework memlint knows",
+                    Some(format!("use one of: {}", names.join(", "))),
+                )
+            })?);
         }
         if let Some(patterns) = raw.exclude {
             let mut builder = ignore::gitignore::GitignoreBuilder::new(&base);

@@ -1,17 +1,15 @@
 //! The static engine of memlint.
 //!
-//! It parses Rust sources with `syn` (never compiling or running them), builds a reference graph
-//! per function ([`graph`]) in one traversal ([`walk`]), a type graph per crate ([`type_graph`]),
-//! and runs the [`rules`] over them. [`Linter::lint_crate`] lints the files of one crate in
+//! It parses Rust sources with `syn` (never compiling or running them), builds a semantic model
+//! per function ([`model`]), a type graph per crate ([`type_graph`]), and runs the [`rules`] over
+//! them (see `docs/architecture.md`). [`Linter::lint_crate`] lints the files of one crate in
 //! parallel; [`lint_source`] lints one file's text (used by `#[mem_guard]`).
 
 pub mod baseline;
-pub mod calls;
 pub mod config;
 pub mod context;
 pub mod diagnostic;
 pub mod frameworks;
-pub mod graph;
 pub mod levels;
 pub mod model;
 pub mod output;
@@ -20,7 +18,6 @@ pub mod rules;
 pub mod source;
 pub mod suppress;
 pub mod type_graph;
-pub mod walk;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
@@ -50,7 +47,7 @@ pub struct Linter {
 /// One parsed and walked file, before the crate-level pass.
 struct Parsed {
     file: Arc<SourceFile>,
-    graphs: Vec<graph::FnGraph>,
+    graphs: Vec<model::FnModel>,
     decls: Vec<TypeDecl>,
     findings: Vec<Finding>,
 }
@@ -91,31 +88,27 @@ impl Linter {
         // The crate-level steps run outside the per-file guards: a bug there must not crash the
         // run either, so they fall back to per-function analysis.
         let crate_fns =
-            std::panic::catch_unwind(|| calls::crate_names(files.iter().map(|f| &*f.text))).unwrap_or_default();
+            std::panic::catch_unwind(|| model::crate_names(files.iter().map(|f| &*f.text))).unwrap_or_default();
         let parsed: Vec<Parsed> = files.par_iter().map(|file| self.parse(file.clone(), fallback, &crate_fns)).collect();
         let mut findings = Vec::new();
         let mut decls = Vec::new();
-        let mut linked: Vec<(Arc<SourceFile>, Vec<graph::FnGraph>)> = Vec::with_capacity(parsed.len());
+        let mut linked: Vec<(Arc<SourceFile>, Vec<model::FnModel>)> = Vec::with_capacity(parsed.len());
         for p in parsed {
             findings.extend(p.findings);
             decls.extend(p.decls);
             linked.push((p.file, p.graphs));
         }
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| calls::link(&mut linked))).is_err() {
-            for (_, graphs) in &mut linked {
-                graphs.iter_mut().for_each(graph::FnGraph::propagate);
-            }
-        }
+        model::link(&mut linked);
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();
         findings.extend(per_file.into_iter().flatten());
-        let graph_stores: Vec<graph::FieldStore> = linked
+        let graph_stores: Vec<model::FieldStore> = linked
             .iter()
             .flat_map(|(file, graphs)| {
                 // Stores of graphs only matter to the crate's types where the type says autodiff.
                 graphs
                     .iter()
-                    .filter(|g| g.framework_known && g.spec.autodiff_by_type)
+                    .filter(|g| g.framework_known() && g.spec().autodiff_by_type)
                     .flat_map(move |g| g.graph_field_stores(file))
             })
             .collect();
@@ -130,7 +123,7 @@ impl Linter {
     }
 
     /// Parses and walks one file; a bug in memlint that panics is reported as a finding.
-    fn parse(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &calls::CrateNames) -> Parsed {
+    fn parse(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &model::CrateNames) -> Parsed {
         let f = file.clone();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.parse_inner(f, fallback, crate_fns))) {
             Ok(r) => r,
@@ -155,7 +148,7 @@ impl Linter {
         FileResult { findings }
     }
 
-    fn parse_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &calls::CrateNames) -> Parsed {
+    fn parse_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &model::CrateNames) -> Parsed {
         let (text, offset) = parseable_text(&file.text);
         let parsed = match syn::parse_str::<syn::File>(&text) {
             Ok(ast) => {
@@ -170,7 +163,7 @@ impl Linter {
                 });
                 let framework = if detected.is_none() && own_tensor { None } else { detected.or(fallback) };
                 let spec = framework.map_or(frameworks::REGISTRY[0], Framework::spec);
-                let graphs = walk::function_graphs(&ast, spec, framework.is_some(), offset, crate_fns);
+                let graphs = model::function_models(&ast, spec, framework.is_some(), offset, crate_fns);
                 let decls = type_graph::collect_decls(&ast, &file, offset);
                 Parsed { file: file.clone(), graphs, decls, findings: Vec::new() }
             }
@@ -191,21 +184,20 @@ impl Linter {
         parsed
     }
 
-    fn check_functions(&self, file: &Arc<SourceFile>, graphs: &[graph::FnGraph]) -> Vec<Finding> {
+    fn check_functions(&self, file: &Arc<SourceFile>, graphs: &[model::FnModel]) -> Vec<Finding> {
         let mut findings = Vec::new();
         for rule in rules::all() {
             let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
             let applies = rule.applies();
-            for g in graphs.iter().filter(|g| applies.to(g.spec, g.framework_known)) {
+            for g in graphs.iter().filter(|g| applies.to(g.spec(), g.framework_known())) {
                 rule.check_function(g, &mut cx);
             }
         }
         findings
     }
 
-    fn check_types(&self, decls: &[TypeDecl], graph_stores: Vec<graph::FieldStore>) -> Vec<Finding> {
-        let mut types = TypeGraph::build(decls);
-        types.graph_stores = graph_stores;
+    fn check_types(&self, decls: &[TypeDecl], graph_stores: Vec<model::FieldStore>) -> Vec<Finding> {
+        let types = TypeGraph::build(decls, graph_stores);
         let mut findings = Vec::new();
         for rule in rules::all() {
             let mut cx = Context::new(None, rule.meta(), &self.levels, &mut findings);

@@ -3,7 +3,7 @@
 use crate::context::Context;
 use crate::diagnostic::Level;
 use crate::frameworks::Spec;
-use crate::graph::FnGraph;
+use crate::model::FnModel;
 use crate::type_graph::TypeGraph;
 
 /// What `cargo memlint explain` prints and what the context stamps on findings.
@@ -49,7 +49,7 @@ pub trait Rule: Sync + Send {
     }
 
     /// Called once per function with its reference graph.
-    fn check_function(&self, _f: &FnGraph, _cx: &mut Context<'_>) {}
+    fn check_function(&self, _f: &FnModel, _cx: &mut Context<'_>) {}
 
     /// Called once per crate with the graph of its types.
     fn check_types(&self, _types: &TypeGraph, _cx: &mut Context<'_>) {}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use syn::spanned::Spanned;
 
-use crate::graph::Span;
+use crate::model::Span;
 use crate::source::SourceFile;
 
 #[derive(Debug)]
@@ -39,7 +39,7 @@ pub struct TypeGraph {
     /// The declarations the graph was built from.
     pub decls: Vec<TypeDecl>,
     /// Fields that some function of the crate stores a graph-carrying value into.
-    pub graph_stores: Vec<crate::graph::FieldStore>,
+    pub graph_stores: Vec<crate::model::FieldStore>,
 }
 
 /// Wrappers that give interior mutability.
@@ -256,7 +256,7 @@ pub fn names_autodiff(shape: &Shape) -> bool {
 impl TypeGraph {
     /// Builds the graph of a crate from its declarations. Types are matched by name; two types
     /// of the same name in different modules share a node.
-    pub fn build(decls: &[TypeDecl]) -> Self {
+    pub fn build(decls: &[TypeDecl], graph_stores: Vec<crate::model::FieldStore>) -> Self {
         let mut graph = DiGraph::new();
         let mut by_name: HashMap<&str, NodeIndex> = HashMap::new();
         for d in decls {
@@ -285,7 +285,7 @@ impl TypeGraph {
                 }
             }
         }
-        Self { graph, decls: decls.to_vec(), graph_stores: Vec::new() }
+        Self { graph, decls: decls.to_vec(), graph_stores }
     }
 }
 

@@ -7,9 +7,9 @@
 mod burn;
 mod candle;
 mod dfdx;
-mod tch;
 #[cfg(test)]
 mod stub;
+mod tch;
 
 use std::fmt;
 
@@ -373,9 +373,9 @@ pub fn is_metadata_method(name: &str) -> bool {
 ///
 /// Used by `#[mem_guard]` to find the training loop.
 pub fn is_training_call(method: &str) -> bool {
-    REGISTRY.iter().any(|s| {
-        [s.backward, s.backward_step, s.step].iter().any(|calls| calls.iter().any(|c| c.name == method))
-    })
+    REGISTRY
+        .iter()
+        .any(|s| [s.backward, s.backward_step, s.step].iter().any(|calls| calls.iter().any(|c| c.name == method)))
 }
 
 /// How much one `use` of a framework counts against one qualified path.

@@ -1,22 +1,22 @@
 //! Unit tests of the per-function model on small real snippets: versions, taint, iterations,
 //! what outlives what.
 
-use crate::calls::CrateNames;
+use super::build::function_graphs;
+use super::graph::{BindingKind, FnModel, Iteration, NodeKind, Store, Taint};
+use super::link::CrateNames;
 use crate::frameworks::Framework;
-use crate::graph::{BindingKind, FnGraph, Iteration, NodeKind, Store, Taint};
-use crate::walk::function_graphs;
 
-fn graphs(framework: &str, src: &str) -> Vec<FnGraph> {
+fn graphs(framework: &str, src: &str) -> Vec<FnModel> {
     let file = syn::parse_file(src).expect("snippet parses");
     let spec = Framework::from_name(framework).expect("registered").spec();
     function_graphs(&file, spec, true, 0, &CrateNames::default())
 }
 
-fn binding(g: &FnGraph, name: &str) -> usize {
+fn binding(g: &FnModel, name: &str) -> usize {
     g.bindings.iter().position(|b| b.name == name).unwrap_or_else(|| panic!("no binding `{name}`"))
 }
 
-fn versions(g: &FnGraph, b: usize) -> usize {
+fn versions(g: &FnModel, b: usize) -> usize {
     g.graph.node_indices().filter(|&n| matches!(g.graph[n].kind, NodeKind::Version(v) if v == b)).count()
 }
 

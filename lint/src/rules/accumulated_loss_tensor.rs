@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{FnGraph, Store, Taint};
+use crate::model::{FnModel, Store, Taint};
 use crate::rule::{Rule, RuleMeta};
 
 pub struct AccumulatedLossTensor;
@@ -54,28 +54,28 @@ impl Rule for AccumulatedLossTensor {
         &META
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for (_, value, target, how, span) in f.stores() {
-            if how != Store::Fold || !f.graph[value].taint.has(Taint::GRAPH) {
+            if how != Store::Fold || !f.taint(value).has(Taint::GRAPH) {
                 continue;
             }
             let Some(binding) = f.binding_of(target) else { continue };
-            let Some(iteration) = f.iteration_of(f.graph[value].in_loop) else { continue };
+            let Some(iteration) = f.iteration_of(f.loop_of(value)) else { continue };
             if !f.outlives(binding, iteration) {
                 continue;
             }
-            let acc = &f.bindings[binding];
+            let acc = f.binding(binding);
             let source = f.graph_source(value, Some(binding));
-            let source_name = source.clone().map(|(b, _)| f.bindings[b].name.clone());
+            let source_name = source.clone().map(|(b, _)| f.binding(b).name().to_string());
             let shown = source_name.clone().unwrap_or_else(|| "loss".to_string());
             let mut report = Report::new(
-                format!("`{}` accumulates a graph-carrying tensor across iterations", acc.name),
+                format!("`{}` accumulates a graph-carrying tensor across iterations", acc.name()),
                 span.clone(),
-                format!("`{}` keeps this iteration's autograd graph alive", acc.name),
+                format!("`{}` keeps this iteration's autograd graph alive", acc.name()),
             )
-            .label(acc.decl.clone(), format!("`{}` is declared outside the training iteration", acc.name));
+            .label(acc.decl().clone(), format!("`{}` is declared outside the training iteration", acc.name()));
             if let Some((b, decl)) = source {
-                report = report.label(decl, format!("`{}` carries the autograd graph", f.bindings[b].name));
+                report = report.label(decl, format!("`{}` carries the autograd graph", f.binding(b).name()));
             }
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
@@ -83,23 +83,23 @@ impl Rule for AccumulatedLossTensor {
             report = report
                 .help(format!(
                     "accumulate a host scalar instead: `{} += {}`, or `{}`",
-                    acc.name,
-                    crate::frameworks::fill(f.spec.scalar_fix, &shown),
-                    crate::frameworks::fill(f.spec.detach_fix, &shown),
+                    acc.name(),
+                    crate::frameworks::fill(f.spec().scalar_fix, &shown),
+                    crate::frameworks::fill(f.spec().detach_fix, &shown),
                 ))
                 .note("every summand stays reachable from the sum, so each iteration's whole graph (activations included) is kept until the sum is dropped");
-            let mut value_span = f.graph[value].span.clone();
+            let mut value_span = f.span_of(value).clone();
             let mut text = cx.snippet(&value_span).to_string();
             // burn: cut the summand, not the sum — `(total + loss).detach()` after backward would
             // still record the addition on the consumed graph.
-            if f.spec.graph_swept_by_backward
-                && let Some(summand) = summand_after(&text, &acc.name)
+            if f.spec().graph_swept_by_backward
+                && let Some(summand) = summand_after(&text, &acc.name())
             {
                 let at = value_span.start + (summand.as_ptr() as usize - text.as_ptr() as usize);
                 value_span = at..at + summand.len();
                 text = summand.to_string();
             }
-            if let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text) {
+            if let Some(s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text) {
                 report = report.suggest(s);
             }
             cx.report(report);

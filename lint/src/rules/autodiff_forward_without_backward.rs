@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{CallKind, FnGraph, Taint};
+use crate::model::{CallKind, FnModel, Taint};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffForwardWithoutBackward;
@@ -52,13 +52,13 @@ impl Rule for AutodiffForwardWithoutBackward {
         Applies::Known(|s| s.graph_swept_by_backward)
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
-            if !(f.autodiff || e.via.is_some()) || e.no_grad {
+            if !(f.autodiff() || e.via.is_some()) || e.no_grad {
                 continue;
             }
-            if e.receiver.is_some_and(|r| f.graph[r].taint.has(Taint::INERT_MODEL)) {
+            if e.receiver.is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
                 continue;
             }
             let Some(l) = e.in_loop else { continue };
@@ -72,7 +72,7 @@ impl Rule for AutodiffForwardWithoutBackward {
             };
             cx.report(
                 Report::new("forward pass on an autodiff model in a loop without backward", e.span.clone(), label)
-                    .label(f.loops[l].header.clone(), "this loop never runs backward")
+                    .label(f.loop_header(l).clone(), "this loop never runs backward")
                     .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
                     .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration"),
             );

@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{FnGraph, Span, Store, Taint, TrainingCallKind};
+use crate::model::{FnModel, Span, Store, Taint, TrainingCallKind};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffOpsAfterBackward;
@@ -54,19 +54,19 @@ impl Rule for AutodiffOpsAfterBackward {
         Applies::Known(|s| s.graph_swept_by_backward)
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         // Graph-carrying values folded or pushed are reported by the accumulation and retention
         // rules; their ops are not reported again.
         let stored: Vec<_> = f
             .stores()
-            .filter(|s| matches!(s.3, Store::Fold | Store::Push) && f.graph[s.1].taint.has(Taint::GRAPH))
+            .filter(|s| matches!(s.3, Store::Fold | Store::Push) && f.taint(s.1).has(Taint::GRAPH))
             .map(|s| s.4.clone())
             .collect();
         // One report per backward call: the first op is primary, later ones are labelled.
         let mut groups: Vec<Group> = Vec::new();
-        for e in f.uses_after_backward.iter().filter(|e| !e.no_grad) {
+        for e in f.uses_after_backward().iter().filter(|e| !e.no_grad) {
             let value = e.operand;
-            if !f.graph[value].taint.has(Taint::GRAPH) {
+            if !f.taint(value).has(Taint::GRAPH) {
                 continue;
             }
             if stored.iter().any(|s| s.start <= e.span.start && e.span.end <= s.end) {
@@ -75,7 +75,7 @@ impl Rule for AutodiffOpsAfterBackward {
             // A later backward of the same iteration sweeps the new nodes (a second loss built
             // after the first backward, as in actor-critic updates).
             let iteration = f.iteration_of(e.in_loop);
-            if f.calls.iter().any(|c| {
+            if f.training_calls().iter().any(|c| {
                 matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
                     && c.span.start > e.span.end
                     && f.iteration_of(c.in_loop) == iteration
@@ -107,8 +107,8 @@ impl Rule for AutodiffOpsAfterBackward {
             let mut report = Report::new(message, first, "new node on a consumed graph");
             if let Some(b) = binding {
                 report = report.label(
-                    f.bindings[b].decl.clone(),
-                    format!("`{}` belongs to the graph that backward consumed", f.bindings[b].name),
+                    f.binding(b).decl().clone(),
+                    format!("`{}` belongs to the graph that backward consumed", f.binding(b).name()),
                 );
             }
             for (span, _) in ops.iter().skip(1).take(MAX_LABELS) {

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{FnGraph, Store, Taint};
+use crate::model::{FnModel, Store, Taint};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct EvalWithoutNoGrad;
@@ -53,20 +53,20 @@ impl Rule for EvalWithoutNoGrad {
         Applies::Known(|s| s.global_grad_mode)
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         // Model code: forward methods, and functions that hand the caller a graph computed from
         // what the loop collected (a loss to backpropagate) rather than the collection itself.
-        if crate::frameworks::is_forward_method(&f.ident) {
+        if crate::frameworks::is_forward_method(&f.ident()) {
             return;
         }
-        let returns_graph = f.returns.iter().any(|&n| f.graph[n].taint.has(Taint::GRAPH));
+        let returns_graph = f.returns().iter().any(|&n| f.taint(n).has(Taint::GRAPH));
         for (_, value, target, how, span) in f.stores() {
-            if how != Store::Push || !f.graph[value].taint.has(Taint::GRAPH) {
+            if how != Store::Push || !f.taint(value).has(Taint::GRAPH) {
                 continue;
             }
-            let node = &f.graph[value];
-            let Some(l) = node.in_loop else { continue };
-            if f.loops[l].over_self {
+            let node_loop = f.loop_of(value);
+            let Some(l) = node_loop else { continue };
+            if f.loop_over_self(l) {
                 continue;
             }
             // Training iterations are the other rules' business.
@@ -74,25 +74,25 @@ impl Rule for EvalWithoutNoGrad {
                 continue;
             }
             let Some(binding) = f.binding_of(target) else { continue };
-            let returns_collection = f.returns.iter().any(|&n| f.binding_of(n) == Some(binding));
+            let returns_collection = f.returns().iter().any(|&n| f.binding_of(n) == Some(binding));
             if returns_graph && !returns_collection {
                 continue;
             }
-            let b = &f.bindings[binding];
-            let outlives = match b.kind {
-                crate::graph::BindingKind::Local => !f.loop_within(b.decl_loop, l),
+            let b = f.binding(binding);
+            let outlives = match b.kind() {
+                crate::model::BindingKind::Local => !f.loop_within(b.decl_loop(), l),
                 _ => true,
             };
             if !outlives {
                 continue;
             }
             let report = Report::new(
-                format!("`{}` keeps values computed with gradients enabled", b.name),
+                format!("`{}` keeps values computed with gradients enabled", b.name()),
                 span.clone(),
                 "this value carries an autograd graph",
             )
-            .label(b.decl.clone(), format!("`{}` outlives the loop", b.name))
-            .label(f.loops[l].header.clone(), "this loop runs no backward")
+            .label(b.decl().clone(), format!("`{}` outlives the loop", b.name()))
+            .label(f.loop_header(l).clone(), "this loop runs no backward")
             .help("run the loop under `let _guard = tch::no_grad_guard();` or `tch::no_grad(|| …)`, or keep `detach()`ed or host values")
             .note("with gradients on, each forward pass records a graph; nothing frees it while the output is kept");
             cx.report(report);

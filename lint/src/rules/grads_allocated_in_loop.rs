@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{CallKind, FnGraph};
+use crate::model::{CallKind, FnModel};
 use crate::rule::{Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
@@ -49,9 +49,11 @@ impl Rule for GradsAllocatedInLoop {
         &META
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
-        let mut calls: Vec<_> =
-            [CallKind::AllocGrads, CallKind::GradsCopy].into_iter().flat_map(|k| f.calls_in_training_loops(k)).collect();
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
+        let mut calls: Vec<_> = [CallKind::AllocGrads, CallKind::GradsCopy]
+            .into_iter()
+            .flat_map(|k| f.calls_in_training_loops(k))
+            .collect();
         calls.sort_by_key(|(c, _)| c.span.start);
         for (e, l) in calls {
             let (message, label) = match e.kind {
@@ -60,7 +62,7 @@ impl Rule for GradsAllocatedInLoop {
             };
             cx.report(
                 Report::new(message, e.span.clone(), label)
-                    .label(f.loops[l].header.clone(), TRAINING_LOOP)
+                    .label(f.loop_header(l).clone(), TRAINING_LOOP)
                     .help("allocate the gradients once before the loop and reuse them: `model.zero_grads(&mut grads)` clears them in place")
                     .note("a gradient store holds one buffer per parameter"),
             );

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{CallKind, FnGraph};
+use crate::model::{CallKind, FnModel};
 use crate::rule::{Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
@@ -48,11 +48,11 @@ impl Rule for LeakyTraceInLoop {
         &META
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for (e, l) in f.calls_in_training_loops(CallKind::FreshTape) {
             cx.report(
                 Report::new("`leaky_trace()` allocates new gradients every iteration", e.span.clone(), "a fresh gradient store per call")
-                    .label(f.loops[l].header.clone(), TRAINING_LOOP)
+                    .label(f.loop_header(l).clone(), TRAINING_LOOP)
                     .help("allocate once with `model.alloc_grads()` before the loop, trace with `.traced(grads)`, and clear with `model.zero_grads(&mut grads)`")
                     .note("each call allocates gradient buffers for every parameter it reaches"),
             );

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{FnGraph, Iteration, TrainingCall, TrainingCallKind};
+use crate::model::{FnModel, Iteration, TrainingCall, TrainingCallKind};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct MissingZeroGrad;
@@ -56,9 +56,9 @@ impl Rule for MissingZeroGrad {
         Applies::Known(|s| s.grads_accumulate)
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         let mut iterations: Vec<Iteration> = Vec::new();
-        for c in &f.calls {
+        for c in f.training_calls() {
             if let Some(it) = f.iteration_of(c.in_loop)
                 && !iterations.contains(&it)
             {
@@ -66,20 +66,21 @@ impl Rule for MissingZeroGrad {
             }
         }
         for it in iterations {
-            let calls: Vec<&TrainingCall> = f.calls.iter().filter(|c| f.iteration_of(c.in_loop) == Some(it)).collect();
+            let calls: Vec<&TrainingCall> =
+                f.training_calls().iter().filter(|c| f.iteration_of(c.in_loop) == Some(it)).collect();
             let Some(backward) = calls.iter().find(|c| c.kind == TrainingCallKind::Backward) else { continue };
             let clears: Vec<&&TrainingCall> = calls.iter().filter(|c| c.kind == TrainingCallKind::Clear).collect();
             for step in calls.iter().filter(|c| c.kind == TrainingCallKind::Step) {
                 let cleared = clears.iter().any(|c| {
-                    step.path.starts_with(&c.path) && (!f.spec.clear_per_optimizer || c.receiver == step.receiver)
+                    step.path.starts_with(&c.path) && (!f.spec().clear_per_optimizer || c.receiver == step.receiver)
                 });
                 if cleared {
                     continue;
                 }
-                let clear_fix = if f.spec.clear_fix.contains("{}") {
-                    crate::frameworks::fill(f.spec.clear_fix, &step.receiver)
+                let clear_fix = if f.spec().clear_fix.contains("{}") {
+                    crate::frameworks::fill(f.spec().clear_fix, &step.receiver)
                 } else {
-                    f.spec.clear_fix.to_string()
+                    f.spec().clear_fix.to_string()
                 };
                 let mut report = Report::new(
                     "optimizer steps on gradients that are never cleared",
@@ -97,7 +98,7 @@ impl Rule for MissingZeroGrad {
                 };
                 report = report.help(help).note(format!(
                     "in {} gradients accumulate until cleared, so each step applies the sum of all gradients so far",
-                    f.spec.name
+                    f.spec().name
                 ));
                 cx.report(report);
             }

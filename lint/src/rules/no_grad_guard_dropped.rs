@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
-use crate::graph::{CallKind, FnGraph};
+use crate::model::{CallKind, FnModel};
 use crate::rule::{Rule, RuleMeta};
 
 pub struct NoGradGuardDropped;
@@ -39,7 +39,7 @@ impl Rule for NoGradGuardDropped {
         &META
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for e in f.calls_of(CallKind::NoGradGuard).filter(|c| c.discarded) {
             let mut report = Report::new(
                 "no-grad guard dropped immediately",

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::graph::{CallKind, FnGraph};
+use crate::model::{CallKind, FnModel};
 use crate::rule::{Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
@@ -45,7 +45,7 @@ impl Rule for ParamRebuiltInLoop {
         &META
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for (e, l) in f.calls_in_training_loops(CallKind::ParamNewId) {
             cx.report(
                 Report::new(
@@ -53,7 +53,7 @@ impl Rule for ParamRebuiltInLoop {
                     e.span.clone(),
                     "a new `ParamId` each time",
                 )
-                .label(f.loops[l].header.clone(), TRAINING_LOOP)
+                .label(f.loop_header(l).clone(), TRAINING_LOOP)
                 .help("update the existing parameter with `param.map(|t| …)`, which keeps its id")
                 .note("optimizer state is kept per parameter id: the old id's state is never freed"),
             );

@@ -4,7 +4,7 @@ use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use petgraph::graph::{EdgeIndex, NodeIndex};
 
-use crate::graph::{BindingId, BindingKind, FnGraph, Iteration, Span, Store, Taint};
+use crate::model::{BindingId, BindingKind, FnModel, Iteration, Span, Store, Taint};
 use crate::rule::{Rule, RuleMeta};
 
 pub struct RetainedGraphOutput;
@@ -60,22 +60,22 @@ impl Rule for RetainedGraphOutput {
         &META
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         let candidates: Vec<Candidate> = f
             .stores()
             .filter_map(|(edge, value, target, how, span)| {
-                if !matches!(how, Store::Push | Store::Assign) || !f.graph[value].taint.has(Taint::GRAPH) {
+                if !matches!(how, Store::Push | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
                     return None;
                 }
                 let binding = f.binding_of(target)?;
-                let iteration = f.iteration_of(f.graph[value].in_loop)?;
+                let iteration = f.iteration_of(f.loop_of(value))?;
                 if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
                     return None;
                 }
                 // A local replaced each iteration by a value that does not derive from its old
                 // one keeps one graph at a time (carried into the next iteration, consumed there).
                 if how == Store::Assign
-                    && f.bindings[binding].kind == BindingKind::Local
+                    && f.binding(binding).kind() == BindingKind::Local
                     && !f.derives_from(value, binding)
                 {
                     return None;
@@ -85,10 +85,10 @@ impl Rule for RetainedGraphOutput {
             .collect();
         // What a stored value is called in messages.
         let shown_of = |edge: EdgeIndex, value: NodeIndex| -> String {
-            let value_span = f.graph[value].span.clone();
+            let value_span = f.span_of(value).clone();
             let value_text = match f.binding_of(value) {
                 // A binding passed to a function that stores it.
-                Some(b) if f.through(edge).is_some() => f.bindings[b].name.clone(),
+                Some(b) if f.through(edge).is_some() => f.binding(b).name().to_string(),
                 // Another argument of such a call (its text is not kept).
                 None if f.through(edge).is_some() => String::new(),
                 _ => cx.snippet(&value_span).trim().to_string(),
@@ -116,9 +116,9 @@ impl Rule for RetainedGraphOutput {
         }
         for (edge, value, how, span, binding, iteration, names) in reports {
             let span = &span;
-            let b = &f.bindings[binding];
+            let b = f.binding(binding);
             let through = f.through(edge);
-            let value_span = f.graph[value].span.clone();
+            let value_span = f.span_of(value).clone();
             let shown = names[0].clone();
             let listed = match names.as_slice() {
                 [one] => format!("`{one}` is"),
@@ -129,7 +129,7 @@ impl Rule for RetainedGraphOutput {
                 }
                 [] => "the value is".to_string(),
             };
-            let (message, primary_label) = match (how, &b.kind) {
+            let (message, primary_label) = match (how, &b.kind()) {
                 _ if through.is_some() => {
                     let t = through.expect("checked");
                     (
@@ -143,38 +143,38 @@ impl Rule for RetainedGraphOutput {
                     )
                 }
                 (Store::Push, _) => (
-                    format!("graph-carrying tensor stored in `{}`, which outlives the iteration", b.name),
+                    format!("graph-carrying tensor stored in `{}`, which outlives the iteration", b.name()),
                     format!("`{shown}` is stored with its autograd graph"),
                 ),
                 (_, BindingKind::SelfField) => (
-                    format!("graph-carrying tensor assigned to `{}`, which outlives the iteration", b.name),
+                    format!("graph-carrying tensor assigned to `{}`, which outlives the iteration", b.name()),
                     format!("`{shown}` is kept with its autograd graph"),
                 ),
                 _ => (
-                    format!("graph-carrying tensor assigned to `{}`, declared outside the iteration", b.name),
+                    format!("graph-carrying tensor assigned to `{}`, declared outside the iteration", b.name()),
                     format!("`{shown}` is kept with its autograd graph"),
                 ),
             };
             let source = f.graph_source(value, Some(binding));
             // Name the fix after the graph-carrying binding (`loss`), not a wrapper (`Some(loss)`).
-            let fix_on = source.as_ref().map_or(shown.clone(), |(b, _)| f.bindings[*b].name.clone());
+            let fix_on = source.as_ref().map_or(shown.clone(), |(b, _)| f.binding(*b).name().to_string());
             let mut report = Report::new(message, span.clone(), primary_label);
-            let decl_text = match b.kind {
-                BindingKind::SelfField => format!("`{}` lives as long as `self`", b.name),
-                BindingKind::Param => format!("`{}` is a parameter and outlives the call", b.name),
-                _ => format!("`{}` is declared outside the training iteration", b.name),
+            let decl_text = match b.kind() {
+                BindingKind::SelfField => format!("`{}` lives as long as `self`", b.name()),
+                BindingKind::Param => format!("`{}` is a parameter and outlives the call", b.name()),
+                _ => format!("`{}` is declared outside the training iteration", b.name()),
             };
-            if b.kind != BindingKind::SelfField {
-                report = report.label(b.decl.clone(), decl_text);
+            if b.kind() != BindingKind::SelfField {
+                report = report.label(b.decl().clone(), decl_text);
             }
             if let Some((src, decl)) = source {
-                report = report.label(decl, format!("`{}` carries the autograd graph", f.bindings[src].name));
+                report = report.label(decl, format!("`{}` carries the autograd graph", f.binding(src).name()));
             }
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
             }
             // The chain of calls down to the store: one label per hop.
-            for hop in through.into_iter().flat_map(crate::graph::Through::hops) {
+            for hop in through.into_iter().flat_map(crate::model::Through::hops) {
                 let text = match &hop.inner {
                     Some(next) => format!("`{}` passes it to `{}`", hop.callee, next.callee),
                     None => format!("`{}` stores it in `{}` here", hop.callee, hop.target),
@@ -188,13 +188,13 @@ impl Rule for RetainedGraphOutput {
             report = report
                 .help(format!(
                     "store `{}` or a host value such as `{}` instead",
-                    crate::frameworks::fill(f.spec.detach_fix, &fix_on),
-                    crate::frameworks::fill(f.spec.scalar_fix, &fix_on)
+                    crate::frameworks::fill(f.spec().detach_fix, &fix_on),
+                    crate::frameworks::fill(f.spec().scalar_fix, &fix_on)
                 ))
                 .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
             let text = cx.snippet(&value_span).to_string();
             if through.is_none()
-                && let Some(s) = crate::frameworks::detach_suggestion(f.spec, value_span, &text)
+                && let Some(s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text)
             {
                 report = report.suggest(s);
             }

@@ -2,7 +2,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
-use crate::graph::FnGraph;
+use crate::model::FnModel;
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct SoftUpdateWithoutDetach;
@@ -54,11 +54,11 @@ impl Rule for SoftUpdateWithoutDetach {
         Applies::Known(|s| !s.param_map_methods.is_empty() || !s.param_rebuild.is_empty())
     }
 
-    fn check_function(&self, f: &FnGraph, cx: &mut Context<'_>) {
+    fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         // One report per function: the first update is primary, the others are labelled.
         // A blend of the old value with another tensor (another parameter's value, a captured
         // online tensor) through a sum; `t.clamp(..)` alone is not one.
-        let updates: Vec<_> = f.param_rewrites.iter().filter(|r| f.blend(&r.reads, &r.old).is_blend(1)).collect();
+        let updates: Vec<_> = f.param_rewrites().iter().filter(|r| f.blend(&r.reads, &r.old).is_blend(1)).collect();
         let Some(first) = updates.first() else { return };
         let message = match updates.len() {
             1 => "parameter rewritten from autodiff ops on its old value".to_string(),

@@ -20,7 +20,7 @@ use petgraph::Direction;
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
-use crate::graph::{BindingKind, Edge, FnGraph, NodeKind, Span, Store, Taint, Through, TrainingCall, TrainingCallKind};
+use super::graph::{BindingKind, Edge, FnModel, NodeKind, Span, Store, Taint, Through, TrainingCall, TrainingCallKind};
 use crate::source::SourceFile;
 
 /// Where a function is: file index and function index in that file.
@@ -87,7 +87,7 @@ const MAX_CANDIDATES: usize = 8;
 const MAX_ROUNDS: usize = 6;
 
 /// Runs the crate-level pass over the graphs of all files of a crate and re-propagates taint.
-pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnGraph>)]) {
+pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     let index = Index::new(files);
     if index.by_name.is_empty() {
         return;
@@ -212,7 +212,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             let ty = &after[..ty_len];
             let next = after[ty_len..].trim_start();
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
-            if crate::model::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
+            if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
                 plain.insert(name.to_string());
             } else if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
                 // A type (`Tensor<B, 1>`, `B::FloatTensor`); lowercase words after `:` are
@@ -232,7 +232,7 @@ struct Index {
 }
 
 impl Index {
-    fn new(files: &[(Arc<SourceFile>, Vec<FnGraph>)]) -> Self {
+    fn new(files: &[(Arc<SourceFile>, Vec<FnModel>)]) -> Self {
         let mut by_name: HashMap<String, Vec<FnId>> = HashMap::new();
         for (fi, (_, graphs)) in files.iter().enumerate() {
             for (gi, g) in graphs.iter().enumerate() {
@@ -247,9 +247,9 @@ impl Index {
     /// calls to free or associated functions (`Self::f`, `Type::f`: of that type).
     fn resolve(
         &self,
-        files: &[(Arc<SourceFile>, Vec<FnGraph>)],
+        files: &[(Arc<SourceFile>, Vec<FnModel>)],
         caller: FnId,
-        site: &crate::graph::CallSite,
+        site: &super::graph::CallSite,
     ) -> Vec<FnId> {
         let Some(candidates) = self.by_name.get(&site.name) else { return Vec::new() };
         let g = |id: &FnId| &files[id.0].1[id.1];
@@ -323,7 +323,7 @@ impl Index {
 }
 
 /// The summary of one function from its (propagated) graph.
-fn summarize(g: &FnGraph) -> Summary {
+fn summarize(g: &FnModel) -> Summary {
     let returns_graph = !g.returns_plain && g.returns.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH));
     let kinds = |k: TrainingCallKind| g.calls.iter().any(|c| c.kind == k);
     let runs_backward = kinds(TrainingCallKind::Backward) || kinds(TrainingCallKind::BackwardStep);
@@ -344,10 +344,8 @@ fn summarize(g: &FnGraph) -> Summary {
     }
     let forwards_autodiff = g.autodiff
         && !runs_backward
-        && g.calls_of(crate::graph::CallKind::Forward).any(|e| {
-            !e.no_grad
-                && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
-        });
+        && g.calls_of(super::graph::CallKind::Forward)
+            .any(|e| !e.no_grad && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL)));
     let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     Summary {
         returns_graph,
@@ -364,7 +362,7 @@ fn summarize(g: &FnGraph) -> Summary {
 /// Whether the value of a parameter flows into a `self` field or another parameter: the store's
 /// span, the target (`None` = self, `Some(j)` = parameter j), the target's name, and the further
 /// call the store goes through, if any.
-fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>, String, Option<Through>)> {
+fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>, String, Option<Through>)> {
     let start_binding = g.binding_of(start);
     let mut seen = vec![false; g.graph.node_count()];
     let mut stack = vec![start];
@@ -375,7 +373,7 @@ fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>,
         for e in g.graph.edges_directed(n, Direction::Outgoing) {
             let t = e.target();
             // Scalars, metadata and detached values do not carry the parameter's graph.
-            if matches!(g.graph[t].kind, NodeKind::Value(crate::graph::Producer::Plain)) {
+            if matches!(g.graph[t].kind, NodeKind::Value(super::graph::Producer::Plain)) {
                 continue;
             }
             if let Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold, span, .. } = e.weight()
@@ -404,7 +402,7 @@ fn stored_outside(g: &FnGraph, start: NodeIndex) -> Option<(Span, Option<usize>,
 }
 
 /// Applies a callee's summary at call site `ci` of `g`.
-fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Arc<SourceFile>) {
+fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Arc<SourceFile>) {
     let site = g.call_sites[ci].clone();
     if s.returns_graph && !g.seeds.contains(&site.result) {
         g.seeds.push(site.result);
@@ -414,18 +412,18 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     g.graph[site.result].kind = NodeKind::Value(if s.result_plain {
         // The callee's result is known: it does not carry what its arguments carried
         // (`net = update_parameters(loss, net, optim)` returns the stepped module).
-        crate::graph::Producer::Plain
+        super::graph::Producer::Plain
     } else {
-        crate::graph::Producer::Derived
+        super::graph::Producer::Derived
     });
     if !s.returns_graph {
         g.seeds.retain(|&n| n != site.result);
     }
     if !s.forwards_autodiff {
         g.vocab_calls
-            .retain(|e| !(e.kind == crate::graph::CallKind::Forward && e.via.is_some() && e.span == site.span));
+            .retain(|e| !(e.kind == super::graph::CallKind::Forward && e.via.is_some() && e.span == site.span));
     }
-    let add_call = |g: &mut FnGraph, kind: TrainingCallKind| {
+    let add_call = |g: &mut FnModel, kind: TrainingCallKind| {
         if !g.calls.iter().any(|c| c.kind == kind && c.span == site.span) {
             g.calls.push(TrainingCall {
                 kind,
@@ -444,18 +442,17 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             l = g.loops[id].parent;
         }
     }
-    let same_framework = s.framework.is_some() && s.framework == g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
+    let same_framework =
+        s.framework.is_some() && s.framework == g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     if s.steps && same_framework {
         add_call(g, TrainingCallKind::Step);
     }
     if s.clears && same_framework {
         add_call(g, TrainingCallKind::Clear);
     }
-    if s.forwards_autodiff
-        && !g.calls_of(crate::graph::CallKind::Forward).any(|e| e.span == site.span)
-    {
-        g.vocab_calls.push(crate::graph::VocabCall {
-            kind: crate::graph::CallKind::Forward,
+    if s.forwards_autodiff && !g.calls_of(super::graph::CallKind::Forward).any(|e| e.span == site.span) {
+        g.vocab_calls.push(super::graph::VocabCall {
+            kind: super::graph::CallKind::Forward,
             span: site.span.clone(),
             fix_span: None,
             in_loop: site.in_loop,
@@ -482,7 +479,7 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         if exists {
             continue;
         }
-        let new = g.graph.add_node(crate::graph::Node {
+        let new = g.graph.add_node(super::graph::Node {
             kind: NodeKind::Version(binding),
             span: site.span.clone(),
             in_loop: site.in_loop,
@@ -495,7 +492,6 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             Edge::StoredInto {
                 how: Store::Push,
                 span: site.span.clone(),
-                method: None,
                 through: Some(Through {
                     callee: callee.to_string(),
                     file: callee_file.path.clone(),
@@ -512,19 +508,19 @@ fn apply(g: &mut FnGraph, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
 /// A node for argument `i` of a call site: the version it reads when it is a plain read of one
 /// binding, else a value node built now from what it reads (built lazily: most call sites
 /// reach no function of the crate).
-fn arg_node(g: &mut FnGraph, site: &crate::graph::CallSite, i: usize) -> Option<NodeIndex> {
+fn arg_node(g: &mut FnModel, site: &super::graph::CallSite, i: usize) -> Option<NodeIndex> {
     let arg = site.args.get(i)?;
-    if arg.producer == crate::graph::Producer::Derived
+    if arg.producer == super::graph::Producer::Derived
         && !arg.op
         && arg.reads.len() == 1
         && g.binding_of(arg.reads[0]).is_some()
     {
         return Some(arg.reads[0]);
     }
-    if arg.reads.is_empty() && arg.producer == crate::graph::Producer::Plain {
+    if arg.reads.is_empty() && arg.producer == super::graph::Producer::Plain {
         return None;
     }
-    let n = g.graph.add_node(crate::graph::Node {
+    let n = g.graph.add_node(super::graph::Node {
         kind: NodeKind::Value(arg.producer),
         span: arg.span.clone(),
         in_loop: site.in_loop,
@@ -540,7 +536,7 @@ fn arg_node(g: &mut FnGraph, site: &crate::graph::CallSite, i: usize) -> Option<
 }
 
 /// The binding a node is a version of, following "derived from"/moves back to a version.
-fn root_binding(g: &FnGraph, n: NodeIndex) -> Option<usize> {
+fn root_binding(g: &FnModel, n: NodeIndex) -> Option<usize> {
     let mut cur = n;
     for _ in 0..16 {
         if let Some(b) = g.binding_of(cur) {
@@ -552,11 +548,11 @@ fn root_binding(g: &FnGraph, n: NodeIndex) -> Option<usize> {
 }
 
 /// The caller's binding for `self.<field>` named like the callee's, created if missing.
-fn self_field(g: &mut FnGraph, name: &str, span: &Span) -> NodeIndex {
+fn self_field(g: &mut FnModel, name: &str, span: &Span) -> NodeIndex {
     let b = match g.bindings.iter().position(|b| b.kind == BindingKind::SelfField && b.name == name) {
         Some(b) => b,
         None => {
-            g.bindings.push(crate::graph::Binding {
+            g.bindings.push(super::graph::Binding {
                 name: name.to_string(),
                 kind: BindingKind::SelfField,
                 decl: span.clone(),
@@ -567,7 +563,7 @@ fn self_field(g: &mut FnGraph, name: &str, span: &Span) -> NodeIndex {
             g.bindings.len() - 1
         }
     };
-    g.graph.add_node(crate::graph::Node {
+    g.graph.add_node(super::graph::Node {
         kind: NodeKind::Version(b),
         span: span.clone(),
         in_loop: None,

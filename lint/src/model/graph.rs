@@ -6,7 +6,7 @@
 //! value is written into a binding: `let`, assignment, compound assignment, `push`/`insert`/
 //! `extend`). Loops are recorded as scopes; each node knows the loop it was created in.
 //!
-//! After building, [`FnGraph::propagate`] computes which nodes carry an autograd graph: seeded by
+//! After building, [`FnModel::propagate`] computes which nodes carry an autograd graph: seeded by
 //! forward passes, tape attachments and backward receivers, flowing along "derived from" and
 //! "stored into" edges, stopped by graph-cutting calls, no-grad regions and no-grad models.
 
@@ -18,7 +18,7 @@ use petgraph::visit::EdgeRef;
 
 use crate::frameworks::Spec;
 
-/// Index of a loop scope in [`FnGraph::loops`].
+/// Index of a loop scope in [`FnModel::loops`].
 pub type LoopId = usize;
 
 /// A byte range in the function's file.
@@ -62,7 +62,7 @@ pub enum Producer {
 }
 
 /// The kind of a binding.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BindingKind {
     Local,
     /// A function parameter (lives as long as the call, outlives every iteration inside it).
@@ -76,21 +76,21 @@ pub enum BindingKind {
 /// One binding (not a version of it).
 #[derive(Debug, Clone)]
 pub struct Binding {
-    pub name: String,
-    pub kind: BindingKind,
+    pub(super) name: String,
+    pub(super) kind: BindingKind,
     /// Where it is declared (the pattern identifier or the first use of a field).
-    pub decl: Span,
+    pub(super) decl: Span,
     /// The innermost loop around the declaration.
-    pub decl_loop: Option<LoopId>,
+    pub(super) decl_loop: Option<LoopId>,
     /// Declared as a host number (`let mut total = 0.0;`, `let x: f32`): whatever is written
     /// into it (`total += out.policy_loss`) is a host number too, or the code would not compile.
-    pub host: bool,
+    pub(super) host: bool,
     /// The declared type's name, when the declaration says it (`trace: &mut Trace<2>`,
     /// `let m = Memory::new(..)`, `let t: Trace = ..`).
-    pub ty: Option<String>,
+    pub(super) ty: Option<String>,
 }
 
-/// Index of a binding in [`FnGraph::bindings`].
+/// Index of a binding in [`FnModel::bindings`].
 pub type BindingId = usize;
 
 #[derive(Debug, Clone)]
@@ -103,12 +103,12 @@ pub enum NodeKind {
 
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub kind: NodeKind,
-    pub span: Span,
+    pub(super) kind: NodeKind,
+    pub(super) span: Span,
     /// The innermost loop the node was created in.
-    pub in_loop: Option<LoopId>,
-    /// Computed by [`FnGraph::propagate`].
-    pub taint: Taint,
+    pub(super) in_loop: Option<LoopId>,
+    /// Computed by [`FnModel::propagate`].
+    pub(super) taint: Taint,
 }
 
 /// How a value reaches a binding.
@@ -131,7 +131,7 @@ pub enum Edge {
     /// The target value reads the source binding version.
     DerivedFrom,
     /// The source value is written into the target binding version.
-    StoredInto { how: Store, span: Span, method: Option<String>, through: Option<Through> },
+    StoredInto { how: Store, span: Span, through: Option<Through> },
 }
 
 /// A store made inside a called function of the crate (`self.record(loss)` pushing into
@@ -177,14 +177,13 @@ pub struct FieldStore {
 /// A loop scope.
 #[derive(Debug, Clone)]
 pub struct LoopScope {
-    pub parent: Option<LoopId>,
+    pub(super) parent: Option<LoopId>,
     /// The loop's header (`for pat in expr`, `while cond`, `loop`), for labels.
-    pub header: Span,
-    pub label: Option<String>,
+    pub(super) header: Span,
     /// Whether the body (including nested loops and closures) runs backward.
-    pub runs_backward: bool,
+    pub(super) runs_backward: bool,
     /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
-    pub over_self: bool,
+    pub(super) over_self: bool,
 }
 
 /// A call that matters to training: backward, optimizer step, gradient clearing.
@@ -212,96 +211,96 @@ pub enum TrainingCallKind {
 
 /// The reference graph of one function.
 #[derive(Debug)]
-pub struct FnGraph {
+pub struct FnModel {
     /// `fn name` or `Type::method`.
-    pub name: String,
+    pub(super) name: String,
     /// The function's signature span (`fn name(...)`).
-    pub sig: Span,
-    pub spec: &'static Spec,
+    pub(super) sig: Span,
+    pub(super) spec: &'static Spec,
     /// Whether the framework is known (detected or configured) rather than guessed.
-    pub framework_known: bool,
-    pub graph: DiGraph<Node, Edge>,
-    pub bindings: Vec<Binding>,
-    pub loops: Vec<LoopScope>,
-    pub calls: Vec<TrainingCall>,
+    pub(super) framework_known: bool,
+    pub(super) graph: DiGraph<Node, Edge>,
+    pub(super) bindings: Vec<Binding>,
+    pub(super) loops: Vec<LoopScope>,
+    pub(super) calls: Vec<TrainingCall>,
     /// Nodes whose expression is the receiver (or argument) of a backward call.
-    pub losses: Vec<NodeIndex>,
+    pub(super) losses: Vec<NodeIndex>,
     /// Value nodes made by parameter constructors (`Var::new`, `set_requires_grad`).
-    pub param_values: Vec<NodeIndex>,
+    pub(super) param_values: Vec<NodeIndex>,
     /// Value nodes that compute (tensor ops, calls) rather than move.
-    pub op_values: Vec<NodeIndex>,
+    pub(super) op_values: Vec<NodeIndex>,
     /// The function's own name (`train_step`), and the type of `impl`/`trait` it is in.
-    pub ident: String,
-    pub owner: Option<String>,
+    pub(super) ident: String,
+    pub(super) owner: Option<String>,
     /// Defined in `impl Trait for Type` (method calls prefer inherent methods).
-    pub trait_impl: bool,
+    pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
-    pub trait_default: bool,
-    pub has_self: bool,
+    pub(super) trait_default: bool,
+    pub(super) has_self: bool,
     /// The first version of each typed parameter, in order (`self` excluded).
-    pub params: Vec<Option<NodeIndex>>,
+    pub(super) params: Vec<Option<NodeIndex>>,
     /// Value nodes the function returns (tail expression and `return`s).
-    pub returns: Vec<NodeIndex>,
+    pub(super) returns: Vec<NodeIndex>,
     /// Calls that may reach the crate's own functions, for the crate-level pass.
-    pub call_sites: Vec<CallSite>,
+    pub(super) call_sites: Vec<CallSite>,
     /// Calls of the framework vocabulary, by kind.
-    pub vocab_calls: Vec<VocabCall>,
+    pub(super) vocab_calls: Vec<VocabCall>,
     /// Parameters whose value is replaced.
-    pub param_rewrites: Vec<ParamRewrite>,
+    pub(super) param_rewrites: Vec<ParamRewrite>,
     /// Operations on values made before a backward of the same iteration.
-    pub uses_after_backward: Vec<UseAfterBackward>,
+    pub(super) uses_after_backward: Vec<UseAfterBackward>,
     /// Collections emptied.
-    pub cleared: Vec<Cleared>,
+    pub(super) cleared: Vec<Cleared>,
     /// Value nodes made by reading a parameter's tensor (burn `param.val()`).
-    pub param_reads: Vec<NodeIndex>,
+    pub(super) param_reads: Vec<NodeIndex>,
     /// Value nodes of sums and differences (where parameters are tracked).
-    pub additive_nodes: Vec<NodeIndex>,
+    pub(super) additive_nodes: Vec<NodeIndex>,
     /// Pushes into a field of a value that is not `self` (`rollout.values.push(v)`): the pushed
     /// value, the receiver's declared type when known, the field name and the call.
-    pub field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
+    pub(super) field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
-    pub returns_plain: bool,
+    pub(super) returns_plain: bool,
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
     /// its `impl`'s generics, or `device.autodiff()` in its body).
-    pub autodiff: bool,
+    pub(super) autodiff: bool,
     /// Extra graph-carrying seeds found by the crate-level pass (calls of functions that
     /// return a graph-carrying value).
-    pub seeds: Vec<NodeIndex>,
+    pub(super) seeds: Vec<NodeIndex>,
 }
 
 /// An argument of a call site, kept unmaterialized until the call resolves.
 #[derive(Debug, Clone)]
 pub struct ArgValue {
-    pub reads: Vec<NodeIndex>,
-    pub producer: Producer,
-    pub op: bool,
+    pub(super) reads: Vec<NodeIndex>,
+    pub(super) producer: Producer,
+    pub(super) op: bool,
     /// The argument as written (empty: exact spans of every argument cost more than they give).
-    pub span: Span,
+    pub(super) span: Span,
 }
 
 /// A call that may reach one of the crate's own functions.
 #[derive(Debug, Clone)]
 pub struct CallSite {
     /// The function or method name (`record`, `compute_loss`).
-    pub name: String,
+    pub(super) name: String,
     /// The path segment before the name (`Self`, `Trainer`, a module), for path calls.
-    pub qualifier: Option<String>,
+    pub(super) qualifier: Option<String>,
     /// A method call (`x.name(..)`) rather than a path call.
-    pub method: bool,
-    pub receiver: Option<NodeIndex>,
+    pub(super) method: bool,
+    pub(super) receiver: Option<NodeIndex>,
     /// The receiver is `self`.
-    pub receiver_self: bool,
+    pub(super) receiver_self: bool,
     /// The receiver's declared type, when it is a binding whose declaration names one
     /// (`memory: &mut Memory<B>` → `Memory`).
-    pub receiver_type: Option<String>,
+    pub(super) receiver_type: Option<String>,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.
-    pub args: Vec<ArgValue>,
+    pub(super) args: Vec<ArgValue>,
     /// The value node of the call's result.
-    pub result: NodeIndex,
+    pub(super) result: NodeIndex,
     /// The called name, for labels.
-    pub span: Span,
-    pub in_loop: Option<LoopId>,
-    pub path: Vec<usize>,
+    pub(super) span: Span,
+    pub(super) in_loop: Option<LoopId>,
+    pub(super) path: Vec<usize>,
 }
 
 /// A call of the framework vocabulary (see [`crate::frameworks::Spec`]), kept by kind for the
@@ -377,7 +376,7 @@ pub struct Cleared {
     pub in_loop: Option<LoopId>,
 }
 
-/// What a value is computed from (see [`FnGraph::blend`]).
+/// What a value is computed from (see [`FnModel::blend`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Blend {
     /// How many of the given stop nodes (the old value) it reaches.
@@ -405,7 +404,103 @@ pub enum Iteration {
     Call,
 }
 
-impl FnGraph {
+impl Binding {
+    /// The name as written (`total`, `self.history`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn kind(&self) -> BindingKind {
+        self.kind
+    }
+
+    /// Where it is declared (the pattern identifier or the first use of a field).
+    pub fn decl(&self) -> &Span {
+        &self.decl
+    }
+
+    /// The innermost loop around the declaration.
+    pub fn decl_loop(&self) -> Option<LoopId> {
+        self.decl_loop
+    }
+}
+
+/// Read access for rules: the model's facts, one question each.
+impl FnModel {
+    /// The framework whose names were used to build the model.
+    pub fn spec(&self) -> &'static Spec {
+        self.spec
+    }
+
+    /// Whether the framework is known (detected or configured) rather than guessed.
+    pub fn framework_known(&self) -> bool {
+        self.framework_known
+    }
+
+    /// `fn name` or `Type::method`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The function's own name (`train_step`).
+    pub fn ident(&self) -> &str {
+        &self.ident
+    }
+
+    /// The function works on an autodiff backend (see [`Spec::autodiff_by_type`]).
+    pub fn autodiff(&self) -> bool {
+        self.autodiff
+    }
+
+    /// Value nodes the function returns.
+    pub fn returns(&self) -> &[NodeIndex] {
+        &self.returns
+    }
+
+    /// Backward, step and clear calls, including those made inside called crate functions.
+    pub fn training_calls(&self) -> &[TrainingCall] {
+        &self.calls
+    }
+
+    pub fn binding(&self, b: BindingId) -> &Binding {
+        &self.bindings[b]
+    }
+
+    /// The header of loop `l` (`for x in xs`), for labels.
+    pub fn loop_header(&self, l: LoopId) -> &Span {
+        &self.loops[l].header
+    }
+
+    /// Loop `l` is a `for` over something reached from `self` (`for block in &self.blocks`).
+    pub fn loop_over_self(&self, l: LoopId) -> bool {
+        self.loops[l].over_self
+    }
+
+    /// What node `n` carries (see [`Taint`]).
+    pub fn taint(&self, n: NodeIndex) -> Taint {
+        self.graph[n].taint
+    }
+
+    /// The span of node `n` (empty for values no label shows).
+    pub fn span_of(&self, n: NodeIndex) -> &Span {
+        &self.graph[n].span
+    }
+
+    /// The innermost loop node `n` was made in.
+    pub fn loop_of(&self, n: NodeIndex) -> Option<LoopId> {
+        self.graph[n].in_loop
+    }
+
+    /// Parameters whose value is replaced, in program order.
+    pub fn param_rewrites(&self) -> &[ParamRewrite] {
+        &self.param_rewrites
+    }
+
+    /// Operations on values made before a backward of the same iteration, in program order.
+    pub fn uses_after_backward(&self) -> &[UseAfterBackward] {
+        &self.uses_after_backward
+    }
+
     /// Whether loop `inner` is `outer` or nested inside it.
     pub fn loop_within(&self, inner: Option<LoopId>, outer: LoopId) -> bool {
         let mut cur = inner;
@@ -568,9 +663,10 @@ impl FnGraph {
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an
     /// on-policy update, or reassigned with a fresh value): what it holds does not outlive it.
     pub fn cleared_within(&self, binding: BindingId, iteration: Iteration) -> bool {
-        let cleared = self.cleared.iter().any(|c| {
-            self.binding_of(c.version) == Some(binding) && self.iteration_of(c.in_loop) == Some(iteration)
-        });
+        let cleared = self
+            .cleared
+            .iter()
+            .any(|c| self.binding_of(c.version) == Some(binding) && self.iteration_of(c.in_loop) == Some(iteration));
         cleared
             || self.stores().any(|(_, value, target, how, _)| {
                 how == Store::Assign

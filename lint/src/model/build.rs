@@ -1,10 +1,8 @@
-//! The one traversal: turns each function body of a parsed file into a [`FnGraph`].
+//! The one traversal: turns each function body of a parsed file into a [`FnModel`].
 //!
 //! It walks statements in program order, keeping an environment of binding versions (SSA-like:
 //! a `let` or assignment makes a new version; `if`/`match` arms merge; a loop's end flows back
 //! into the versions live at its start). Rules never walk the AST; they read the graphs.
-
-use std::ops::Range;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use proc_macro2::Span as PmSpan;
@@ -12,12 +10,12 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Block, Expr, Pat, Stmt};
 
-use crate::calls::CrateNames;
-use crate::frameworks::{self, Spec};
-use crate::graph::{
-    Binding, BindingId, BindingKind, CallKind, CallSite, Cleared, Edge, FnGraph, LoopId, LoopScope, Node, NodeKind, Producer,
-    Span, Store, Taint, TrainingCall, TrainingCallKind,
+use super::graph::{
+    Binding, BindingId, BindingKind, CallKind, CallSite, Cleared, Edge, FnModel, LoopId, LoopScope, Node, NodeKind,
+    Producer, Span, Store, Taint, TrainingCall, TrainingCallKind,
 };
+use super::link::CrateNames;
+use crate::frameworks::{self, Spec};
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
 const MAX_DEPTH: usize = 256;
@@ -25,7 +23,7 @@ const MAX_DEPTH: usize = 256;
 /// Builds the graphs of every function, method and nested function in `file`.
 ///
 /// `offset` is added to every byte position (the file text may have had a prefix removed).
-/// `crate_fns` holds names found in the crate's text (see [`crate::calls::crate_names`]): only
+/// `crate_fns` holds names found in the crate's text (see [`super::graph::crate_names`]): only
 /// calls to its functions are recorded as call sites, and fields declared only with host types
 /// never carry a graph.
 pub fn function_graphs(
@@ -34,7 +32,7 @@ pub fn function_graphs(
     known: bool,
     offset: usize,
     crate_fns: &CrateNames,
-) -> Vec<FnGraph> {
+) -> Vec<FnModel> {
     let mut out = Vec::new();
     let mut items = Items { impl_autodiff: false, trait_impl: false, spec, known, offset, crate_fns, out: &mut out };
     for item in &file.items {
@@ -52,7 +50,7 @@ struct Items<'o> {
     known: bool,
     offset: usize,
     crate_fns: &'o CrateNames,
-    out: &'o mut Vec<FnGraph>,
+    out: &'o mut Vec<FnModel>,
 }
 
 impl Items<'_> {
@@ -172,7 +170,7 @@ impl Val {
 }
 
 struct Builder<'c> {
-    g: FnGraph,
+    g: FnModel,
     /// Names of the crate's functions: calls to other names are not call sites.
     crate_fns: &'c CrateNames,
     offset: usize,
@@ -207,7 +205,7 @@ static NO_FNS: std::sync::LazyLock<CrateNames> = std::sync::LazyLock::new(CrateN
 impl Builder<'_> {
     fn new(name: String, sig: Span, spec: &'static Spec, known: bool, offset: usize) -> Self {
         Self {
-            g: FnGraph {
+            g: FnModel {
                 name,
                 sig,
                 spec,
@@ -254,7 +252,7 @@ impl Builder<'_> {
         }
     }
 
-    fn finish(mut self) -> FnGraph {
+    fn finish(mut self) -> FnModel {
         self.g.param_values = std::mem::take(&mut self.params);
         self.g.propagate();
         self.g
@@ -311,7 +309,7 @@ impl Builder<'_> {
         });
         let v = self.add_node(NodeKind::Version(id), decl);
         if let Some((value, how, span)) = init {
-            self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, method: None, through: None });
+            self.g.graph.add_edge(value, v, Edge::StoredInto { how, span, through: None });
         }
         self.env.push((id, v));
         v
@@ -360,15 +358,15 @@ impl Builder<'_> {
     }
 
     /// Writes `value` into the binding at env slot `slot`, making a new version.
-    fn write(&mut self, slot: usize, value: NodeIndex, how: Store, span: Span, method: Option<String>, keep_old: bool) {
+    fn write(&mut self, slot: usize, value: NodeIndex, how: Store, span: Span, keep_old: bool) {
         let (id, old) = self.env[slot];
         if self.g.bindings[id].host && matches!(self.g.graph[value].kind, NodeKind::Value(_)) {
             self.g.graph[value].kind = NodeKind::Value(Producer::Plain);
         }
         let new = self.add_node(NodeKind::Version(id), span.clone());
-        self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), method, through: None });
+        self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), through: None });
         if keep_old {
-            self.g.graph.add_edge(old, new, Edge::StoredInto { how: Store::Merge, span, method: None, through: None });
+            self.g.graph.add_edge(old, new, Edge::StoredInto { how: Store::Merge, span, through: None });
         }
         self.env[slot].1 = new;
     }
@@ -418,7 +416,7 @@ impl Builder<'_> {
 
     fn vocab(&mut self, kind: CallKind, span: Span, fix_span: Option<Span>, discarded: bool) {
         let in_loop = self.cur_loop();
-        self.g.vocab_calls.push(crate::graph::VocabCall {
+        self.g.vocab_calls.push(super::graph::VocabCall {
             kind,
             span,
             fix_span,
@@ -482,7 +480,12 @@ impl Builder<'_> {
         {
             let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
             let value = self.full(&c.body);
-            self.g.param_rewrites.push(crate::graph::ParamRewrite { span, value, reads: body.reads.clone(), old: vec![p] });
+            self.g.param_rewrites.push(super::graph::ParamRewrite {
+                span,
+                value,
+                reads: body.reads.clone(),
+                old: vec![p],
+            });
         }
         // `map` hands the parameter on: a move, as for any other `map`.
         self.combine(vec![(recv, 0..0), (body, 0..0)], false)
@@ -519,7 +522,7 @@ impl Builder<'_> {
         let in_loop = self.cur_loop();
         let reads: Vec<NodeIndex> = recv.reads.iter().copied().filter(|&r| self.made_before(r, mark)).collect();
         for operand in reads {
-            self.g.uses_after_backward.push(crate::graph::UseAfterBackward {
+            self.g.uses_after_backward.push(super::graph::UseAfterBackward {
                 span: span.clone(),
                 operand,
                 backward: backward.clone(),
@@ -731,10 +734,9 @@ impl Builder<'_> {
                 let iter = self.expr(&f.expr);
                 let over_self = root_is_self(&f.expr);
                 let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
-                let label = f.label.as_ref().map(|l| l.name.ident.to_string());
                 let pat_span = self.cheap_pat(&f.pat);
                 let id = self.g.loops.len();
-                self.looped(header, label, |s| {
+                self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.block(&f.body);
@@ -743,8 +745,7 @@ impl Builder<'_> {
             }
             Expr::While(w) => {
                 let header = self.span(w.while_token.span).start..self.span(last_token(&w.cond)).end;
-                let label = w.label.as_ref().map(|l| l.name.ident.to_string());
-                self.looped(header, label, |s| {
+                self.looped(header, |s| {
                     s.expr(&w.cond);
                     s.block(&w.body);
                 });
@@ -752,8 +753,7 @@ impl Builder<'_> {
             }
             Expr::Loop(l) => {
                 let header = self.span(l.loop_token.span);
-                let label = l.label.as_ref().map(|l| l.name.ident.to_string());
-                self.looped(header, label, |s| {
+                self.looped(header, |s| {
                     s.block(&l.body);
                 });
                 Val::plain()
@@ -850,7 +850,7 @@ impl Builder<'_> {
                     let parts = vec![(lhs, self.cheap(&b.left)), (rhs, self.cheap(&b.right))];
                     let val = self.combine(parts, true);
                     let value = self.value_node(val, self.full(&b.right));
-                    self.write(slot, value, Store::Fold, span, None, false);
+                    self.write(slot, value, Store::Fold, span, false);
                 }
                 Val::plain()
             }
@@ -895,7 +895,7 @@ impl Builder<'_> {
         let how =
             if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
         let value = self.value_node(rhs, self.full(right));
-        self.write(slot, value, how, span, None, !whole);
+        self.write(slot, value, how, span, !whole);
     }
 
     /// Whether `val` reads `version` directly or through value nodes built in this expression.
@@ -965,7 +965,7 @@ impl Builder<'_> {
                     let owner = self.declared_type_of(&f.base);
                     self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
                 }
-                self.write(slot, value, Store::Push, span, Some(name), true);
+                self.write(slot, value, Store::Push, span, true);
             }
             drop(recv_val);
             return Val::plain();
@@ -998,7 +998,7 @@ impl Builder<'_> {
             if let Some(kind) = kind {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 let in_loop = self.cur_loop();
-                self.g.vocab_calls.push(crate::graph::VocabCall {
+                self.g.vocab_calls.push(super::graph::VocabCall {
                     kind,
                     span,
                     fix_span: None,
@@ -1100,7 +1100,7 @@ impl Builder<'_> {
             if self.swept_by_backward() {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 let in_loop = self.cur_loop();
-                self.g.vocab_calls.push(crate::graph::VocabCall {
+                self.g.vocab_calls.push(super::graph::VocabCall {
                     kind: CallKind::Forward,
                     span,
                     fix_span: None,
@@ -1175,7 +1175,7 @@ impl Builder<'_> {
                 let n = self.materialize(v, span.clone());
                 (Val { reads: n.into_iter().collect(), producer: Producer::Derived, op: false }, span)
             };
-            arg_values.push(crate::graph::ArgValue {
+            arg_values.push(super::graph::ArgValue {
                 reads: v.reads.clone(),
                 producer: v.producer,
                 op: v.op,
@@ -1232,7 +1232,8 @@ impl Builder<'_> {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
         }
-        let rebuild = self.g.spec.param_rebuild.iter().find(|(f, _)| *f == last).filter(|_| ty == self.g.spec.param_type);
+        let rebuild =
+            self.g.spec.param_rebuild.iter().find(|(f, _)| *f == last).filter(|_| ty == self.g.spec.param_type);
         if let Some(&(_, fresh_id)) = rebuild
             && self.tracks_params()
         {
@@ -1252,7 +1253,7 @@ impl Builder<'_> {
                 if v.producer == Producer::Derived {
                     let (span, value) = (call_span(self), self.full(value));
                     let (reads, old) = (v.reads.clone(), self.g.param_reads.clone());
-                    self.g.param_rewrites.push(crate::graph::ParamRewrite { span, value, reads, old });
+                    self.g.param_rewrites.push(super::graph::ParamRewrite { span, value, reads, old });
                 }
                 let n = self.value_node(Val::plain(), 0..0);
                 self.params.push(n);
@@ -1373,7 +1374,7 @@ impl Builder<'_> {
                     self.g.graph.add_edge(
                         v,
                         merged,
-                        Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None, through: None },
+                        Edge::StoredInto { how: Store::Merge, span: span.clone(), through: None },
                     );
                 }
                 self.env[slot].1 = merged;
@@ -1396,9 +1397,9 @@ impl Builder<'_> {
         Val::plain()
     }
 
-    fn looped(&mut self, header: Span, label: Option<String>, body: impl FnOnce(&mut Self)) {
+    fn looped(&mut self, header: Span, body: impl FnOnce(&mut Self)) {
         let id = self.g.loops.len();
-        self.g.loops.push(LoopScope { parent: self.cur_loop(), header, label, runs_backward: false, over_self: false });
+        self.g.loops.push(LoopScope { parent: self.cur_loop(), header, runs_backward: false, over_self: false });
         let before = self.env.clone();
         self.loop_stack.push(id);
         self.backward_marks.push(None);
@@ -1416,7 +1417,7 @@ impl Builder<'_> {
                 self.g.graph.add_edge(
                     end,
                     start,
-                    Edge::StoredInto { how: Store::Merge, span: span.clone(), method: None, through: None },
+                    Edge::StoredInto { how: Store::Merge, span: span.clone(), through: None },
                 );
             }
         }
@@ -1701,7 +1702,7 @@ fn type_is_plain(ty: &syn::Type) -> bool {
         syn::Type::Path(p) if p.qself.is_none() => {
             let Some(last) = p.path.segments.last() else { return false };
             let name = last.ident.to_string();
-            if crate::model::rust::is_host_type(&name) {
+            if super::rust::is_host_type(&name) {
                 return true;
             }
             match (name.as_str(), &last.arguments) {
@@ -1834,7 +1835,7 @@ fn pat_is_host_scalar(p: &Pat) -> bool {
     let Pat::Type(t) = p else { return false };
     let syn::Type::Path(tp) = &*t.ty else { return false };
     let Some(ident) = tp.path.get_ident() else { return false };
-    crate::model::rust::is_host_type(&ident.to_string())
+    super::rust::is_host_type(&ident.to_string())
 }
 
 /// The identifiers a pattern binds.
@@ -1878,11 +1879,6 @@ fn type_name(ty: &syn::Type) -> Option<String> {
         syn::Type::Reference(r) => type_name(&r.elem),
         _ => None,
     }
-}
-
-/// Byte range helper for other modules.
-pub fn span_range(span: PmSpan, offset: usize) -> Range<usize> {
-    byte_range(span, offset)
 }
 
 /// The leftmost token of an expression.
