@@ -6,6 +6,7 @@
 
 mod burn;
 mod candle;
+pub mod common;
 mod dfdx;
 #[cfg(test)]
 mod stub;

@@ -15,7 +15,8 @@ use super::graph::{
     Producer, Span, Store, Taint, TrainingCall, TrainingCallKind,
 };
 use super::link::CrateNames;
-use crate::frameworks::{self, Spec};
+use super::rust;
+use crate::frameworks::{self, Spec, common};
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
 const MAX_DEPTH: usize = 256;
@@ -462,16 +463,16 @@ impl Builder<'_> {
             if param.is_some()
                 && let Some(b) = s.g.bindings.last_mut()
             {
-                b.ty = Some("Param".to_string());
+                b.ty = Some(s.g.spec.param_type.to_string());
             }
             let body = s.expr(&c.body);
             s.env.truncate(mark);
             (param, body)
         });
         // `.inner()` inside means the target lives on the inner backend (no autodiff).
-        let inner = mentions_method(&c.body, &["inner", "valid"])
+        let inner = mentions_method(&c.body, common::LEAVE_AUTODIFF_METHODS)
             // `bias.map(|p| p.map(|t| …))`: the inner `map` is the update.
-            || matches!(&*c.body, Expr::MethodCall(m) if m.method == "map");
+            || matches!(&*c.body, Expr::MethodCall(m) if self.g.spec.param_map_methods.iter().any(|n| m.method == n));
         // A blend: the old value and another parameter's (`online.val()`); `t.clamp(..)` alone
         // is not one (a trained parameter is rebuilt as a leaf by the next optimizer step).
         if let Some(p) = param
@@ -693,19 +694,7 @@ impl Builder<'_> {
             Expr::Reference(r) => self.expr(&r.expr),
             Expr::Try(t) => self.expr(&t.expr),
             Expr::Await(a) => self.expr(&a.base),
-            Expr::Unary(u) => {
-                let v = self.expr(&u.expr);
-                match u.op {
-                    syn::UnOp::Deref(_) => v,
-                    _ => {
-                        if matches!(u.op, syn::UnOp::Neg(_)) && self.after_backward() {
-                            let span = self.full(e);
-                            self.note_op_after_backward(&v, span);
-                        }
-                        self.combine(vec![(v, self.cheap(&u.expr))], true)
-                    }
-                }
-            }
+            Expr::Unary(u) => self.unary(e, u),
             Expr::Cast(c) => {
                 self.expr(&c.expr);
                 Val::plain()
@@ -730,32 +719,8 @@ impl Builder<'_> {
             Expr::Async(a) => self.branch(|s| s.block(&a.block)),
             Expr::If(i) => self.if_expr(i),
             Expr::Match(m) => self.match_expr(m),
-            Expr::ForLoop(f) => {
-                let iter = self.expr(&f.expr);
-                let over_self = root_is_self(&f.expr);
-                let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
-                let pat_span = self.cheap_pat(&f.pat);
-                let id = self.g.loops.len();
-                self.looped(header, |s| {
-                    s.g.loops[id].over_self = over_self;
-                    s.bind_pat(&f.pat, iter, pat_span);
-                    s.block(&f.body);
-                });
-                Val::plain()
-            }
-            Expr::While(w) => {
-                let header = self.span(w.while_token.span).start..self.span(last_token(&w.cond)).end;
-                self.looped(header, |s| {
-                    s.expr(&w.cond);
-                    s.block(&w.body);
-                });
-                Val::plain()
-            }
-            Expr::Loop(l) => {
-                let header = self.span(l.loop_token.span);
-                self.looped(header, |s| {
-                    s.block(&l.body);
-                });
+            Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
+                self.loop_expr(e);
                 Val::plain()
             }
             Expr::Let(l) => {
@@ -766,16 +731,7 @@ impl Builder<'_> {
                 self.bind_pat(&l.pat, v, span);
                 Val::plain()
             }
-            Expr::Closure(c) => self.branch(|s| {
-                let mark = s.env.len();
-                for input in &c.inputs {
-                    let span = s.cheap_pat(input);
-                    s.bind_pat(input, Val::plain(), span);
-                }
-                let v = s.expr(&c.body);
-                s.env.truncate(mark);
-                v
-            }),
+            Expr::Closure(c) => self.closure(c),
             Expr::Tuple(t) => self.exprs(t.elems.iter(), false),
             Expr::Array(a) => self.exprs(a.elems.iter(), false),
             Expr::Repeat(r) => self.expr(&r.expr),
@@ -794,21 +750,74 @@ impl Builder<'_> {
                 }
                 Val::plain()
             }
-            Expr::Break(b) => {
-                if let Some(e) = &b.expr {
-                    self.expr(e);
-                }
-                Val::plain()
-            }
-            Expr::Yield(y) => {
-                if let Some(e) = &y.expr {
-                    self.expr(e);
-                }
+            Expr::Break(syn::ExprBreak { expr: Some(e), .. }) | Expr::Yield(syn::ExprYield { expr: Some(e), .. }) => {
+                self.expr(e);
                 Val::plain()
             }
             Expr::TryBlock(t) => self.block(&t.block),
             _ => Val::plain(),
         }
+    }
+
+    /// `-x`, `!x`, `*x`: negation is a tensor op; a dereference reads its operand.
+    fn unary(&mut self, e: &Expr, u: &syn::ExprUnary) -> Val {
+        let v = self.expr(&u.expr);
+        match u.op {
+            syn::UnOp::Deref(_) => v,
+            _ => {
+                if matches!(u.op, syn::UnOp::Neg(_)) && self.after_backward() {
+                    let span = self.full(e);
+                    self.note_op_after_backward(&v, span);
+                }
+                self.combine(vec![(v, self.cheap(&u.expr))], true)
+            }
+        }
+    }
+
+    /// `for`, `while` and `loop`: a loop scope around the body (see [`Builder::looped`]).
+    fn loop_expr(&mut self, e: &Expr) {
+        match e {
+            Expr::ForLoop(f) => {
+                let iter = self.expr(&f.expr);
+                let over_self = root_is_self(&f.expr);
+                let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
+                let pat_span = self.cheap_pat(&f.pat);
+                let id = self.g.loops.len();
+                self.looped(header, |s| {
+                    s.g.loops[id].over_self = over_self;
+                    s.bind_pat(&f.pat, iter, pat_span);
+                    s.block(&f.body);
+                });
+            }
+            Expr::While(w) => {
+                let header = self.span(w.while_token.span).start..self.span(last_token(&w.cond)).end;
+                self.looped(header, |s| {
+                    s.expr(&w.cond);
+                    s.block(&w.body);
+                });
+            }
+            Expr::Loop(l) => {
+                let header = self.span(l.loop_token.span);
+                self.looped(header, |s| {
+                    s.block(&l.body);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// A closure body is a branch: it may run any number of times, or never.
+    fn closure(&mut self, c: &syn::ExprClosure) -> Val {
+        self.branch(|s| {
+            let mark = s.env.len();
+            for input in &c.inputs {
+                let span = s.cheap_pat(input);
+                s.bind_pat(input, Val::plain(), span);
+            }
+            let v = s.expr(&c.body);
+            s.env.truncate(mark);
+            v
+        })
     }
 
     fn path_read(&mut self, p: &syn::ExprPath) -> Val {
@@ -932,106 +941,137 @@ impl Builder<'_> {
             Expr::Reference(r) => self.place_slot(&r.expr),
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.place_slot(&u.expr),
             Expr::Try(t) => self.place_slot(&t.expr),
-            Expr::MethodCall(m) if PLACE_METHODS.contains(&m.method.to_string().as_str()) => {
+            Expr::MethodCall(m) if rust::PLACE_METHODS.contains(&m.method.to_string().as_str()) => {
                 self.place_slot(&m.receiver)
             }
             _ => None,
         }
     }
 
+    /// A method call: stores into collections, parameter reads and rewrites, the framework's
+    /// vocabulary (backward, step, clear, cut, forward, …), tensor ops, and calls that may reach
+    /// the crate's own methods. The first kind that matches wins.
     fn method_call(&mut self, m: &syn::ExprMethodCall) -> Val {
         let name = m.method.to_string();
         let argc = m.args.len();
-        let spec = self.g.spec;
-        let specs = self.specs();
-
         // `trajectory.push(s, a, r, v)`: more arguments than any collection method takes, so
         // the crate's own method (a call site), not `Vec::push`.
         let crate_method = argc > 2 && self.crate_fns.fns.contains(&name);
-        if STORE_METHODS.contains(&name.as_str()) && argc >= 1 && !crate_method {
-            let args: Vec<Val> = m.args.iter().map(|a| self.expr(a)).collect();
-            let recv_val = self.expr(&m.receiver);
-            if let Some(slot) = self.place_slot(&m.receiver) {
-                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
-                // The stored value is the last argument (`insert(k, v)`, `push(v)`).
-                let stored = args.into_iter().last().unwrap_or_else(Val::plain);
-                let last = m.args.last().map_or(span.clone(), |a| self.full(a));
-                let value = self.value_node(stored, last);
-                // `rollout.values.push(v)` on a local of some type: remember the field's name.
-                if let Expr::Field(f) = strip_place(&m.receiver)
-                    && !is_self(&f.base)
-                    && let syn::Member::Named(field) = &f.member
-                {
-                    let owner = self.declared_type_of(&f.base);
-                    self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
-                }
-                self.write(slot, value, Store::Push, span, true);
-            }
-            drop(recv_val);
+        if rust::STORE_METHODS.contains(&name.as_str()) && argc >= 1 && !crate_method {
+            self.store_call(m);
             return Val::plain();
         }
-
-        if self.tracks_params() {
-            if spec.param_read_methods.contains(&name.as_str()) && argc == 0 {
-                let recv = self.expr(&m.receiver);
-                let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
-                self.g.param_reads.push(n);
-                return Val { reads: vec![n], producer: Producer::Derived, op: false };
-            }
-            if spec.param_map_methods.contains(&name.as_str())
-                && let [Expr::Closure(c)] = m.args.iter().collect::<Vec<_>>().as_slice()
-                && let [input] = c.inputs.iter().collect::<Vec<_>>().as_slice()
-                && is_param_place(&m.receiver, self)
-            {
-                return self.param_map(m, c, input);
-            }
+        if let Some(v) = self.param_method(m, &name, argc) {
+            return v;
         }
+        self.note_vocab_method(m, &name, argc);
+        let recv = self.expr(&m.receiver);
+        let recv_span = self.cheap(&m.receiver);
+        if self.training_method(m, &name, argc, &recv, &recv_span) {
+            return Val::plain();
+        }
+        self.value_method(m, name, recv, recv_span)
+    }
+
+    /// `c.push(v)`, `c.insert(k, v)`, …: the last argument is stored into the receiver's binding.
+    fn store_call(&mut self, m: &syn::ExprMethodCall) {
+        let args: Vec<Val> = m.args.iter().map(|a| self.expr(a)).collect();
+        let recv_val = self.expr(&m.receiver);
+        if let Some(slot) = self.place_slot(&m.receiver) {
+            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            // The stored value is the last argument (`insert(k, v)`, `push(v)`).
+            let stored = args.into_iter().last().unwrap_or_else(Val::plain);
+            let last = m.args.last().map_or(span.clone(), |a| self.full(a));
+            let value = self.value_node(stored, last);
+            // `rollout.values.push(v)` on a local of some type: remember the field's name.
+            if let Expr::Field(f) = strip_place(&m.receiver)
+                && !is_self(&f.base)
+                && let syn::Member::Named(field) = &f.member
+            {
+                let owner = self.declared_type_of(&f.base);
+                self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
+            }
+            self.write(slot, value, Store::Push, span, true);
+        }
+        drop(recv_val);
+    }
+
+    /// A parameter's tensor read (`param.val()`) or a rewrite through a closure
+    /// (`param.map(|t| …)`), where the framework has them.
+    fn param_method(&mut self, m: &syn::ExprMethodCall, name: &str, argc: usize) -> Option<Val> {
+        if !self.tracks_params() {
+            return None;
+        }
+        let spec = self.g.spec;
+        if spec.param_read_methods.contains(&name) && argc == 0 {
+            let recv = self.expr(&m.receiver);
+            let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
+            self.g.param_reads.push(n);
+            return Some(Val { reads: vec![n], producer: Producer::Derived, op: false });
+        }
+        if spec.param_map_methods.contains(&name)
+            && let [Expr::Closure(c)] = m.args.iter().collect::<Vec<_>>().as_slice()
+            && let [input] = c.inputs.iter().collect::<Vec<_>>().as_slice()
+            && is_param_place(&m.receiver, self)
+        {
+            return Some(self.param_map(m, c, input));
+        }
+        None
+    }
+
+    /// Records gradient-store calls of the vocabulary (fresh tapes, new or copied stores) and
+    /// collections emptied; the call is then walked as any other.
+    fn note_vocab_method(&mut self, m: &syn::ExprMethodCall, name: &str, argc: usize) {
+        let spec = self.g.spec;
         if self.g.framework_known && spec.explicit_grads {
-            let kind = match name.as_str() {
+            let kind = match name {
                 n if spec.fresh_tape_methods.contains(&n) => Some(CallKind::FreshTape),
                 n if argc == 0 && spec.grads_alloc_methods.contains(&n) => Some(CallKind::AllocGrads),
-                "clone" | "to_owned" if argc == 0 && expr_text(&m.receiver).ends_with("grads") => {
+                n if argc == 0
+                    && rust::COPY_METHODS.contains(&n)
+                    && expr_text(&m.receiver).ends_with(common::GRADS_NAME) =>
+                {
                     Some(CallKind::GradsCopy)
                 }
                 _ => None,
             };
             if let Some(kind) = kind {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
-                let in_loop = self.cur_loop();
-                self.g.vocab_calls.push(super::graph::VocabCall {
-                    kind,
-                    span,
-                    fix_span: None,
-                    in_loop,
-                    receiver: None,
-                    no_grad: false,
-                    via: None,
-                    discarded: false,
-                });
+                self.vocab(kind, span, None, false);
+                if let Some(last) = self.g.vocab_calls.last_mut() {
+                    last.no_grad = false;
+                }
             }
         }
-        if matches!(name.as_str(), "clear" | "drain" | "truncate")
+        if rust::CLEAR_METHODS.contains(&name)
             && let Some(slot) = self.place_slot(&m.receiver)
         {
             let version = self.env[slot].1;
             let in_loop = self.cur_loop();
             self.g.cleared.push(Cleared { version, in_loop });
         }
-        let recv = self.expr(&m.receiver);
-        let recv_span = self.cheap(&m.receiver);
-        let receiver_text = || expr_text(&m.receiver);
+    }
 
-        if specs.iter().any(|s| s.is_backward(&name, argc)) {
+    /// Backward, backward-and-step, clear and step calls: recorded as training calls. Returns
+    /// whether the call was one (its value is then plain).
+    fn training_method(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        argc: usize,
+        recv: &Val,
+        recv_span: &Span,
+    ) -> bool {
+        let (spec, specs) = (self.g.spec, self.specs());
+        let span = |s: &Self| s.between(first_token(&m.receiver), m.paren_token.span.close());
+        let receiver_text = || expr_text(&m.receiver);
+        if specs.iter().any(|s| s.is_backward(name, argc)) {
             self.exprs(m.args.iter(), false);
-            self.mark_loss(recv, recv_span);
-            self.record_call(
-                TrainingCallKind::Backward,
-                self.between(first_token(&m.receiver), m.paren_token.span.close()),
-                receiver_text(),
-            );
-            return Val::plain();
+            self.mark_loss(recv.clone(), recv_span.clone());
+            self.record_call(TrainingCallKind::Backward, span(self), receiver_text());
+            return true;
         }
-        if specs.iter().any(|s| s.is_backward_step(&name, argc)) {
+        if specs.iter().any(|s| s.is_backward_step(name, argc)) {
             let loss = m.args.first().map(|a| (self.expr(a), self.cheap(a)));
             for a in m.args.iter().skip(1) {
                 self.expr(a);
@@ -1039,48 +1079,36 @@ impl Builder<'_> {
             if let Some((v, s)) = loss {
                 self.mark_loss(v, s);
             }
-            if spec.is_clear(&name, argc) {
-                self.record_call(
-                    TrainingCallKind::Clear,
-                    self.between(first_token(&m.receiver), m.paren_token.span.close()),
-                    receiver_text(),
-                );
+            if spec.is_clear(name, argc) {
+                self.record_call(TrainingCallKind::Clear, span(self), receiver_text());
             }
-            self.record_call(
-                TrainingCallKind::BackwardStep,
-                self.between(first_token(&m.receiver), m.paren_token.span.close()),
-                receiver_text(),
-            );
-            return Val::plain();
+            self.record_call(TrainingCallKind::BackwardStep, span(self), receiver_text());
+            return true;
         }
-        if spec.is_clear(&name, argc) {
+        if spec.is_clear(name, argc) {
             self.exprs(m.args.iter(), false);
-            self.record_call(
-                TrainingCallKind::Clear,
-                self.between(first_token(&m.receiver), m.paren_token.span.close()),
-                receiver_text(),
-            );
-            return Val::plain();
+            self.record_call(TrainingCallKind::Clear, span(self), receiver_text());
+            return true;
         }
-        if spec.fresh_tape_methods.contains(&name.as_str()) {
+        if spec.fresh_tape_methods.contains(&name) {
             // A tape with a fresh gradient store: this iteration's gradients start from zero.
-            self.record_call(
-                TrainingCallKind::Clear,
-                self.between(first_token(&m.receiver), m.paren_token.span.close()),
-                receiver_text(),
-            );
+            self.record_call(TrainingCallKind::Clear, span(self), receiver_text());
         }
-        if specs.iter().any(|s| s.is_step(&name, argc)) {
+        if specs.iter().any(|s| s.is_step(name, argc)) {
             self.exprs(m.args.iter(), false);
-            if spec.is_step(&name, argc) {
-                self.record_call(
-                    TrainingCallKind::Step,
-                    self.between(first_token(&m.receiver), m.paren_token.span.close()),
-                    receiver_text(),
-                );
+            if spec.is_step(name, argc) {
+                self.record_call(TrainingCallKind::Step, span(self), receiver_text());
             }
-            return Val::plain();
+            return true;
         }
+        false
+    }
+
+    /// Calls that make a value: cuts, no-grad models, forward passes, parameter constructors,
+    /// tensor ops and moves, and calls that may reach the crate's own methods.
+    fn value_method(&mut self, m: &syn::ExprMethodCall, name: String, recv: Val, recv_span: Span) -> Val {
+        let specs = self.specs();
+        let argc = m.args.len();
         if specs.iter().any(|s| s.is_cut_method(&name))
             || frameworks::is_metadata_method(&name)
             || frameworks::is_index_method(&name)
@@ -1091,39 +1119,21 @@ impl Builder<'_> {
         if specs.iter().any(|s| s.no_grad_models.contains(&name.as_str())) {
             return Val { producer: Producer::InertModel, ..recv };
         }
-        if name == "autodiff" && argc == 0 {
+        if name == common::AUTODIFF_DEVICE_METHOD && argc == 0 {
             // burn 0.22: `device.autodiff()` makes an autodiff device.
             self.g.autodiff = true;
         }
         if frameworks::is_forward_method(&name) || specs.iter().any(|s| s.tape_methods.contains(&name.as_str())) {
-            let receiver = self.materialize(recv.clone(), recv_span.clone());
-            if self.swept_by_backward() {
-                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
-                let in_loop = self.cur_loop();
-                self.g.vocab_calls.push(super::graph::VocabCall {
-                    kind: CallKind::Forward,
-                    span,
-                    fix_span: None,
-                    in_loop,
-                    receiver,
-                    no_grad: self.no_grad > 0,
-                    via: None,
-                    discarded: false,
-                });
-            }
-            let args = self.exprs(m.args.iter(), false);
-            let mut reads = args.reads;
-            reads.extend(receiver);
-            return Val { reads, producer: Producer::Forward { receiver }, op: true };
+            return self.forward_call(m, recv, recv_span);
         }
-        if PARAM_METHODS.contains(&name.as_str()) {
+        if common::PARAM_METHODS.contains(&name.as_str()) {
             self.exprs(m.args.iter(), false);
-            let n = self.value_node(Val { producer: Producer::Plain, ..recv }, recv_span.clone());
+            let n = self.value_node(Val { producer: Producer::Plain, ..recv }, recv_span);
             self.params.push(n);
             return Val { reads: vec![n], producer: Producer::Derived, op: false };
         }
-        let moves = MOVE_METHODS.contains(&name.as_str());
-        if moves || is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
+        let moves = common::MOVE_METHODS.contains(&name.as_str());
+        if moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
             if !moves && self.after_backward() && !frameworks::is_untracked_method(&name) {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 self.note_op_after_backward(&recv, span);
@@ -1133,11 +1143,31 @@ impl Builder<'_> {
                 parts.push((self.expr(a), self.cheap(a)));
             }
             let val = self.combine(parts, !moves);
-            return if matches!(name.as_str(), "add" | "sub" | "lerp") { self.additive(val) } else { val };
+            return if common::ADDITIVE_METHODS.contains(&name.as_str()) { self.additive(val) } else { val };
         }
-        // Possibly a function of this crate: record the call site for the crate-level pass.
+        self.crate_method_call(m, name, recv, recv_span)
+    }
+
+    /// A forward pass or tape attachment: its value carries a graph unless the model is inert.
+    fn forward_call(&mut self, m: &syn::ExprMethodCall, recv: Val, recv_span: Span) -> Val {
+        let receiver = self.materialize(recv, recv_span);
+        if self.swept_by_backward() {
+            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            self.vocab(CallKind::Forward, span, None, false);
+            if let Some(last) = self.g.vocab_calls.last_mut() {
+                last.receiver = receiver;
+            }
+        }
+        let args = self.exprs(m.args.iter(), false);
+        let mut reads = args.reads;
+        reads.extend(receiver);
+        Val { reads, producer: Producer::Forward { receiver }, op: true }
+    }
+
+    /// Possibly a method of this crate: records the call site for the crate-level pass.
+    fn crate_method_call(&mut self, m: &syn::ExprMethodCall, name: String, recv: Val, recv_span: Span) -> Val {
         let receiver_self = is_self(&m.receiver);
-        let receiver = self.materialize(recv.clone(), recv_span.clone());
+        let receiver = self.materialize(recv.clone(), recv_span);
         let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = self.span(m.method.span());
         let receiver_type = self.declared_type_of(&m.receiver);
@@ -1244,7 +1274,7 @@ impl Builder<'_> {
             }
             // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
             if let Some(value) = c.args.last()
-                && !mentions_method(value, &["inner", "valid"])
+                && !mentions_method(value, common::LEAVE_AUTODIFF_METHODS)
             {
                 let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
                 let v = vals.last().expect("one argument at least");
@@ -1260,21 +1290,21 @@ impl Builder<'_> {
                 return Val { reads: vec![n], producer: Producer::Derived, op: false };
             }
         }
-        if PARAM_TYPES.contains(&ty) {
+        if common::PARAM_TYPES.contains(&ty) {
             self.exprs(c.args.iter(), false);
             let n = self.value_node(Val::plain(), span);
             self.params.push(n);
             return Val { reads: vec![n], producer: Producer::Derived, op: false };
         }
-        if TENSOR_TYPES.contains(&ty) && DATA_CONSTRUCTORS.contains(&last) {
+        if common::TENSOR_TYPES.contains(&ty) && common::DATA_CONSTRUCTORS.contains(&last) {
             self.exprs(c.args.iter(), false);
             return Val::plain();
         }
-        if WRAPPERS.contains(&last) || WRAPPERS.contains(&last_two.as_str()) {
+        if rust::WRAPPERS.contains(&last) || rust::WRAPPERS.contains(&last_two.as_str()) {
             return self.exprs(c.args.iter(), false);
         }
-        let records_op =
-            (TENSOR_TYPES.contains(&ty) && matches!(last, "cat" | "stack")) || segs.iter().any(|s| s == "activation");
+        let records_op = (common::TENSOR_TYPES.contains(&ty) && common::TENSOR_OP_FUNCTIONS.contains(&last))
+            || segs.iter().any(|s| common::OP_MODULES.contains(&s.as_str()));
         if records_op && self.after_backward() {
             // `Tensor::cat(vec![..])`, `activation::softmax(x, 1)`: tensor operations on their arguments.
             let call_span = self.between(first_token(&c.func), c.paren_token.span.close());
@@ -1286,7 +1316,10 @@ impl Builder<'_> {
             }
             return self.combine(parts, true);
         }
-        if TENSOR_TYPES.contains(&ty) || last.starts_with(char::is_uppercase) || !self.crate_fns.fns.contains(last) {
+        if common::TENSOR_TYPES.contains(&ty)
+            || last.starts_with(char::is_uppercase)
+            || !self.crate_fns.fns.contains(last)
+        {
             // `Tensor::cat`, tuple structs and enum variants: derived from their arguments.
             return self.exprs(c.args.iter(), true);
         }
@@ -1442,217 +1475,6 @@ impl Builder<'_> {
     }
 }
 
-/// Methods through which a store receiver still names the same place.
-const PLACE_METHODS: &[&str] = &[
-    "borrow_mut",
-    "lock",
-    "write",
-    "get_mut",
-    "as_mut",
-    "unwrap",
-    "expect",
-    "entry",
-    "last_mut",
-    "first_mut",
-    "deref_mut",
-    "or_default",
-    "get_or_insert_with",
-    "as_deref_mut",
-];
-
-/// Methods that store their (last) argument into the receiver.
-const STORE_METHODS: &[&str] =
-    &["push", "push_back", "push_front", "insert", "extend", "append", "extend_from_slice", "or_insert"];
-
-/// Methods that move or borrow a value without computing (clones keep the graph).
-const MOVE_METHODS: &[&str] = &[
-    "clone",
-    "shallow_clone",
-    "to_owned",
-    "borrow",
-    "as_ref",
-    "unwrap",
-    "expect",
-    "into",
-    "iter",
-    "into_iter",
-    "collect",
-    "copied",
-    "cloned",
-    "get",
-    "first",
-    "last",
-    "as_tensor",
-    "lock",
-    "read",
-    "deref",
-    "take",
-    "map",
-];
-
-/// Tensor methods common to the frameworks: never the crate's own functions, so no call site
-/// is recorded for them (they are most method calls in ML code).
-fn is_tensor_method(name: &str) -> bool {
-    const OPS: &[&str] = &[
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "matmul",
-        "broadcast_add",
-        "broadcast_sub",
-        "broadcast_mul",
-        "broadcast_div",
-        "sqr",
-        "sqrt",
-        "exp",
-        "log",
-        "relu",
-        "gelu",
-        "tanh",
-        "sigmoid",
-        "softmax",
-        "log_softmax",
-        "sum",
-        "sum_all",
-        "sum_keepdim",
-        "mean",
-        "mean_all",
-        "mean_keepdim",
-        "max",
-        "min",
-        "argmax",
-        "argmin",
-        "reshape",
-        "view",
-        "transpose",
-        "t",
-        "permute",
-        "narrow",
-        "squeeze",
-        "unsqueeze",
-        "flatten",
-        "flatten_all",
-        "contiguous",
-        "to_dtype",
-        "to_device",
-        "to_kind",
-        "neg",
-        "abs",
-        "powf",
-        "powf_scalar",
-        "affine",
-        "clamp",
-        "gather",
-        "index_select",
-        "cat",
-        "stack",
-        "chunk",
-        "split",
-        "slice",
-        "i",
-        "get",
-        "ge",
-        "gt",
-        "le",
-        "lt",
-        "eq",
-        "ne",
-        "map",
-        "and_then",
-        "ok",
-        "ok_or",
-        "unwrap_or",
-        "iter",
-        "enumerate",
-        "zip",
-        "filter",
-        "collect",
-        "len",
-        "cross_entropy_for_logits",
-        "mse_loss",
-        "nll_loss",
-        "backward",
-        "square",
-        "exp_",
-        "log_",
-        "expand",
-        "repeat",
-        "pad",
-        "mean_dim",
-        "sum_dim",
-        "max_dim",
-        "min_dim",
-        "powi",
-        "swap_dims",
-        "select",
-    ];
-    OPS.contains(&name)
-}
-
-/// Methods that make a trainable parameter out of their receiver.
-const PARAM_METHODS: &[&str] = &["set_requires_grad", "requires_grad_", "require_grad"];
-
-/// Types whose constructors make trainable parameters.
-const PARAM_TYPES: &[&str] = &["Var", "Param"];
-
-/// Tensor types whose constructors make plain data.
-const TENSOR_TYPES: &[&str] = &["Tensor", "Array"];
-
-/// Tensor constructors that make plain data (observations, batches, constants).
-const DATA_CONSTRUCTORS: &[&str] = &[
-    "new",
-    "from_vec",
-    "from_slice",
-    "from_iter",
-    "from_data",
-    "from_floats",
-    "from_ints",
-    "from_bools",
-    "zeros",
-    "ones",
-    "zeros_like",
-    "ones_like",
-    "full",
-    "arange",
-    "arange_step",
-    "rand",
-    "randn",
-    "rand_like",
-    "randn_like",
-    "eye",
-    "of_slice",
-    "from_array",
-    "empty",
-    "from_raw_buffer",
-    "read_npy",
-    "load",
-    "from_primitive",
-    "linspace",
-    "random",
-    "f_from_slice",
-    "of_slice2",
-    "from_slice2",
-    "scalar_tensor",
-];
-
-/// Functions that wrap their argument without computing.
-const WRAPPERS: &[&str] = &[
-    "Some",
-    "Ok",
-    "Err",
-    "Box::new",
-    "Rc::new",
-    "Arc::new",
-    "RefCell::new",
-    "Mutex::new",
-    "Cell::new",
-    "RwLock::new",
-    "Rc::clone",
-    "Arc::clone",
-    "identity",
-];
-
 /// Whether generics name an autodiff backend (`B: AutodiffBackend`, `Autodiff<NdArray>`).
 fn mentions_autodiff(generics: &syn::Generics) -> bool {
     use syn::visit::Visit;
@@ -1681,7 +1503,7 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames {
     fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
         // `AutodiffBackend`, and crate traits extending it (`GaeAutodiffBackend`).
         let name = s.ident.to_string();
-        if name.ends_with("AutodiffBackend") || name == "AutodiffModule" || name == "Autodiff" {
+        if common::is_autodiff_name(&name) {
             self.0 = true;
         }
         if !self.0 {
@@ -1738,7 +1560,7 @@ fn strip_place(e: &Expr) -> &Expr {
     match e {
         Expr::Reference(r) => strip_place(&r.expr),
         Expr::Paren(p) => strip_place(&p.expr),
-        Expr::MethodCall(m) if PLACE_METHODS.contains(&m.method.to_string().as_str()) => strip_place(&m.receiver),
+        Expr::MethodCall(m) if rust::PLACE_METHODS.contains(&m.method.to_string().as_str()) => strip_place(&m.receiver),
         e => e,
     }
 }
@@ -1800,14 +1622,13 @@ fn mentions_method(e: &Expr, methods: &[&str]) -> bool {
 /// burn: whether a `map` receiver is a parameter — a `weight`/`bias`-like field, or a binding
 /// declared as `Param<..>` (`this: &mut Param<Tensor<B, D>>`), possibly cloned.
 fn is_param_place(e: &Expr, b: &Builder<'_>) -> bool {
-    const PARAM_FIELDS: &[&str] = &["weight", "bias", "gamma", "beta", "weights", "biases", "kernel"];
     match e {
         Expr::MethodCall(m) if m.method == "clone" && m.args.is_empty() => is_param_place(&m.receiver, b),
         Expr::Paren(p) => is_param_place(&p.expr, b),
         Expr::Reference(r) => is_param_place(&r.expr, b),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => is_param_place(&u.expr, b),
-        Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if PARAM_FIELDS.iter().any(|p| n == p)),
-        Expr::Path(_) => b.declared_type_of(e).as_deref() == Some("Param"),
+        Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if common::PARAM_FIELDS.iter().any(|p| n == p)),
+        Expr::Path(_) => b.declared_type_of(e).as_deref() == Some(b.g.spec.param_type),
         _ => false,
     }
 }

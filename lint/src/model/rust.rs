@@ -11,3 +11,48 @@ pub const HOST_TYPES: &[&str] = &[
 pub fn is_host_type(name: &str) -> bool {
     HOST_TYPES.contains(&name)
 }
+
+/// Methods through which a store receiver still names the same place.
+pub const PLACE_METHODS: &[&str] = &[
+    "borrow_mut",
+    "lock",
+    "write",
+    "get_mut",
+    "as_mut",
+    "unwrap",
+    "expect",
+    "entry",
+    "last_mut",
+    "first_mut",
+    "deref_mut",
+    "or_default",
+    "get_or_insert_with",
+    "as_deref_mut",
+];
+
+/// Methods that store their (last) argument into the receiver.
+pub const STORE_METHODS: &[&str] =
+    &["push", "push_back", "push_front", "insert", "extend", "append", "extend_from_slice", "or_insert"];
+
+/// Functions that wrap their argument without computing.
+pub const WRAPPERS: &[&str] = &[
+    "Some",
+    "Ok",
+    "Err",
+    "Box::new",
+    "Rc::new",
+    "Arc::new",
+    "RefCell::new",
+    "Mutex::new",
+    "Cell::new",
+    "RwLock::new",
+    "Rc::clone",
+    "Arc::clone",
+    "identity",
+];
+
+/// Methods that empty a collection.
+pub const CLEAR_METHODS: &[&str] = &["clear", "drain", "truncate"];
+
+/// Methods that copy their receiver.
+pub const COPY_METHODS: &[&str] = &["clone", "to_owned"];
