@@ -1238,6 +1238,40 @@ impl Builder<'_> {
         }
     }
 
+    /// A parameter built from a tensor (burn `Param::initialized(id, value)`,
+    /// `Param::from_tensor(value)`): a new id when the framework says so, and a rewrite of a
+    /// parameter's value that a rule may find blended.
+    fn param_rebuild(&mut self, c: &syn::ExprCall, last: &str, ty: &str) -> Option<Val> {
+        let rebuild =
+            self.g.spec.param_rebuild.iter().find(|(f, _)| *f == last).filter(|_| ty == self.g.spec.param_type);
+        let Some(&(_, fresh_id)) = rebuild.filter(|_| self.tracks_params()) else { return None };
+        {
+            let call_span = |s: &Self| s.between(first_token(&c.func), c.paren_token.span.close());
+            if fresh_id {
+                let span = call_span(self);
+                self.vocab(CallKind::ParamNewId, span, None, false);
+            }
+            // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
+            if let Some(value) = c.args.last()
+                && !mentions_method(value, common::LEAVE_AUTODIFF_METHODS)
+            {
+                let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
+                let v = vals.last().expect("one argument at least");
+                // A blend of a parameter's value with another tensor (another parameter's value,
+                // a captured online tensor); `p.val().clamp(..)` alone is not one.
+                if v.producer == Producer::Derived {
+                    let (span, value) = (call_span(self), self.full(value));
+                    let (reads, old) = (v.reads.clone(), self.g.param_reads.clone());
+                    self.g.param_rewrites.push(super::graph::ParamRewrite { span, value, reads, old });
+                }
+                let n = self.value_node(Val::plain(), 0..0);
+                self.params.push(n);
+                return Some(Val { reads: vec![n], producer: Producer::Derived, op: false });
+            }
+        }
+        None
+    }
+
     fn call(&mut self, c: &syn::ExprCall) -> Val {
         let span = self.cheap(&c.func);
         let Expr::Path(p) = &*c.func else {
@@ -1262,33 +1296,8 @@ impl Builder<'_> {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };
         }
-        let rebuild =
-            self.g.spec.param_rebuild.iter().find(|(f, _)| *f == last).filter(|_| ty == self.g.spec.param_type);
-        if let Some(&(_, fresh_id)) = rebuild
-            && self.tracks_params()
-        {
-            let call_span = |s: &Self| s.between(first_token(&c.func), c.paren_token.span.close());
-            if fresh_id {
-                let span = call_span(self);
-                self.vocab(CallKind::ParamNewId, span, None, false);
-            }
-            // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
-            if let Some(value) = c.args.last()
-                && !mentions_method(value, common::LEAVE_AUTODIFF_METHODS)
-            {
-                let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
-                let v = vals.last().expect("one argument at least");
-                // A blend of a parameter's value with another tensor (another parameter's value,
-                // a captured online tensor); `p.val().clamp(..)` alone is not one.
-                if v.producer == Producer::Derived {
-                    let (span, value) = (call_span(self), self.full(value));
-                    let (reads, old) = (v.reads.clone(), self.g.param_reads.clone());
-                    self.g.param_rewrites.push(super::graph::ParamRewrite { span, value, reads, old });
-                }
-                let n = self.value_node(Val::plain(), 0..0);
-                self.params.push(n);
-                return Val { reads: vec![n], producer: Producer::Derived, op: false };
-            }
+        if let Some(v) = self.param_rebuild(c, last, ty) {
+            return v;
         }
         if common::PARAM_TYPES.contains(&ty) {
             self.exprs(c.args.iter(), false);

@@ -462,13 +462,25 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             discarded: false,
         });
     }
+    apply_stores(g, &site, s, callee, callee_file);
+}
+
+/// The callee's stores of its parameters, seen at the call site: "stored into" edges from the
+/// arguments into what the caller passed as receiver or other argument.
+fn apply_stores(
+    g: &mut FnModel,
+    site: &super::graph::CallSite,
+    s: &Summary,
+    callee: &str,
+    callee_file: &Arc<SourceFile>,
+) {
     for StoredParam { param, span: store_span, target, target_name, inner } in &s.stores {
-        let Some(arg) = arg_node(g, &site, *param) else { continue };
+        let Some(arg) = arg_node(g, site, *param) else { continue };
         // The place the callee stores into, seen from the caller.
         let target_node = match target {
             None if site.receiver_self => Some(self_field(g, target_name, &site.span)),
             None => site.receiver,
-            Some(j) => arg_node(g, &site, *j),
+            Some(j) => arg_node(g, site, *j),
         };
         let Some(target_node) = target_node else { continue };
         let Some(binding) = root_binding(g, target_node) else { continue };

@@ -126,28 +126,14 @@ impl Types<'_> {
     }
 }
 
-fn is_param(name: &str) -> impl Fn(&Shape) -> bool + '_ {
-    move |s| matches!(s, Shape::Named { name: n, args } if n == name && args.is_empty())
-}
-
-impl Rule for AutodiffBuffer {
-    fn meta(&self) -> &'static RuleMeta {
-        &META
-    }
-
-    fn check_types(&self, types: &TypeGraph, cx: &mut Context<'_>) {
-        let decls: Vec<&TypeDecl> = types.decls.iter().filter(|d| !d.autodiff_alias).collect();
-        // Only burn functions report graph stores.
-        if types.graph_stores.is_empty() {
-            return;
-        }
-        let aliases: HashSet<&str> = types.decls.iter().filter(|d| d.autodiff_alias).map(|d| d.name.as_str()).collect();
+impl<'a> Types<'a> {
+    /// What each generic type does with its parameters, through the crate's other types.
+    fn of(decls: &[&'a TypeDecl]) -> Self {
         let mut t = Types { by_name: HashMap::new(), params: Vec::new() };
         for (i, d) in decls.iter().enumerate() {
             t.by_name.entry(d.name.as_str()).or_insert(i);
             t.params.push(Params { tensor: vec![false; d.generics.len()], buffer: vec![false; d.generics.len()] });
         }
-        // What each generic type does with its parameters, through the crate's other types.
         for _ in 0..8 {
             let mut changed = false;
             for (i, d) in decls.iter().enumerate() {
@@ -167,6 +153,27 @@ impl Rule for AutodiffBuffer {
                 break;
             }
         }
+        t
+    }
+}
+
+fn is_param(name: &str) -> impl Fn(&Shape) -> bool + '_ {
+    move |s| matches!(s, Shape::Named { name: n, args } if n == name && args.is_empty())
+}
+
+impl Rule for AutodiffBuffer {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check_types(&self, types: &TypeGraph, cx: &mut Context<'_>) {
+        let decls: Vec<&TypeDecl> = types.decls.iter().filter(|d| !d.autodiff_alias).collect();
+        // Only burn functions report graph stores.
+        if types.graph_stores.is_empty() {
+            return;
+        }
+        let aliases: HashSet<&str> = types.decls.iter().filter(|d| d.autodiff_alias).map(|d| d.name.as_str()).collect();
+        let t = Types::of(&decls);
         let autodiff_type =
             |s: &Shape| names_autodiff(s) || matches!(s, Shape::Named { name, .. } if aliases.contains(name.as_str()));
         for d in &decls {

@@ -55,152 +55,172 @@ for (x, y) in batches {
 /// A store that qualifies: edge, stored value, how, where, target binding, iteration.
 type Candidate = (EdgeIndex, NodeIndex, Store, Span, BindingId, Iteration);
 
+/// A candidate and the names of the values it stores (several when one call stores several).
+type Grouped = (Candidate, Vec<String>);
+
 impl Rule for RetainedGraphOutput {
     fn meta(&self) -> &'static RuleMeta {
         &META
     }
 
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
-        let candidates: Vec<Candidate> = f
-            .stores()
-            .filter_map(|(edge, value, target, how, span)| {
-                if !matches!(how, Store::Push | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
-                    return None;
-                }
-                let binding = f.binding_of(target)?;
-                let iteration = f.iteration_of(f.loop_of(value))?;
-                if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
-                    return None;
-                }
-                // A local replaced each iteration by a value that does not derive from its old
-                // one keeps one graph at a time (carried into the next iteration, consumed there).
-                if how == Store::Assign
-                    && f.binding(binding).kind() == BindingKind::Local
-                    && !f.derives_from(value, binding)
-                {
-                    return None;
-                }
-                Some((edge, value, how, span.clone(), binding, iteration))
-            })
-            .collect();
-        // What a stored value is called in messages.
-        let shown_of = |edge: EdgeIndex, value: NodeIndex| -> String {
-            let value_span = f.span_of(value).clone();
-            let value_text = match f.binding_of(value) {
-                // A binding passed to a function that stores it.
-                Some(b) if f.through(edge).is_some() => f.binding(b).name().to_string(),
-                // Another argument of such a call (its text is not kept).
-                None if f.through(edge).is_some() => String::new(),
-                _ => cx.snippet(&value_span).trim().to_string(),
-            };
-            let value_text = value_text.strip_suffix(".clone()").map(str::to_string).unwrap_or(value_text);
-            if value_text.is_empty() || value_text.len() > 40 { "value".to_string() } else { value_text }
-        };
-        // Several arguments stored by one call: one report for the call.
-        let same_call =
-            |a: &Candidate, b: &Candidate| a.3 == b.3 && f.through(a.0).is_some() && f.through(b.0).is_some();
-        let mut reports = Vec::new();
-        for (i, c) in candidates.iter().enumerate() {
-            if candidates[..i].iter().any(|d| same_call(d, c)) {
-                continue;
-            }
-            let (edge, value, how, span, binding, iteration) = c.clone();
-            let mut names = vec![shown_of(edge, value)];
-            for d in candidates[i + 1..].iter().filter(|d| same_call(c, d)) {
-                let name = shown_of(d.0, d.1);
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-            reports.push((edge, value, how, span, binding, iteration, names));
-        }
-        for (edge, value, how, span, binding, iteration, names) in reports {
-            let span = &span;
-            let b = f.binding(binding);
-            let through = f.through(edge);
-            let value_span = f.span_of(value).clone();
-            let shown = names[0].clone();
-            let listed = match names.as_slice() {
-                [one] => format!("`{one}` is"),
-                [init @ .., last] => {
-                    let quote = |n: &String| if n == "value" { "another value".to_string() } else { format!("`{n}`") };
-                    let init: Vec<String> = init.iter().map(quote).collect();
-                    format!("{} and {} are", init.join(", "), quote(last))
-                }
-                [] => "the value is".to_string(),
-            };
-            let (message, primary_label) = match (how, &b.kind()) {
-                _ if through.is_some() => {
-                    let t = through.expect("checked");
-                    (
-                        format!("graph-carrying tensor stored by `{}`, which outlives the iteration", t.callee),
-                        format!(
-                            "{listed} passed to `{}`, which stores {} in `{}`",
-                            t.callee,
-                            if names.len() > 1 { "them" } else { "it" },
-                            t.target
-                        ),
-                    )
-                }
-                (Store::Push, _) => (
-                    format!("graph-carrying tensor stored in `{}`, which outlives the iteration", b.name()),
-                    format!("`{shown}` is stored with its autograd graph"),
-                ),
-                (_, BindingKind::SelfField) => (
-                    format!("graph-carrying tensor assigned to `{}`, which outlives the iteration", b.name()),
-                    format!("`{shown}` is kept with its autograd graph"),
-                ),
-                _ => (
-                    format!("graph-carrying tensor assigned to `{}`, declared outside the iteration", b.name()),
-                    format!("`{shown}` is kept with its autograd graph"),
-                ),
-            };
-            let source = f.graph_source(value, Some(binding));
-            // Name the fix after the graph-carrying binding (`loss`), not a wrapper (`Some(loss)`).
-            let fix_on = source.as_ref().map_or(shown.clone(), |(b, _)| f.binding(*b).name().to_string());
-            let mut report = Report::new(message, span.clone(), primary_label);
-            let decl_text = match b.kind() {
-                BindingKind::SelfField => format!("`{}` lives as long as `self`", b.name()),
-                BindingKind::Param => format!("`{}` is a parameter and outlives the call", b.name()),
-                _ => format!("`{}` is declared outside the training iteration", b.name()),
-            };
-            if b.kind() != BindingKind::SelfField {
-                report = report.label(b.decl().clone(), decl_text);
-            }
-            if let Some((src, decl)) = source {
-                report = report.label(decl, format!("`{}` carries the autograd graph", f.binding(src).name()));
-            }
-            if let Some((span, text)) = f.iteration_label(iteration) {
-                report = report.label(span, text);
-            }
-            // The chain of calls down to the store: one label per hop.
-            for hop in through.into_iter().flat_map(crate::model::Through::hops) {
-                let text = match &hop.inner {
-                    Some(next) => format!("`{}` passes it to `{}`", hop.callee, next.callee),
-                    None => format!("`{}` stores it in `{}` here", hop.callee, hop.target),
-                };
-                if cx.file().is_some_and(|file| file.path == hop.file) {
-                    report = report.label(hop.span.clone(), text);
-                } else {
-                    report.elsewhere.push((hop.file.clone(), hop.line, text));
-                }
-            }
-            report = report
-                .help(format!(
-                    "store `{}` or a host value such as `{}` instead",
-                    crate::frameworks::fill(f.spec().detach_fix, &fix_on),
-                    crate::frameworks::fill(f.spec().scalar_fix, &fix_on)
-                ))
-                .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
-            let text = cx.snippet(&value_span).to_string();
-            if through.is_none()
-                && let Some(s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text)
-            {
-                report = report.suggest(s);
-            }
+        let candidates = candidates(f);
+        for (c, names) in group_by_call(f, cx, &candidates) {
+            let report = report(f, cx, &c, &names);
             cx.report(report);
         }
     }
+}
+
+/// Graph-carrying values pushed or assigned into bindings that outlive their training iteration.
+fn candidates(f: &FnModel) -> Vec<Candidate> {
+    f.stores()
+        .filter_map(|(edge, value, target, how, span)| {
+            if !matches!(how, Store::Push | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
+                return None;
+            }
+            let binding = f.binding_of(target)?;
+            let iteration = f.iteration_of(f.loop_of(value))?;
+            if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
+                return None;
+            }
+            // A local replaced each iteration by a value that does not derive from its old
+            // one keeps one graph at a time (carried into the next iteration, consumed there).
+            if how == Store::Assign
+                && f.binding(binding).kind() == BindingKind::Local
+                && !f.derives_from(value, binding)
+            {
+                return None;
+            }
+            Some((edge, value, how, span.clone(), binding, iteration))
+        })
+        .collect()
+}
+
+/// What a stored value is called in messages.
+fn shown_of(f: &FnModel, cx: &Context<'_>, edge: EdgeIndex, value: NodeIndex) -> String {
+    let value_span = f.span_of(value).clone();
+    let value_text = match f.binding_of(value) {
+        // A binding passed to a function that stores it.
+        Some(b) if f.through(edge).is_some() => f.binding(b).name().to_string(),
+        // Another argument of such a call (its text is not kept).
+        None if f.through(edge).is_some() => String::new(),
+        _ => cx.snippet(&value_span).trim().to_string(),
+    };
+    let value_text = value_text.strip_suffix(".clone()").map(str::to_string).unwrap_or(value_text);
+    if value_text.is_empty() || value_text.len() > 40 { "value".to_string() } else { value_text }
+}
+
+/// Several arguments stored by one call: one report for the call, naming them all.
+fn group_by_call(f: &FnModel, cx: &Context<'_>, candidates: &[Candidate]) -> Vec<Grouped> {
+    let same_call = |a: &Candidate, b: &Candidate| a.3 == b.3 && f.through(a.0).is_some() && f.through(b.0).is_some();
+    let mut out = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        if candidates[..i].iter().any(|d| same_call(d, c)) {
+            continue;
+        }
+        let mut names = vec![shown_of(f, cx, c.0, c.1)];
+        for d in candidates[i + 1..].iter().filter(|d| same_call(c, d)) {
+            let name = shown_of(f, cx, d.0, d.1);
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        out.push((c.clone(), names));
+    }
+    out
+}
+
+/// The message and primary label of one report.
+fn message(f: &FnModel, c: &Candidate, names: &[String]) -> (String, String) {
+    let (edge, _, how, _, binding, _) = c;
+    let b = f.binding(*binding);
+    let shown = &names[0];
+    let listed = match names {
+        [one] => format!("`{one}` is"),
+        [init @ .., last] => {
+            let quote = |n: &String| if n == "value" { "another value".to_string() } else { format!("`{n}`") };
+            let init: Vec<String> = init.iter().map(quote).collect();
+            format!("{} and {} are", init.join(", "), quote(last))
+        }
+        [] => "the value is".to_string(),
+    };
+    match (f.through(*edge), how, b.kind()) {
+        (Some(t), ..) => (
+            format!("graph-carrying tensor stored by `{}`, which outlives the iteration", t.callee),
+            format!(
+                "{listed} passed to `{}`, which stores {} in `{}`",
+                t.callee,
+                if names.len() > 1 { "them" } else { "it" },
+                t.target
+            ),
+        ),
+        (None, Store::Push, _) => (
+            format!("graph-carrying tensor stored in `{}`, which outlives the iteration", b.name()),
+            format!("`{shown}` is stored with its autograd graph"),
+        ),
+        (None, _, BindingKind::SelfField) => (
+            format!("graph-carrying tensor assigned to `{}`, which outlives the iteration", b.name()),
+            format!("`{shown}` is kept with its autograd graph"),
+        ),
+        _ => (
+            format!("graph-carrying tensor assigned to `{}`, declared outside the iteration", b.name()),
+            format!("`{shown}` is kept with its autograd graph"),
+        ),
+    }
+}
+
+/// The whole report of one store (or one call that stores).
+fn report(f: &FnModel, cx: &Context<'_>, c: &Candidate, names: &[String]) -> Report {
+    let (edge, value, _, span, binding, iteration) = c;
+    let b = f.binding(*binding);
+    let through = f.through(*edge);
+    let value_span = f.span_of(*value).clone();
+    let (message, primary_label) = message(f, c, names);
+    let source = f.graph_source(*value, Some(*binding));
+    // Name the fix after the graph-carrying binding (`loss`), not a wrapper (`Some(loss)`).
+    let fix_on = source.as_ref().map_or(names[0].clone(), |(b, _)| f.binding(*b).name().to_string());
+    let mut report = Report::new(message, span.clone(), primary_label);
+    let decl_text = match b.kind() {
+        BindingKind::SelfField => format!("`{}` lives as long as `self`", b.name()),
+        BindingKind::Param => format!("`{}` is a parameter and outlives the call", b.name()),
+        _ => format!("`{}` is declared outside the training iteration", b.name()),
+    };
+    if b.kind() != BindingKind::SelfField {
+        report = report.label(b.decl().clone(), decl_text);
+    }
+    if let Some((src, decl)) = source {
+        report = report.label(decl, format!("`{}` carries the autograd graph", f.binding(src).name()));
+    }
+    if let Some((span, text)) = f.iteration_label(*iteration) {
+        report = report.label(span, text);
+    }
+    // The chain of calls down to the store: one label per hop.
+    for hop in through.into_iter().flat_map(crate::model::Through::hops) {
+        let text = match &hop.inner {
+            Some(next) => format!("`{}` passes it to `{}`", hop.callee, next.callee),
+            None => format!("`{}` stores it in `{}` here", hop.callee, hop.target),
+        };
+        if cx.file().is_some_and(|file| file.path == hop.file) {
+            report = report.label(hop.span.clone(), text);
+        } else {
+            report.elsewhere.push((hop.file.clone(), hop.line, text));
+        }
+    }
+    report = report
+        .help(format!(
+            "store `{}` or a host value such as `{}` instead",
+            crate::frameworks::fill(f.spec().detach_fix, &fix_on),
+            crate::frameworks::fill(f.spec().scalar_fix, &fix_on)
+        ))
+        .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
+    let text = cx.snippet(&value_span).to_string();
+    if through.is_none()
+        && let Some(s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text)
+    {
+        report = report.suggest(s);
+    }
+    report
 }
 
 #[cfg(test)]
