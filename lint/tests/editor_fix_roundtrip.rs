@@ -31,7 +31,7 @@ fn owner() -> Owner {
 
 fn lint(path: &std::path::Path, text: &str) -> Vec<Finding> {
     // The trainer fixture is candle code by its config; the UI fixtures name their framework.
-    Linter::default().lint_text(path, text, Some(memlint_lint::Framework::Candle))
+    Linter::default().lint_text(path, text, memlint_lint::Framework::from_name("candle"))
 }
 
 #[test]
