@@ -1244,7 +1244,7 @@ impl Builder<'_> {
     fn param_rebuild(&mut self, c: &syn::ExprCall, last: &str, ty: &str) -> Option<Val> {
         let rebuild =
             self.g.spec.param_rebuild.iter().find(|(f, _)| *f == last).filter(|_| ty == self.g.spec.param_type);
-        let Some(&(_, fresh_id)) = rebuild.filter(|_| self.tracks_params()) else { return None };
+        let &(_, fresh_id) = rebuild.filter(|_| self.tracks_params())?;
         {
             let call_span = |s: &Self| s.between(first_token(&c.func), c.paren_token.span.close());
             if fresh_id {

@@ -93,7 +93,7 @@ impl Rule for AccumulatedLossTensor {
             // burn: cut the summand, not the sum — `(total + loss).detach()` after backward would
             // still record the addition on the consumed graph.
             if f.spec().graph_swept_by_backward
-                && let Some(summand) = summand_after(&text, &acc.name())
+                && let Some(summand) = summand_after(&text, acc.name())
             {
                 let at = value_span.start + (summand.as_ptr() as usize - text.as_ptr() as usize);
                 value_span = at..at + summand.len();

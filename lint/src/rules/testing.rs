@@ -6,7 +6,7 @@ use crate::{Framework, Linter};
 
 /// How many findings of `rule` linting `src` gives, as a file of `framework` (`None`: detected).
 pub(crate) fn count(rule: &str, framework: Option<&str>, src: &str) -> usize {
-    let mut linter = Linter::default();
-    linter.framework = framework.map(|f| Framework::from_name(f).expect("a registered framework"));
+    let framework = framework.map(|f| Framework::from_name(f).expect("a registered framework"));
+    let linter = Linter { framework, ..Linter::default() };
     linter.lint_text(Path::new("src/lib.rs"), src, None).iter().filter(|f| f.rule == rule).count()
 }
