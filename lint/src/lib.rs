@@ -5,9 +5,7 @@
 //! and runs the [`rules`] over them. [`Linter::lint_crate`] lints the files of one crate in
 //! parallel; [`lint_source`] lints one file's text (used by `#[mem_guard]`).
 
-pub mod baseline;
 pub mod calls;
-pub mod config;
 pub mod context;
 pub mod diagnostic;
 pub mod frameworks;
@@ -20,7 +18,6 @@ pub mod source;
 pub mod suppress;
 pub mod type_graph;
 pub mod walk;
-pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! to memlint's stdout and stderr), so that rust-analyzer's single check command shows
 //! compiler errors, clippy lints and memlint findings together.
 
-use memlint_lint::output::MessageFormat;
+use cargo_memlint::output::MessageFormat;
 
 use crate::args::{CheckArgs, CheckWith};
 

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::frameworks::Framework;
 use crate::output::json::Owner;
+use memlint_lint::Framework;
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum WorkspaceError {

@@ -3,10 +3,10 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use memlint_lint::baseline::{self, Baseline, BaselineEntry};
-use memlint_lint::config::{Config, Table};
-use memlint_lint::output::{self, Entry, MessageFormat, RunInfo, human, json};
-use memlint_lint::workspace::{self, Workspace};
+use cargo_memlint::baseline::{self, Baseline, BaselineEntry};
+use cargo_memlint::config::{Config, Table};
+use cargo_memlint::output::{self, Entry, MessageFormat, RunInfo, human, json};
+use cargo_memlint::workspace::{self, Workspace};
 use memlint_lint::{Finding, Framework, Level, Levels, Linter};
 
 use crate::args::{CheckArgs, Color, FrameworkArg};

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostic::{Applicability, Finding, Label, Suggestion};
-use crate::source::SourceFile;
+use memlint_lint::SourceFile;
+use memlint_lint::{Applicability, Finding, Label, Suggestion};
 
 /// The cargo package and target a finding belongs to.
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use cargo_memlint::output::json;
 use memlint_lint::Level;
-use memlint_lint::output::json;
 
 use crate::args::CheckArgs;
 use crate::check::{self, Outcome};
