@@ -154,8 +154,8 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         let files: Vec<PathBuf> =
             g.files.iter().filter(|f| !configs.iter().any(|c| c.excludes(f))).map(|f| relative_to(f, &cwd)).collect();
         file_count += files.len();
+        // Suppression comments and levels are applied by the engine itself.
         let findings = pool.install(|| linter.lint_crate(&files, g.fallback));
-        let findings = memlint_lint::suppress::apply(&files, findings, &levels);
         results.push((g.package, findings));
     }
     Ok(Outcome { ws, cwd, results, file_count })

@@ -116,6 +116,7 @@ impl Linter {
             })
             .collect();
         findings.extend(self.check_types(&decls, graph_stores));
+        let mut findings = suppress::apply(files, findings, &self.levels);
         sort(&mut findings);
         findings
     }
