@@ -2,24 +2,67 @@
 
 use std::path::PathBuf;
 
+use cargo_memlint::workspace::TargetSelection;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-const AFTER_HELP: &str = "\
+/// The text after the options: exit codes and every diagnostic code, read from the registry.
+pub fn after_help() -> String {
+    let rules: Vec<String> = memlint_lint::rules::all()
+        .iter()
+        .map(|r| r.meta())
+        .map(|m| match m.default_level {
+            memlint_lint::Level::Warn => m.id.to_string(),
+            other => format!("{} ({})", m.id, other.as_str()),
+        })
+        .collect();
+    let others: Vec<&str> = memlint_lint::rules::all_meta()
+        .iter()
+        .map(|m| m.id)
+        .filter(|id| !rules.iter().any(|r| r.split(' ').next() == Some(*id)))
+        .collect();
+    format!(
+        "\
 Exit status:
   0  no finding at deny level
   1  at least one finding at deny level (see -D)
   2  memlint itself failed (bad arguments, unreadable workspace, missing path, bad config)
   With --check-with, cargo's own failure status (101 for a compile error) comes before 1.
 
-Rules (all warn by default): accumulated_loss_tensor, retained_graph_output, missing_zero_grad,
-rc_cycle, no_grad_guard_dropped, eval_without_no_grad, leaky_trace_in_loop,
-grads_allocated_in_loop, param_rebuilt_in_loop, autodiff_forward_without_backward.
-`cargo memlint explain <rule>` prints one.";
+Lint levels may also follow `--`, as with clippy: `cargo memlint -- -D warnings`.
+
+Rules ({} of them; each warns by default unless noted):
+{}
+Also reported: {}.
+`cargo memlint explain <rule>` prints one.",
+        rules.len(),
+        wrap(&rules, 98),
+        others.join(", ")
+    )
+}
+
+/// `items` joined by `, ` in lines of at most `width` characters, each indented by two spaces.
+fn wrap(items: &[String], width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::from(" ");
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() { format!("{item},") } else { item.clone() };
+        if line.len() + 1 + piece.len() > width && !line.trim().is_empty() {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(&piece);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
 
 /// Find memory leaks in machine-learning training loops (candle, tch, burn, dfdx) from source,
 /// without compiling or running anything.
 #[derive(Debug, Parser)]
-#[command(name = "cargo-memlint", bin_name = "cargo memlint", version, after_help = AFTER_HELP)]
+#[command(name = "cargo-memlint", bin_name = "cargo memlint", version)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
@@ -68,9 +111,17 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FORMAT=PATH", action = clap::ArgAction::Append)]
     pub output_file: Vec<String>,
 
-    /// Colour in human output.
-    #[arg(long, value_enum, default_value_t = Color::Auto, value_name = "WHEN")]
-    pub color: Color,
+    /// Colour in human output [default: `CARGO_TERM_COLOR`, else auto].
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub color: Option<Color>,
+
+    /// No summary line or progress on stderr (findings are still printed).
+    #[arg(short = 'q', long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Also print, for each package or group of files, how many files and which framework.
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 
     /// Set a rule (or `warnings`: every rule) to deny: findings make the exit status 1.
     #[arg(short = 'D', long = "deny", value_name = "RULE")]
@@ -110,7 +161,96 @@ pub struct CheckArgs {
     pub check_with: Option<CheckWith>,
 
     #[command(flatten)]
+    pub targets: Targets,
+
+    #[command(flatten)]
     pub cargo: CargoCompat,
+
+    /// Lint levels after `--`, as clippy takes them: `-D RULE`, `-W RULE`, `-A RULE` (also
+    /// `--deny=RULE`, `-DRULE`); they apply after the ones before `--`.
+    #[arg(last = true, value_name = "LINT_FLAGS", allow_hyphen_values = true, help_heading = "Arguments")]
+    pub lint_flags: Vec<String>,
+}
+
+/// Which targets of the selected packages to lint (all of them when none is named), as cargo
+/// selects them; `--check-with` passes them on to cargo.
+#[derive(Debug, Args, Default)]
+#[command(next_help_heading = "Target selection")]
+pub struct Targets {
+    /// Lint only this package's library.
+    #[arg(long)]
+    pub lib: bool,
+    /// Lint all binaries.
+    #[arg(long)]
+    pub bins: bool,
+    /// Lint only the named binary.
+    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
+    pub bin: Vec<String>,
+    /// Lint all examples.
+    #[arg(long)]
+    pub examples: bool,
+    /// Lint only the named example.
+    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
+    pub example: Vec<String>,
+    /// Lint all tests.
+    #[arg(long)]
+    pub tests: bool,
+    /// Lint only the named test target.
+    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
+    pub test: Vec<String>,
+    /// Lint all benches.
+    #[arg(long)]
+    pub benches: bool,
+    /// Lint only the named bench target.
+    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
+    pub bench: Vec<String>,
+    /// Lint all targets (the default).
+    #[arg(long)]
+    pub all_targets: bool,
+}
+
+impl Targets {
+    /// The selection as the library takes it.
+    pub fn selection(&self) -> TargetSelection {
+        TargetSelection {
+            lib: self.lib,
+            bins: self.bins,
+            bin: self.bin.clone(),
+            examples: self.examples,
+            example: self.example.clone(),
+            tests: self.tests,
+            test: self.test.clone(),
+            benches: self.benches,
+            bench: self.bench.clone(),
+            all_targets: self.all_targets,
+        }
+    }
+
+    /// The flags again, as cargo takes them.
+    pub fn to_cargo_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (on, name) in [
+            (self.all_targets, "--all-targets"),
+            (self.lib, "--lib"),
+            (self.bins, "--bins"),
+            (self.examples, "--examples"),
+            (self.tests, "--tests"),
+            (self.benches, "--benches"),
+        ] {
+            if on {
+                out.push(name.to_string());
+            }
+        }
+        for (name, values) in
+            [("--bin", &self.bin), ("--example", &self.example), ("--test", &self.test), ("--bench", &self.bench)]
+        {
+            for v in values {
+                out.push(name.to_string());
+                out.push(v.clone());
+            }
+        }
+        out
+    }
 }
 
 /// Flags that cargo and rust-analyzer pass to a check command. memlint reads source without
@@ -133,36 +273,6 @@ pub struct CargoCompat {
     /// Directory for all generated artifacts.
     #[arg(long, value_name = "DIR")]
     pub target_dir: Option<PathBuf>,
-    /// Check all targets (memlint always lints every target's files).
-    #[arg(long)]
-    pub all_targets: bool,
-    /// Check only this package's library.
-    #[arg(long)]
-    pub lib: bool,
-    /// Check all binaries.
-    #[arg(long)]
-    pub bins: bool,
-    /// Check only the named binary.
-    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
-    pub bin: Vec<String>,
-    /// Check all examples.
-    #[arg(long)]
-    pub examples: bool,
-    /// Check only the named example.
-    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
-    pub example: Vec<String>,
-    /// Check all tests.
-    #[arg(long)]
-    pub tests: bool,
-    /// Check only the named test target.
-    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
-    pub test: Vec<String>,
-    /// Check all benches.
-    #[arg(long)]
-    pub benches: bool,
-    /// Check only the named bench target.
-    #[arg(long, value_name = "NAME", action = clap::ArgAction::Append)]
-    pub bench: Vec<String>,
     /// Do not stop at the first error.
     #[arg(long)]
     pub keep_going: bool,
@@ -200,26 +310,13 @@ impl CargoCompat {
         };
         flag(self.all_features, "--all-features");
         flag(self.no_default_features, "--no-default-features");
-        flag(self.all_targets, "--all-targets");
-        flag(self.lib, "--lib");
-        flag(self.bins, "--bins");
-        flag(self.examples, "--examples");
-        flag(self.tests, "--tests");
-        flag(self.benches, "--benches");
         flag(self.keep_going, "--keep-going");
         flag(self.release, "--release");
         flag(self.locked, "--locked");
         flag(self.offline, "--offline");
         flag(self.frozen, "--frozen");
-        let valued: [(&str, &[String]); 7] = [
-            ("--features", &self.features),
-            ("--target", &self.target),
-            ("--bin", &self.bin),
-            ("--example", &self.example),
-            ("--test", &self.test),
-            ("--bench", &self.bench),
-            ("-Z", &self.unstable),
-        ];
+        let valued: [(&str, &[String]); 3] =
+            [("--features", &self.features), ("--target", &self.target), ("-Z", &self.unstable)];
         for (name, values) in valued {
             for v in values {
                 out.push(name.to_string());
@@ -253,6 +350,39 @@ pub enum Color {
     Auto,
     Always,
     Never,
+}
+
+impl Color {
+    /// The name as cargo and `CARGO_TERM_COLOR` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Color::Auto => "auto",
+            Color::Always => "always",
+            Color::Never => "never",
+        }
+    }
+
+    /// `--color`, else `CARGO_TERM_COLOR` (which cargo sets for subcommands it runs), else auto.
+    /// An unknown value in the variable is an error, as cargo makes it.
+    pub fn resolve(flag: Option<Color>) -> Result<Color, String> {
+        if let Some(c) = flag {
+            return Ok(c);
+        }
+        match std::env::var("CARGO_TERM_COLOR") {
+            Err(_) => Ok(Color::Auto),
+            Ok(v) => Color::from_str(v.trim(), true)
+                .map_err(|_| format!("`CARGO_TERM_COLOR={v}` is not a colour choice (auto, always, never)")),
+        }
+    }
+
+    /// Whether to colour a stream that is (or is not) a terminal; `NO_COLOR` turns auto off.
+    pub fn enabled(self, terminal: bool) -> bool {
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -26,6 +26,7 @@ fn owner() -> Owner {
         target_name: "fixtures".into(),
         target_kind: vec!["lib".into()],
         src_path: "lib.rs".into(),
+        edition: "2024".into(),
     }
 }
 
