@@ -18,12 +18,18 @@ impl Levels {
     /// The level of `rule` given its default.
     pub fn level(&self, rule: &str, default: Level) -> Level {
         let mut level = default;
+        // Whether the rule is allowed only because `warnings` silenced it: a later `warnings`
+        // override brings it back (`-A warnings -W warnings` leaves every rule at warn), while a
+        // rule allowed by name stays allowed.
+        let mut silenced_by_warnings = false;
         for (name, l) in &self.overrides {
             if name == rule {
                 level = *l;
-            } else if name == "warnings" && level >= Level::Warn {
+                silenced_by_warnings = false;
+            } else if name == "warnings" && (level >= Level::Warn || silenced_by_warnings) {
                 // `-D warnings` raises every warning; `-A warnings` silences them.
                 level = *l;
+                silenced_by_warnings = *l == Level::Allow;
             }
         }
         level
@@ -40,6 +46,22 @@ mod tests {
         l.set("warnings", Level::Deny);
         assert_eq!(l.level("rc_cycle", Level::Warn), Level::Deny);
         l.set("memlint::rc_cycle", Level::Allow);
+        assert_eq!(l.level("rc_cycle", Level::Warn), Level::Allow);
+        assert_eq!(l.level("missing_zero_grad", Level::Warn), Level::Deny);
+    }
+
+    #[test]
+    fn warnings_can_be_silenced_and_restored() {
+        let mut l = Levels::default();
+        l.set("warnings", Level::Allow);
+        assert_eq!(l.level("rc_cycle", Level::Warn), Level::Allow);
+        l.set("warnings", Level::Warn);
+        assert_eq!(l.level("rc_cycle", Level::Warn), Level::Warn);
+        // A rule allowed by name is not brought back by `warnings`.
+        let mut l = Levels::default();
+        l.set("rc_cycle", Level::Allow);
+        l.set("warnings", Level::Allow);
+        l.set("warnings", Level::Deny);
         assert_eq!(l.level("rc_cycle", Level::Warn), Level::Allow);
         assert_eq!(l.level("missing_zero_grad", Level::Warn), Level::Deny);
     }

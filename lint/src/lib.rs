@@ -5,8 +5,6 @@
 //! them (see `docs/architecture.md`). [`Linter::lint_crate`] lints the files of one crate in
 //! parallel; [`lint_source`] lints one file's text (used by `#[mem_guard]`).
 
-pub mod baseline;
-pub mod config;
 pub mod context;
 pub mod diagnostic;
 pub mod frameworks;
@@ -18,7 +16,6 @@ pub mod rules;
 pub mod source;
 pub mod suppress;
 pub mod type_graph;
-pub mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -113,6 +110,7 @@ impl Linter {
             })
             .collect();
         findings.extend(self.check_types(&decls, graph_stores));
+        let mut findings = suppress::apply(files, findings, &self.levels);
         sort(&mut findings);
         findings
     }

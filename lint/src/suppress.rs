@@ -141,32 +141,24 @@ pub fn parse(file: &SourceFile) -> (Vec<Suppression>, Vec<Problem>) {
 /// A file, its suppressions, and for each of their rules whether it suppressed a finding.
 type FileSuppressions = (Arc<SourceFile>, Vec<Suppression>, Vec<Vec<bool>>);
 
-/// Drops suppressed findings from `findings` (the findings of the files in `paths`, one crate)
-/// and adds an `unused_suppression` finding for each suppression that suppressed nothing.
-/// Files are read again only when a finding does not already hold their text.
-pub fn apply(paths: &[PathBuf], findings: Vec<Finding>, levels: &Levels) -> Vec<Finding> {
-    let mut files: HashMap<PathBuf, Arc<SourceFile>> = HashMap::new();
-    for f in &findings {
-        files.entry(f.file.path.clone()).or_insert_with(|| f.file.clone());
-    }
+/// Drops suppressed findings from `findings` (the findings of `files`, one crate) and adds an
+/// `unused_suppression` finding for each suppression that suppressed nothing. Run by
+/// [`crate::Linter`] on every file it lints, so every entry point honours the comments.
+pub fn apply(files: &[Arc<SourceFile>], findings: Vec<Finding>, levels: &Levels) -> Vec<Finding> {
     let mut parsed: HashMap<PathBuf, FileSuppressions> = HashMap::new();
     let mut problems_out = Vec::new();
-    for path in paths {
-        let file = match files.get(path) {
-            Some(f) => f.clone(),
-            None => match std::fs::read_to_string(path) {
-                Ok(text) if text.contains("memlint:") => Arc::new(SourceFile::new(path, text)),
-                _ => continue,
-            },
-        };
-        let (sups, problems) = parse(&file);
+    for file in files {
+        let (sups, problems) = parse(file);
         if !problems.is_empty() {
             problems_out.push((file.clone(), problems));
         }
         if !sups.is_empty() {
             let used = sups.iter().map(|s| vec![false; s.rules.len()]).collect();
-            parsed.insert(path.clone(), (file, sups, used));
+            parsed.insert(file.path.clone(), (file.clone(), sups, used));
         }
+    }
+    if parsed.is_empty() && problems_out.is_empty() {
+        return findings;
     }
 
     let mut kept = Vec::with_capacity(findings.len());

@@ -128,7 +128,7 @@ fn static_findings(first: usize, last: usize) -> (String, Vec<memlint_lint::Find
     let mut findings: Vec<_> = linted
         .unwrap_or_default()
         .into_iter()
-        .filter(|f| f.line >= first && f.line <= last && f.rule != "parse_error")
+        .filter(|f| f.line >= first && f.line <= last && !matches!(f.rule, "parse_error" | "unused_suppression"))
         .collect();
     findings.sort_by_key(|f| (f.line, f.column));
     findings.dedup_by(|a, b| a.line == b.line && a.rule == b.rule);

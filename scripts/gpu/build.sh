@@ -14,7 +14,10 @@ TOOLCHAIN=${MEMLINT_CUDA_TOOLCHAIN:-$ROOT/../shared/gpu/cuda-toolchain.sh}
 cargo fetch --quiet
 eval "$("$TOOLCHAIN")"
 export CARGO_TARGET_DIR=${MEMLINT_CUDA_TARGET_DIR:-$ROOT/target-cuda}
-cargo build --release --features cuda-examples --example gpu_train --example gpu_plan
+# The release profile ships cargo-memlint without debug info; the GPU examples keep the settings
+# the shared CUDA target dir was warmed with (line tables), so candle's CUDA crates are not rebuilt.
+CARGO_PROFILE_RELEASE_DEBUG=line-tables-only CARGO_PROFILE_RELEASE_STRIP=none \
+  cargo build --release --features cuda-examples --example gpu_train --example gpu_plan
 mkdir -p gpu-bin
 cp "$CARGO_TARGET_DIR/release/examples/gpu_train" gpu-bin/gpu_train
 strip gpu-bin/gpu_train

@@ -23,13 +23,15 @@ pub static REGISTRY: &[&Spec] = &[&candle::SPEC, &tch::SPEC, &burn::SPEC, &dfdx:
 #[derive(Clone, Copy)]
 pub struct Framework(&'static Spec);
 
-/// The built-in frameworks by name, for callers that choose one (`--framework`).
+/// The built-in frameworks by name, for this module and its tests (callers outside use
+/// [`Framework::from_name`] and [`Framework::all`]).
+#[cfg(test)]
 #[allow(non_upper_case_globals)]
 impl Framework {
-    pub const Candle: Framework = Framework(&candle::SPEC);
-    pub const Tch: Framework = Framework(&tch::SPEC);
-    pub const Burn: Framework = Framework(&burn::SPEC);
-    pub const Dfdx: Framework = Framework(&dfdx::SPEC);
+    pub(crate) const Candle: Framework = Framework(&candle::SPEC);
+    pub(crate) const Tch: Framework = Framework(&tch::SPEC);
+    pub(crate) const Burn: Framework = Framework(&burn::SPEC);
+    pub(crate) const Dfdx: Framework = Framework(&dfdx::SPEC);
 }
 
 impl Framework {

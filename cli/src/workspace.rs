@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::frameworks::Framework;
 use crate::output::json::Owner;
+use memlint_lint::Framework;
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum WorkspaceError {
@@ -20,6 +20,12 @@ pub enum WorkspaceError {
     #[error("path `{0}` does not exist")]
     #[diagnostic(code(memlint::workspace))]
     NoSuchPath(String),
+    #[error("no {0} target named `{1}` in the selected packages")]
+    #[diagnostic(code(memlint::workspace), help("{0} targets: {2}"))]
+    NoSuchTarget(&'static str, String, String),
+    #[error("no library target in the selected packages")]
+    #[diagnostic(code(memlint::workspace), help("drop `--lib`, or select a package with a library (`-p NAME`)"))]
+    NoLibrary,
 }
 
 /// One target of a package (lib, bin, example, test, bench).
@@ -28,6 +34,93 @@ pub struct Target {
     pub name: String,
     pub kind: Vec<String>,
     pub src_path: PathBuf,
+    /// The edition from the manifest (`2021`, `2024`, …).
+    pub edition: String,
+}
+
+impl Target {
+    fn is(&self, kind: &str) -> bool {
+        match kind {
+            "lib" => self.kind.iter().any(|k| LIB_KINDS.contains(&k.as_str())),
+            _ => self.kind.iter().any(|k| k == kind),
+        }
+    }
+
+    /// The file and, where it has one, the folder of the target's modules: the file's folder for
+    /// `lib.rs`/`main.rs`/`mod.rs` (unless that is the package root), else `<folder>/<stem>/`.
+    fn area(&self, package_root: &Path) -> (PathBuf, Option<PathBuf>) {
+        let dir = self.src_path.parent().unwrap_or(package_root).to_path_buf();
+        let root_file = self.src_path.file_name().is_some_and(|n| n == "lib.rs" || n == "main.rs" || n == "mod.rs");
+        let folder = if root_file {
+            (dir != package_root).then_some(dir)
+        } else {
+            self.src_path.file_stem().map(|stem| dir.join(stem))
+        };
+        (self.src_path.clone(), folder)
+    }
+}
+
+/// The target kinds cargo's `--lib` selects.
+const LIB_KINDS: &[&str] = &["lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro"];
+
+/// Which targets to lint, as cargo's target selection flags name them; empty selects all.
+#[derive(Debug, Clone, Default)]
+pub struct TargetSelection {
+    pub lib: bool,
+    pub bins: bool,
+    pub bin: Vec<String>,
+    pub examples: bool,
+    pub example: Vec<String>,
+    pub tests: bool,
+    pub test: Vec<String>,
+    pub benches: bool,
+    pub bench: Vec<String>,
+    pub all_targets: bool,
+}
+
+impl TargetSelection {
+    /// Whether every target is selected (no flag, or `--all-targets`).
+    pub fn is_all(&self) -> bool {
+        let named = [&self.bin, &self.example, &self.test, &self.bench].iter().any(|v| !v.is_empty());
+        self.all_targets || !(self.lib || self.bins || self.examples || self.tests || self.benches || named)
+    }
+
+    /// `(kind, every target of that kind, the names asked for)` for each kind.
+    fn kinds(&self) -> [(&'static str, bool, &[String]); 4] {
+        [
+            ("bin", self.bins, &self.bin),
+            ("example", self.examples, &self.example),
+            ("test", self.tests, &self.test),
+            ("bench", self.benches, &self.bench),
+        ]
+    }
+
+    fn selects(&self, t: &Target) -> bool {
+        self.is_all()
+            || (self.lib && t.is("lib"))
+            || self.kinds().iter().any(|(kind, all, names)| t.is(kind) && (*all || names.contains(&t.name)))
+    }
+
+    /// Checks that every named target exists in one of `packages` (and a library for `--lib`).
+    pub fn check(&self, packages: &[&Package]) -> Result<(), WorkspaceError> {
+        if self.is_all() {
+            return Ok(());
+        }
+        let targets = || packages.iter().flat_map(|p| &p.targets);
+        if self.lib && !targets().any(|t| t.is("lib")) {
+            return Err(WorkspaceError::NoLibrary);
+        }
+        for (kind, _, names) in self.kinds() {
+            for name in names {
+                if !targets().any(|t| t.is(kind) && &t.name == name) {
+                    let known: Vec<&str> = targets().filter(|t| t.is(kind)).map(|t| t.name.as_str()).collect();
+                    let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                    return Err(WorkspaceError::NoSuchTarget(kind, name.clone(), known));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One package and the files of its targets.
@@ -68,6 +161,34 @@ impl Package {
         files
     }
 
+    /// The files of the selected targets: each target's file and module folder, leaving out the
+    /// files and folders of the targets not selected that lie inside it (`--lib` leaves out
+    /// `src/main.rs` and `src/bin/`). Modules of `src/main.rs` in `src/` cannot be told from the
+    /// library's without resolving `mod` items, so they stay with both.
+    pub fn files_for(&self, selection: &TargetSelection) -> Vec<PathBuf> {
+        if selection.is_all() {
+            return self.files();
+        }
+        let root = self.root();
+        let lintable = || self.targets.iter().filter(|t| !t.is("custom-build"));
+        let others: Vec<(PathBuf, Option<PathBuf>)> =
+            lintable().filter(|t| !selection.selects(t)).map(|t| t.area(root)).collect();
+        let mut files = Vec::new();
+        for t in lintable().filter(|t| selection.selects(t)) {
+            let (file, folder) = t.area(root);
+            files.push(file);
+            let Some(folder) = folder.filter(|f| f.is_dir()) else { continue };
+            files.extend(rust_files(&folder, Nested::SkipExcept(root)).into_iter().filter(|f| {
+                !others.iter().any(|(other_file, other_folder)| {
+                    f == other_file || other_folder.as_ref().is_some_and(|d| d != &folder && f.starts_with(d))
+                })
+            }));
+        }
+        files.sort();
+        files.dedup();
+        files
+    }
+
     /// The target a file belongs to: the one whose folder holds it most closely.
     pub fn owner(&self, file: &Path) -> Owner {
         let file = absolute(file);
@@ -84,6 +205,7 @@ impl Package {
             target_name: target.map_or(self.name.clone(), |t| t.name.clone()),
             target_kind: target.map_or(vec!["lib".to_string()], |t| t.kind.clone()),
             src_path: target.map_or(file.display().to_string(), |t| t.src_path.display().to_string()),
+            edition: target.map_or_else(|| edition_near(&file), |t| t.edition.clone()),
         }
     }
 }
@@ -121,6 +243,7 @@ impl Workspace {
                         name: t.name.clone(),
                         kind: t.kind.iter().map(|k| k.to_string()).collect(),
                         src_path: t.src_path.clone().into_std_path_buf(),
+                        edition: t.edition.as_str().to_string(),
                     })
                     .collect(),
             })
@@ -247,6 +370,31 @@ pub fn framework_near(path: &Path) -> Option<Framework> {
         .filter_map(|k| doc.get(*k).and_then(|v| v.as_table()))
         .flat_map(|t| t.keys())
         .find_map(|k| Framework::from_crate_name(k))
+}
+
+/// The edition in the `Cargo.toml` nearest above `path` (for files outside any loaded
+/// workspace): its `[package] edition`, else cargo's default `2015`; `2015` without a manifest,
+/// as rustc defaults.
+pub fn edition_near(path: &Path) -> String {
+    let start = absolute(path);
+    let mut inherited = false;
+    for manifest in start.ancestors().skip(1).map(|d| d.join("Cargo.toml")).filter(|m| m.is_file()) {
+        let Some(doc) = std::fs::read_to_string(&manifest).ok().and_then(|t| toml::from_str::<toml::Table>(&t).ok())
+        else {
+            continue;
+        };
+        let own = doc.get("package").and_then(|p| p.get("edition"));
+        let shared = doc.get("workspace").and_then(|w| w.get("package")).and_then(|p| p.get("edition"));
+        // `edition.workspace = true` takes the workspace's `[workspace.package] edition`.
+        let found = if inherited { shared } else { own.or(shared) };
+        match found {
+            Some(toml::Value::String(e)) => return e.clone(),
+            Some(_) => inherited = true,
+            None if !inherited && doc.contains_key("package") => return "2015".to_string(),
+            None => {}
+        }
+    }
+    "2015".to_string()
 }
 
 fn absolute(p: &Path) -> PathBuf {

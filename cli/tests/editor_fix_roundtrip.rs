@@ -5,12 +5,12 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use memlint_lint::output::json::{self, Owner};
+use cargo_memlint::output::json::{self, Owner};
 use memlint_lint::{Applicability, Finding, Linter};
 
 fn fixtures() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir("tests/ui")
-        .expect("tests/ui exists")
+    let mut files: Vec<PathBuf> = std::fs::read_dir("../lint/tests/ui")
+        .expect("../lint/tests/ui exists")
         .map(|e| e.expect("readable entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
         .collect();
@@ -26,6 +26,7 @@ fn owner() -> Owner {
         target_name: "fixtures".into(),
         target_kind: vec!["lib".into()],
         src_path: "lib.rs".into(),
+        edition: "2024".into(),
     }
 }
 

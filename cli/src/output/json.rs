@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostic::{Applicability, Finding, Label, Suggestion};
-use crate::source::SourceFile;
+use memlint_lint::SourceFile;
+use memlint_lint::{Applicability, Finding, Label, Suggestion};
 
 /// The cargo package and target a finding belongs to.
 #[derive(Debug, Clone)]
@@ -15,6 +15,8 @@ pub struct Owner {
     pub target_name: String,
     pub target_kind: Vec<String>,
     pub src_path: String,
+    /// The target's edition, from its manifest (`cargo metadata`).
+    pub edition: String,
 }
 
 /// Renders one finding; `rendered` is the human rendering to embed. File names are the paths
@@ -55,7 +57,7 @@ pub fn render_named(f: &Finding, owner: &Owner, rendered: &str, file_name: &str)
             "kind": owner.target_kind,
             "crate_types": owner.target_kind,
             "src_path": owner.src_path,
-            "edition": "2021",
+            "edition": owner.edition,
             "doctest": false,
             "test": false,
             "doc": false,

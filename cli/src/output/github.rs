@@ -1,7 +1,7 @@
 //! GitHub Actions workflow commands: one `::warning …::message` (or `::error`, `::notice`) line
 //! per finding, which the runner turns into an annotation on the pull request's diff.
 
-use crate::diagnostic::{Finding, Level};
+use memlint_lint::{Finding, Level};
 
 /// `::warning file=src/lib.rs,line=6,col=5,endLine=6,endColumn=9,title=memlint::rc_cycle::…`.
 pub fn render(f: &Finding) -> String {

@@ -4,15 +4,15 @@
 
 use serde_json::{Value, json};
 
-use crate::diagnostic::{Finding, Label, Level};
 use crate::output::{Entry, RunInfo};
-use crate::rule::RuleMeta;
+use memlint_lint::rule::RuleMeta;
+use memlint_lint::{Finding, Label, Level};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
 /// The whole log for one run, pretty-printed.
 pub fn render(entries: &[Entry<'_>], run: &RunInfo) -> String {
-    let metas = crate::rules::all_meta();
+    let metas = memlint_lint::rules::all_meta();
     let rules: Vec<Value> = metas.iter().map(|m| rule(m)).collect();
     let results: Vec<Value> = entries
         .iter()
@@ -51,7 +51,7 @@ fn rule(m: &RuleMeta) -> Value {
         "shortDescription": { "text": capitalize(m.summary) },
         "fullDescription": { "text": what_it_does(m.docs) },
         "help": { "text": m.docs, "markdown": m.docs },
-        "helpUri": crate::rules::docs_url(m.id),
+        "helpUri": memlint_lint::rules::docs_url(m.id),
         "defaultConfiguration": { "level": level(m.default_level) },
         "properties": { "tags": ["memory", "memlint"] },
     })

@@ -3,13 +3,13 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use memlint_lint::baseline::{self, Baseline, BaselineEntry};
-use memlint_lint::config::{Config, Table};
-use memlint_lint::output::{self, Entry, MessageFormat, RunInfo, human, json};
-use memlint_lint::workspace::{self, Workspace};
+use cargo_memlint::baseline::{self, Baseline, BaselineEntry};
+use cargo_memlint::config::{Config, Table};
+use cargo_memlint::output::{self, Entry, MessageFormat, RunInfo, human, json};
+use cargo_memlint::workspace::{self, Workspace};
 use memlint_lint::{Finding, Framework, Level, Levels, Linter};
 
-use crate::args::{CheckArgs, Color, FrameworkArg};
+use crate::args::{CheckArgs, Color};
 
 /// A set of files linted together (one crate: the type graph spans them).
 struct Group {
@@ -73,17 +73,30 @@ fn format_error(e: output::FormatError) -> miette::Report {
 pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::ThreadPool) -> miette::Result<Outcome> {
     let cwd = std::env::current_dir().map_err(|e| miette::miette!("cannot read the current directory: {e}"))?;
     let mut groups: Vec<Group> = Vec::new();
+    let selection = args.targets.selection();
     let ws = if args.paths.is_empty() {
         let ws = Workspace::load(args.manifest_path.as_deref())?;
         let names = package_names(&ws, &args.packages);
-        let selected: Vec<String> = ws.select(args.workspace, &names, &cwd)?.iter().map(|p| p.id.clone()).collect();
+        let selected = ws.select(args.workspace, &names, &cwd)?;
+        selection.check(&selected)?;
+        let selected: Vec<String> = selected.iter().map(|p| p.id.clone()).collect();
         for id in selected {
             let i = ws.members.iter().position(|p| p.id == id).expect("selected from members");
             let package = &ws.members[i];
-            groups.push(Group { package: Some(i), files: package.files(), fallback: package.framework });
+            let files = package.files_for(&selection);
+            if !files.is_empty() {
+                groups.push(Group { package: Some(i), files, fallback: package.framework });
+            }
         }
         ws
     } else {
+        if !selection.is_all() {
+            return Err(miette::miette!(
+                code = "memlint::usage",
+                help = "drop the paths to lint the package's targets, or drop the target flags",
+                "target selection flags (`--lib`, `--bin`, …) choose targets of packages, not files given by path"
+            ));
+        }
         let files = workspace::expand_paths(&args.paths)?;
         let ws = match Workspace::load(args.manifest_path.as_deref()) {
             Ok(ws) => ws,
@@ -123,12 +136,7 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
     } else {
         Config::load(&ws.root.join("Cargo.toml"), Table::Workspace).map_err(|e| miette::Report::new(*e))?
     };
-    let cli_framework = args.framework.map(|f| match f {
-        FrameworkArg::Candle => Framework::Candle,
-        FrameworkArg::Tch => Framework::Tch,
-        FrameworkArg::Burn => Framework::Burn,
-        FrameworkArg::Dfdx => Framework::Dfdx,
-    });
+    let cli_framework = args.framework;
 
     let mut file_count = 0;
     let mut results = Vec::new();
@@ -154,11 +162,28 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         let files: Vec<PathBuf> =
             g.files.iter().filter(|f| !configs.iter().any(|c| c.excludes(f))).map(|f| relative_to(f, &cwd)).collect();
         file_count += files.len();
+        if args.verbose > 0 {
+            eprintln!("{}", describe(g, &ws, &files, linter.framework));
+        }
+        // Suppression comments and levels are applied by the engine itself.
         let findings = pool.install(|| linter.lint_crate(&files, g.fallback));
-        let findings = memlint_lint::suppress::apply(&files, findings, &levels);
         results.push((g.package, findings));
     }
     Ok(Outcome { ws, cwd, results, file_count })
+}
+
+/// `-v`: one line per group of files linted together.
+fn describe(g: &Group, ws: &Workspace, files: &[PathBuf], framework: Option<Framework>) -> String {
+    let what = match g.package {
+        Some(i) => format!("package `{}`", ws.members[i].name),
+        None => format!("{} (no package)", files.first().map_or(String::new(), |f| f.display().to_string())),
+    };
+    let framework = match framework.or(g.fallback) {
+        Some(f) if framework.is_some() => format!("framework {} (set)", f.name()),
+        Some(f) => format!("framework detected per file, else {} (dependencies)", f.name()),
+        None => "framework detected per file".to_string(),
+    };
+    format!("memlint: linting {what}: {} file{}, {framework}", files.len(), plural(files.len()))
 }
 
 /// Maps `-p` package id specs (as rust-analyzer passes them: `path+file:///…#name@0.1.0`,
@@ -216,11 +241,9 @@ pub fn report(
     outcome: &Outcome,
     pool: &rayon::ThreadPool,
 ) -> miette::Result<u8> {
-    let color = match args.color {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
+    let color = Color::resolve(args.color)
+        .map_err(|e| miette::miette!(code = "memlint::usage", "{e}"))?
+        .enabled(std::io::stdout().is_terminal());
     let run = RunInfo {
         root: outcome.ws.root.clone(),
         cwd: outcome.cwd.clone(),
@@ -292,7 +315,7 @@ pub fn report(
 
     let errors = entries.iter().filter(|e| e.finding.level == Level::Deny).count();
     let warnings = entries.iter().filter(|e| e.finding.level == Level::Warn).count();
-    if !outputs.stdout.is_machine_readable() {
+    if !outputs.stdout.is_machine_readable() && !args.quiet {
         let n = outcome.file_count;
         let mut summary = format!(
             "memlint: {n} file{} checked, {warnings} warning{}, {errors} error{}",
@@ -319,6 +342,7 @@ fn orphan_owner(path: &Path) -> json::Owner {
         target_name: name,
         target_kind: vec!["lib".to_string()],
         src_path: abs.display().to_string(),
+        edition: workspace::edition_near(&abs),
     }
 }
 

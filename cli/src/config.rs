@@ -21,8 +21,8 @@ use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::diagnostic::Level;
-use crate::frameworks::Framework;
+use memlint_lint::Framework;
+use memlint_lint::Level;
 
 /// The settings of one `[…metadata.memlint]` table.
 #[derive(Debug, Clone, Default)]
@@ -130,8 +130,8 @@ impl Config {
         for (name, level) in raw.levels.unwrap_or_default() {
             let key_span = name.span();
             let id = name.get_ref().strip_prefix("memlint::").unwrap_or(name.get_ref());
-            if id != "warnings" && crate::rules::find(id).is_none() {
-                let known: Vec<&str> = crate::rules::all_meta().iter().map(|m| m.id).collect();
+            if id != "warnings" && memlint_lint::rules::find(id).is_none() {
+                let known: Vec<&str> = memlint_lint::rules::all_meta().iter().map(|m| m.id).collect();
                 return Err(err(
                     format!("no rule named `{}`", name.get_ref()),
                     Some(key_span),

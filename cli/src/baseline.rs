@@ -11,14 +11,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostic::Finding;
+use memlint_lint::Finding;
 
 /// Version of the fingerprint recipe; a baseline written with another one is rejected.
 pub const FINGERPRINT_VERSION: u32 = 1;
 
 /// The fingerprint of each finding, in order. `relative` maps a finding's path to the path
 /// recorded (relative to the workspace root, with `/`). Must run on a thread with a large stack
-/// ([`crate::PARSE_STACK_SIZE`]): it parses the files with findings to find enclosing functions.
+/// ([`memlint_lint::PARSE_STACK_SIZE`]): it parses the files with findings to find enclosing functions.
 pub fn fingerprints(findings: &[&Finding], relative: impl Fn(&Path) -> String) -> Vec<String> {
     let mut functions: HashMap<&Path, Vec<(std::ops::Range<usize>, String)>> = HashMap::new();
     let mut seen: HashMap<u64, usize> = HashMap::new();
@@ -183,8 +183,8 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::{Label, Level};
-    use crate::source::SourceFile;
+    use memlint_lint::SourceFile;
+    use memlint_lint::{Label, Level};
     use std::sync::Arc;
 
     fn finding(text: &str, needle: &str) -> Finding {

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use cargo_memlint::output::json;
 use memlint_lint::Level;
-use memlint_lint::output::json;
 
 use crate::args::CheckArgs;
 use crate::check::{self, Outcome};
@@ -39,6 +39,9 @@ pub fn run(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Threa
         }
         outcome = check::lint(args, cli_levels, pool)?;
     }
+    if args.quiet {
+        return Ok(outcome);
+    }
     eprintln!(
         "memlint: applied {fixed} fix{} in {} file{}; linted again",
         if fixed == 1 { "" } else { "es" },
@@ -60,6 +63,7 @@ fn suggestions(outcome: &Outcome) -> miette::Result<BTreeMap<String, Vec<rustfix
                 target_name: String::new(),
                 target_kind: Vec::new(),
                 src_path: String::new(),
+                edition: String::new(),
             };
             let line: serde_json::Value = serde_json::from_str(&json::render(f, &owner, ""))
                 .map_err(|e| miette::miette!("memlint wrote invalid JSON: {e}"))?;

@@ -3,7 +3,7 @@
 //! to memlint's stdout and stderr), so that rust-analyzer's single check command shows
 //! compiler errors, clippy lints and memlint findings together.
 
-use memlint_lint::output::MessageFormat;
+use cargo_memlint::output::MessageFormat;
 
 use crate::args::{CheckArgs, CheckWith};
 
@@ -31,7 +31,17 @@ pub fn run(tool: CheckWith, args: &CheckArgs, format: MessageFormat) -> miette::
     if let Some(m) = &args.manifest_path {
         cmd.arg("--manifest-path").arg(m);
     }
+    cmd.args(args.targets.to_cargo_args());
     cmd.args(args.cargo.to_cargo_args());
+    if args.quiet {
+        cmd.arg("--quiet");
+    }
+    for _ in 0..args.verbose {
+        cmd.arg("--verbose");
+    }
+    if let Some(color) = args.color {
+        cmd.arg(format!("--color={}", color.name()));
+    }
     let status = cmd.status().map_err(|e| {
         miette::miette!(code = "memlint::check_with", "cannot run `{} {tool:?}`: {e}", cargo.to_string_lossy())
     })?;
