@@ -14,8 +14,10 @@ pub mod plan;
 pub mod report;
 pub mod sampler;
 pub mod testing;
+pub mod sources;
 
 pub use alloc::{AllocStats, TrackingAllocator};
+pub use backends::watched::{Watched, unwatch_all, watch};
 pub use guard::{OnLeak, enabled, report_dir};
 pub use plan::{Plan, PlanError, Planner};
 pub use sampler::{BackendKind, DeviceChoice};
