@@ -170,11 +170,13 @@ fn summary(path: &str) {
         let first = samples.first().map_or("null".into(), |x| x["allocated_bytes"].to_string());
         let last = samples.last().map_or("null".into(), |x| x["allocated_bytes"].to_string());
         println!(
-            "  {:<14} {:<10} read_every={:<4} cost={}ns samples={} leak={} growth/it={} detected_at={} first={first} last={last}",
+            "  {:<14} {:<10} read_every={:<4} cost={}ns in-run={}ns max={}ns samples={} leak={} growth/it={} detected_at={} first={first} last={last}",
             s["source"].as_str().unwrap_or("?"),
             s["device"].as_str().unwrap_or("?"),
             s["read_every"],
             s["read_cost_ns"],
+            s["run_read_cost_ns"],
+            s["run_read_max_ns"],
             samples.len(),
             s["verdict"]["leak"],
             s["verdict"]["growth_bytes_per_iteration"],
@@ -213,8 +215,9 @@ fn main() -> Result<()> {
     );
     let mut kept = Vec::new();
     let t = Instant::now();
-    let outside = train_outside_pool(&mut s, steps, &mut kept)?;
-    println!("outside-pool loop: {steps} steps in {:.2} s, mean loss {outside:.4}", t.elapsed().as_secs_f64());
+    let outside_steps = steps.max(1600);
+    let outside = train_outside_pool(&mut s, outside_steps, &mut kept)?;
+    println!("outside-pool loop: {outside_steps} steps in {:.2} s, mean loss {outside:.4}", t.elapsed().as_secs_f64());
     for ptr in kept {
         // SAFETY: allocated above with cuMemAlloc, not used any more.
         let _ = unsafe { candle_core::cuda_backend::cudarc::driver::result::free_sync(ptr) };

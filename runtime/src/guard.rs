@@ -415,6 +415,8 @@ impl Run {
             primary: true,
             read_every: 1,
             read_cost_ns: self.shell.as_ref().map_or(0, |s| s.primary_cost().as_nanos() as u64),
+            run_read_cost_ns: None,
+            run_read_max_ns: None,
             sample_stride: self.stride,
             samples: self.samples.clone(),
             verdict: verdict.clone(),

@@ -132,8 +132,12 @@ pub struct SourceReport {
     pub primary: bool,
     /// The source is read every `read_every`-th iteration (chosen from its read cost).
     pub read_every: u64,
-    /// Measured cost of one read, nanoseconds.
+    /// Measured cost of one read when the source was opened, nanoseconds.
     pub read_cost_ns: u64,
+    /// Mean cost of this run's reads (inside the loop), nanoseconds, or null.
+    pub run_read_cost_ns: Option<u64>,
+    /// The longest of this run's reads, nanoseconds, or null.
+    pub run_read_max_ns: Option<u64>,
     /// Every `sample_stride`-th read is in `samples`.
     pub sample_stride: u64,
     /// The readings.
