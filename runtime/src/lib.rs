@@ -13,8 +13,8 @@ mod guard;
 pub mod plan;
 pub mod report;
 pub mod sampler;
-pub mod testing;
 pub mod sources;
+pub mod testing;
 
 pub use alloc::{AllocStats, TrackingAllocator};
 pub use backends::watched::{Watched, unwatch_all, watch};

@@ -134,3 +134,29 @@ pub enum DeviceChoice {
     /// This CUDA device ordinal.
     Cuda(u32),
 }
+/// The chosen backend and, when the choice differs from what was asked, a one-line notice.
+pub struct Selected {
+    /// The backend.
+    pub sampler: Box<dyn Sample>,
+    /// Why the backend differs from the request (shown once per process).
+    pub notice: Option<String>,
+}
+
+/// Picks the backend for `choice`. Never panics: anything missing falls back to host memory.
+pub fn select(choice: DeviceChoice) -> Selected {
+    let (cuda, notice) = match choice {
+        DeviceChoice::Host => (None, None),
+        DeviceChoice::Auto => match crate::backends::cuda::open_in_use() {
+            Ok(sampler) => (Some(sampler), None),
+            Err(why) => (None, why),
+        },
+        DeviceChoice::Cuda(ordinal) => match crate::backends::cuda::open(ordinal) {
+            Ok(sampler) => (Some(sampler), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
+    match cuda {
+        Some(sampler) => Selected { sampler, notice },
+        None => Selected { sampler: crate::backends::host::open(), notice },
+    }
+}

@@ -2,7 +2,7 @@
 //! no backward), the same loop fixed (`model.valid()`), a training loop with varying batch sizes
 //! over 1,000+ steps, and the guard's overhead per training step (interleaved rounds).
 //!
-//!     scripts/gpu/build-burn.sh   # here, then on the GPU machine: gpu-bin/burn_gpu [steps]
+//!     scripts/gpu/build-burn.sh   # here; then on the GPU machine: gpu-bin/burn_gpu [steps]
 //!
 //! The guard reads the cubecl client handed to it by `memlint::watch` (primary source), the
 //! CUDA pool, NVML's per-process figure and the RSS.
