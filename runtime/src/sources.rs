@@ -479,7 +479,7 @@ impl Secondary {
             read_every: self.read_every,
             read_cost_ns: self.opened.cost.as_nanos() as u64,
             run_read_cost_ns: (self.reads > 0).then(|| (self.spent / self.reads as u32).as_nanos() as u64),
-            run_read_max_ns: (self.reads > 0).then(|| self.longest.as_nanos() as u64),
+            run_read_max_ns: (self.reads > 0).then_some(self.longest.as_nanos() as u64),
             sample_stride: self.stride,
             samples: self.samples.clone(),
             verdict,
