@@ -44,7 +44,11 @@ fn setup(device: &Device) -> Result<Setup> {
 }
 
 fn batch(teacher: &Tensor) -> Result<(Tensor, Tensor)> {
-    let xs = Tensor::randn(0f32, 1.0, (BATCH, INPUTS), teacher.device())?;
+    batch_of(teacher, BATCH)
+}
+
+fn batch_of(teacher: &Tensor, size: usize) -> Result<(Tensor, Tensor)> {
+    let xs = Tensor::randn(0f32, 1.0, (size, INPUTS), teacher.device())?;
     let ys = xs.matmul(teacher)?.argmax(1)?;
     Ok((xs, ys))
 }
@@ -61,14 +65,38 @@ fn train_leaky(s: &mut Setup, steps: usize) -> Result<f32> {
     (total / steps as f64)?.to_scalar::<f32>()
 }
 
+/// Batch size of step `i`: 64..=512, varying (a fixed pseudo-random sequence).
+fn batch_size(i: usize) -> usize {
+    64 + (i.wrapping_mul(2_654_435_761) >> 7) % 449
+}
+
 #[memlint::mem_guard(report = "target/memlint/gpu_fixed.json")]
 fn train_fixed(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for step in 0..steps {
+        let (xs, ys) = batch_of(&s.teacher, batch_size(step))?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// The fixed loop plus 4 MiB per step kept from `cuMemAlloc`, outside the CUDA pool (the way
+/// libtorch's caching allocator gets its memory): the pool stays flat, the process's device
+/// memory grows.
+#[memlint::mem_guard(report = "target/memlint/gpu_outside_pool.json")]
+fn train_outside_pool(s: &mut Setup, steps: usize, kept: &mut Vec<u64>) -> Result<f32> {
     let mut sum = 0f32;
     for _step in 0..steps {
         let (xs, ys) = batch(&s.teacher)?;
         let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
         s.opt.backward_step(&loss)?;
         sum += loss.to_scalar::<f32>()?;
+        // SAFETY: a plain device allocation in the current (candle's) context; freed in main.
+        let ptr = unsafe { candle_core::cuda_backend::cudarc::driver::result::malloc_sync(4 << 20) }
+            .map_err(|e| candle_core::Error::Msg(format!("cuMemAlloc: {e:?}")))?;
+        kept.push(ptr);
     }
     Ok(sum / steps as f32)
 }
@@ -136,6 +164,35 @@ fn summary(path: &str) {
         "  allocated_bytes first {first:?} … last {last:?}; reserved last {}",
         samples.last().map_or("null".into(), |s| s["reserved_bytes"].to_string())
     );
+    println!("  blind: {}", v["blind"]);
+    for s in v["sources"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
+        let samples = s["samples"].as_array().map(|a| a.as_slice()).unwrap_or(&[]);
+        let first = samples.first().map_or("null".into(), |x| x["allocated_bytes"].to_string());
+        let last = samples.last().map_or("null".into(), |x| x["allocated_bytes"].to_string());
+        println!(
+            "  {:<14} {:<10} read_every={:<4} cost={}ns in-run={}ns max={}ns samples={} leak={} growth/it={} detected_at={} first={first} last={last}",
+            s["source"].as_str().unwrap_or("?"),
+            s["device"].as_str().unwrap_or("?"),
+            s["read_every"],
+            s["read_cost_ns"],
+            s["run_read_cost_ns"],
+            s["run_read_max_ns"],
+            samples.len(),
+            s["verdict"]["leak"],
+            s["verdict"]["growth_bytes_per_iteration"],
+            s["verdict"]["detected_at_iteration"],
+        );
+    }
+}
+
+/// A guarded function whose loop runs once: the fixed cost of one guarded call.
+#[memlint::mem_guard(report = "target/memlint/gpu_call.json")]
+fn one_iteration() -> u64 {
+    let mut acc = 0u64;
+    for i in 0..1u64 {
+        acc = acc.wrapping_add(std::hint::black_box(i));
+    }
+    acc
 }
 
 fn main() -> Result<()> {
@@ -149,14 +206,28 @@ fn main() -> Result<()> {
     let t = Instant::now();
     let leaky = train_leaky(&mut s, steps)?;
     println!("leaky loop: {steps} steps in {:.2} s, mean loss {leaky:.4}", t.elapsed().as_secs_f64());
+    let fixed_steps = steps.max(1200);
     let t = Instant::now();
-    let fixed = train_fixed(&mut s, steps)?;
-    println!("fixed loop: {steps} steps in {:.2} s, mean loss {fixed:.4}", t.elapsed().as_secs_f64());
+    let fixed = train_fixed(&mut s, fixed_steps)?;
+    println!(
+        "fixed loop (batch 64..512): {fixed_steps} steps in {:.2} s, mean loss {fixed:.4}",
+        t.elapsed().as_secs_f64()
+    );
+    let mut kept = Vec::new();
+    let t = Instant::now();
+    let outside_steps = steps.max(1600);
+    let outside = train_outside_pool(&mut s, outside_steps, &mut kept)?;
+    println!("outside-pool loop: {outside_steps} steps in {:.2} s, mean loss {outside:.4}", t.elapsed().as_secs_f64());
+    for ptr in kept {
+        // SAFETY: allocated above with cuMemAlloc, not used any more.
+        let _ = unsafe { candle_core::cuda_backend::cudarc::driver::result::free_sync(ptr) };
+    }
     summary("target/memlint/gpu_leaky.json");
     summary("target/memlint/gpu_fixed.json");
+    summary("target/memlint/gpu_outside_pool.json");
 
     // Overhead: alternate unguarded and guarded rounds of the same loop; compare medians.
-    let (rounds, per_round) = (9, 100);
+    let (rounds, per_round) = (11, 300);
     let (mut plain, mut guarded) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
@@ -166,9 +237,17 @@ fn main() -> Result<()> {
         train_timed(&mut s, per_round)?;
         guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
     }
+    let mut ratios: Vec<f64> = plain.iter().zip(&guarded).map(|(p, g)| g / p).collect();
+    ratios.sort_by(f64::total_cmp);
     plain.sort_by(f64::total_cmp);
     guarded.sort_by(f64::total_cmp);
     let (p, g) = (plain[rounds / 2], guarded[rounds / 2]);
+    println!(
+        "per-round ratios guarded/unguarded (same round): median {:.5}, min {:.5}, max {:.5}",
+        ratios[rounds / 2],
+        ratios[0],
+        ratios[rounds - 1]
+    );
     println!(
         "step time, median of {rounds} rounds × {per_round} steps: unguarded {:.1} µs, guarded {:.1} µs, ratio {:.4} ({:+.2}%)",
         p * 1e6,
@@ -186,5 +265,17 @@ fn main() -> Result<()> {
         tick / p * 100.0
     );
     summary("target/memlint/gpu_ticks.json");
+    summary("target/memlint/gpu_timed.json");
+    let calls = 2000;
+    let t = Instant::now();
+    for _ in 0..calls {
+        std::hint::black_box(one_iteration());
+    }
+    let call = t.elapsed().as_secs_f64() / calls as f64;
+    println!(
+        "fixed cost of one guarded call (open/reuse sources, one tick, verdict, report write): {:.1} µs = {:.3}% of a {per_round}-step call",
+        call * 1e6,
+        call / (p * per_round as f64) * 100.0
+    );
     Ok(())
 }

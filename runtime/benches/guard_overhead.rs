@@ -43,6 +43,20 @@ fn ticks(n: u64) -> u64 {
     acc
 }
 
+/// A guarded call whose loop runs once: the fixed cost of a guarded call (sources, verdict,
+/// report write).
+#[memlint::mem_guard(loop = "once")]
+fn one_iteration() -> u64 {
+    let mut acc = 0u64;
+    'once: for i in 0..1u64 {
+        if i == u64::MAX {
+            break 'once;
+        }
+        acc = acc.wrapping_add(std::hint::black_box(i));
+    }
+    acc
+}
+
 fn empty(n: u64) -> u64 {
     let mut acc = 0u64;
     for i in 0..n {
@@ -78,6 +92,12 @@ fn main() {
     let t = Instant::now();
     std::hint::black_box(ticks(n));
     let tick = t.elapsed().as_secs_f64() / n as f64 - base;
+    let calls = 500;
+    let t = Instant::now();
+    for _ in 0..calls {
+        std::hint::black_box(one_iteration());
+    }
+    let call = t.elapsed().as_secs_f64() / calls as f64;
     println!("host guard overhead (backend host-allocator); {rounds} rounds × {steps} steps, interleaved");
     println!("{:<28} {:>14}", "", "median µs/step");
     println!("{:<28} {:>14.1}", "unguarded candle CPU step", p * 1e6);
@@ -87,5 +107,10 @@ fn main() {
         "one tick on an empty loop ({n} ticks): {:.3} µs = {:.4}% of the unguarded step",
         tick * 1e6,
         tick / p * 100.0
+    );
+    println!(
+        "one guarded call with one iteration ({calls} calls): {:.1} µs = {:.3}% of a {steps}-step call",
+        call * 1e6,
+        call / (p * steps as f64) * 100.0
     );
 }

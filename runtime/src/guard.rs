@@ -28,10 +28,11 @@ use std::time::Instant;
 
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
 use crate::report::{
-    BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, StaticFinding, Verdict, human_bytes, human_seconds,
-    write_atomic,
+    BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, SourceReport, StaticFinding, Verdict, human_bytes,
+    human_seconds, write_atomic,
 };
-use crate::sampler::{BackendKind, Capacity, DeviceChoice, Reading, Sample, select};
+use crate::sampler::{BackendKind, Capacity, DeviceChoice, Reading, Sample};
+use crate::sources::{self, Secondaries, Shell};
 
 /// Samples kept per run before every other one is dropped (and the stride doubles).
 const MAX_SAMPLES: usize = 1 << 16;
@@ -68,6 +69,8 @@ pub struct Options {
     pub device: DeviceChoice,
     /// Report path; `None` = `$MEMLINT_REPORT_DIR/<function>-<pid>-<n>.json`.
     pub report: Option<&'static str>,
+    /// The pinned primary source (`source = "nvml"`); `None` = automatic or `MEMLINT_SOURCE`.
+    pub source: Option<&'static str>,
 }
 
 impl Options {
@@ -81,6 +84,7 @@ impl Options {
         on_leak: OnLeak::Warn,
         device: DeviceChoice::Auto,
         report: None,
+        source: None,
     };
 }
 
@@ -158,6 +162,11 @@ struct Run {
     sampler: Option<Box<dyn Sample>>,
     kind: BackendKind,
     device: String,
+    /// The secondary sources (read at their own rates) and what the run keeps of the set.
+    secondaries: Secondaries,
+    shell: Option<Shell>,
+    /// The first source whose detector declared a leak.
+    leak_source: Option<BackendKind>,
     detector: Detector,
     /// Recorded samples; every `stride`-th iteration.
     samples: Vec<SampleRecord>,
@@ -186,6 +195,9 @@ impl Run {
             sampler: None,
             kind: BackendKind::HostRss,
             device: String::new(),
+            secondaries: Secondaries::empty(),
+            shell: None,
+            leak_source: None,
             detector: Detector::new(DetectorConfig {
                 warmup: o.warmup,
                 window: o.window,
@@ -216,21 +228,39 @@ impl Run {
     /// Bytes of this run's own growing storage, subtracted from host readings so the guard does
     /// not see itself grow.
     fn own_bytes(&self) -> u64 {
-        match self.kind {
-            BackendKind::Cuda => 0,
-            _ => (self.samples.capacity() * size_of::<SampleRecord>()) as u64,
+        (self.samples.capacity() * size_of::<SampleRecord>()) as u64 + self.secondaries.own_bytes()
+    }
+
+    /// Opens the sources (or takes them from the previous run with the same options).
+    fn open_sources(&mut self) {
+        let (pin, notice) = sources::pinned(self.site.options.source);
+        if let Some(notice) = notice {
+            notice_once(&notice);
+        }
+        let set = sources::open(self.site.options.device, pin);
+        for notice in &set.notices {
+            notice_once(notice);
+        }
+        let (primary, secondary, shell) = set.split();
+        self.kind = primary.kind();
+        self.device = primary.device();
+        self.sampler = Some(primary);
+        let config = *self.detector.config();
+        self.secondaries = Secondaries::new(secondary, config, shell.primary_cost());
+        self.shell = Some(shell);
+    }
+
+    /// Gives the sources back for the next run (opening them again costs milliseconds).
+    fn release_sources(&mut self) {
+        if let (Some(primary), Some(shell)) = (self.sampler.take(), self.shell.take()) {
+            let secondaries = std::mem::replace(&mut self.secondaries, Secondaries::empty());
+            sources::give_back(shell.join(primary, secondaries.into_opened()));
         }
     }
 
     fn begin(&mut self) {
         if self.sampler.is_none() {
-            let selected = select(self.site.options.device);
-            if let Some(notice) = &selected.notice {
-                notice_once(notice);
-            }
-            self.kind = selected.sampler.kind();
-            self.device = selected.sampler.device();
-            self.sampler = Some(selected.sampler);
+            self.open_sources();
         }
         if self.started.is_none() {
             self.started = Some(Instant::now());
@@ -258,13 +288,19 @@ impl Run {
             }
             None => return None,
         };
-        let allocated = reading.allocated.saturating_sub(own);
-        let peak = reading.peak.map(|p| p.saturating_sub(own).max(allocated));
+        let own_here = if self.kind.on_device() { 0 } else { own };
+        let allocated = reading.allocated.saturating_sub(own_here);
+        let peak = reading.peak.map(|p| p.saturating_sub(own_here).max(allocated));
         self.last_allocated = allocated;
         self.record(iteration, Reading { allocated, reserved: reading.reserved, peak });
         let mut event = None;
         if self.detector.observe(iteration, allocated).is_some() {
             event = Some(Event::Leak);
+            self.leak_source.get_or_insert(self.kind);
+        }
+        if let Some(&kind) = self.secondaries.end(iteration, own).first() {
+            event = Some(Event::Leak);
+            self.leak_source.get_or_insert(kind);
         }
         if let (Some(budget), None) = (self.site.options.budget_bytes, self.budget_breach) {
             let bytes = peak.unwrap_or(allocated);
@@ -370,8 +406,31 @@ impl Run {
         }
     }
 
+    /// Every source's entry (the primary one first) and the blind notes.
+    fn sources_report(&mut self, verdict: &Verdict) -> (Vec<SourceReport>, Vec<String>) {
+        let seconds = self.seconds_per_iteration();
+        let mut entries = vec![SourceReport {
+            source: self.kind.source_name(),
+            device: self.device.clone(),
+            primary: true,
+            read_every: 1,
+            read_cost_ns: self.shell.as_ref().map_or(0, |s| s.primary_cost().as_nanos() as u64),
+            run_read_cost_ns: None,
+            run_read_max_ns: None,
+            sample_stride: self.stride,
+            samples: self.samples.clone(),
+            verdict: verdict.clone(),
+            errors: self.errors.len() as u64,
+        }];
+        entries.extend(self.secondaries.reports(self.site.options.warmup, seconds));
+        let mut blind: Vec<String> = self.shell.as_ref().map_or_else(Vec::new, |s| s.unavailable().to_vec());
+        blind.extend(sources::blind_notes(self.kind, verdict.leak, &self.secondaries.leaking()));
+        (entries, blind)
+    }
+
     fn report(&mut self, outcome: &'static str) -> Report {
         let verdict = self.verdict();
+        let (sources, blind) = self.sources_report(&verdict);
         let o = self.site.options;
         Report {
             version: crate::report::SCHEMA_VERSION,
@@ -396,6 +455,8 @@ impl Run {
             budget_breach: self.budget_breach,
             static_findings: self.site.static_findings,
             errors: self.errors.clone(),
+            sources,
+            blind,
         }
     }
 
@@ -448,14 +509,20 @@ impl Run {
 fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path) -> GuardDiagnostic {
     let (line, column) = site.loop_at.unwrap_or((site.line, 0));
     let location = Location { display: site.file, path: site.source_path, line, column };
-    let v = &report.verdict;
+    // The source that grew: the primary one, else the first secondary one that found a leak.
+    let grew = if report.verdict.leak { None } else { report.sources.iter().find(|s| !s.primary && s.verdict.leak) };
+    let v = grew.map_or(&report.verdict, |s| &s.verdict);
     let per_iteration = human_bytes(v.growth_bytes_per_iteration);
     let unit = if site.loop_at.is_some() { "iteration" } else { "call" };
+    let (source, memory) = match grew {
+        Some(s) => (s.source, BackendKind::parse(s.source).map_or("memory", BackendKind::memory_noun)),
+        None => (report.sources.first().map_or(report.backend, |s| s.source), report.backend_memory()),
+    };
     let (code, message, label) = match event {
         Event::Leak => (
             "memlint::runtime_leak",
-            format!("memory grows by {per_iteration} per {unit} in `{}`", site.function),
-            format!("{per_iteration} more {} after each {unit} of this loop", report.backend_memory()),
+            format!("memory grows by {per_iteration} per {unit} in `{}` ({source})", site.function),
+            format!("{per_iteration} more {memory} after each {unit} of this loop"),
         ),
         Event::Budget => {
             let breach = report.budget_breach.unwrap_or(BudgetBreach { budget_bytes: 0, iteration: 0, bytes: 0 });
@@ -500,6 +567,9 @@ fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path
             help.push_str(&format!("\n  - line {}: {} [{}]", f.line, f.message, f.rule));
         }
     }
+    for note in &report.blind {
+        help.push_str(&format!("\nnot seen by the primary source: {note}"));
+    }
     let detected = match v.detected_at_iteration {
         Some(i) => format!(", detected at {unit} {i}"),
         None => String::new(),
@@ -519,8 +589,7 @@ impl Report {
     fn backend_memory(&self) -> &'static str {
         match self.backend {
             "cuda" => "GPU memory",
-            "host-allocator" => "heap",
-            _ => "resident memory",
+            other => BackendKind::parse(other).map_or("memory", BackendKind::memory_noun),
         }
     }
 }
@@ -572,7 +641,10 @@ impl Drop for Guard {
             let outcome = if std::thread::panicking() { "panicked" } else { "returned" };
             // An iteration cut short by `return`/`?`/panic is not a sample.
             run.in_iteration = false;
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.finish(outcome)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run.finish(outcome);
+                run.release_sources();
+            }));
         }
     }
 }
@@ -706,6 +778,8 @@ mod tests {
             budget_breach: None,
             static_findings: site.static_findings,
             errors: Vec::new(),
+            sources: Vec::new(),
+            blind: Vec::new(),
         }
     }
 

@@ -13,9 +13,11 @@ mod guard;
 pub mod plan;
 pub mod report;
 pub mod sampler;
+pub mod sources;
 pub mod testing;
 
 pub use alloc::{AllocStats, TrackingAllocator};
+pub use backends::watched::{Watched, unwatch_all, watch};
 pub use guard::{OnLeak, enabled, report_dir};
 pub use plan::{Plan, PlanError, Planner};
 pub use sampler::{BackendKind, DeviceChoice};

@@ -8,7 +8,7 @@ use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, Na
 use serde::Serialize;
 
 /// Version of the JSON report schema. Bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A static finding embedded at compile time: a likely cause of a leak in the guarded function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,6 +113,39 @@ pub struct Report {
     pub static_findings: &'static [StaticFinding],
     /// Sampling errors, in order (at most 16).
     pub errors: Vec<String>,
+    /// Every source read during the run, the primary one first (schema 2).
+    #[serde(default)]
+    pub sources: Vec<SourceReport>,
+    /// Where the guard could not see, or saw growth that the primary source did not (schema 2).
+    #[serde(default)]
+    pub blind: Vec<String>,
+}
+
+/// One memory source of a run: its series and its own verdict (schema 2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceReport {
+    /// `cuda-pool`, `nvml-process`, `cuda-device`, `cubecl`, `host-allocator` or `host-rss`.
+    pub source: &'static str,
+    /// `host`, `cuda:N`, `nvml:N`, `cubecl:...`.
+    pub device: String,
+    /// Whether this is the primary source (the report's top-level numbers).
+    pub primary: bool,
+    /// The source is read every `read_every`-th iteration (chosen from its read cost).
+    pub read_every: u64,
+    /// Measured cost of one read when the source was opened, nanoseconds.
+    pub read_cost_ns: u64,
+    /// Mean cost of this run's reads (inside the loop), nanoseconds, or null.
+    pub run_read_cost_ns: Option<u64>,
+    /// The longest of this run's reads, nanoseconds, or null.
+    pub run_read_max_ns: Option<u64>,
+    /// Every `sample_stride`-th read is in `samples`.
+    pub sample_stride: u64,
+    /// The readings.
+    pub samples: Vec<SampleRecord>,
+    /// This source's own verdict.
+    pub verdict: Verdict,
+    /// Failed reads.
+    pub errors: u64,
 }
 
 /// Writes `report` to `path` atomically (a temporary file in the same folder, then a rename).

@@ -16,6 +16,15 @@ pub enum BackendKind {
     /// The process's resident set size (`/proc/self/statm`).
     #[serde(rename = "host-rss")]
     HostRss,
+    /// This process's device memory as NVML counts it (libtorch's and cubecl's caches included).
+    #[serde(rename = "nvml-process")]
+    NvmlProcess,
+    /// Device memory in use by every process (`cuMemGetInfo`): total minus free.
+    #[serde(rename = "cuda-device")]
+    CudaDevice,
+    /// A cubecl client's memory (burn's GPU backends), handed over by [`crate::watch`].
+    #[serde(rename = "cubecl")]
+    Cubecl,
 }
 
 impl BackendKind {
@@ -25,7 +34,48 @@ impl BackendKind {
             BackendKind::Cuda => "cuda",
             BackendKind::HostAllocator => "host-allocator",
             BackendKind::HostRss => "host-rss",
+            BackendKind::NvmlProcess => "nvml-process",
+            BackendKind::CudaDevice => "cuda-device",
+            BackendKind::Cubecl => "cubecl",
         }
+    }
+
+    /// The name of the source in a report's `sources` and in diagnostics (`cuda-pool` for the
+    /// CUDA pool, which the v1 `backend` field calls `cuda`).
+    pub fn source_name(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda-pool",
+            other => other.as_str(),
+        }
+    }
+
+    /// Parses a source name as `source = ".."` / `MEMLINT_SOURCE` give it (short forms accepted).
+    pub fn parse(name: &str) -> Option<BackendKind> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "cuda" | "cuda-pool" | "pool" => BackendKind::Cuda,
+            "host-allocator" | "allocator" | "heap" => BackendKind::HostAllocator,
+            "host-rss" | "rss" => BackendKind::HostRss,
+            "nvml" | "nvml-process" => BackendKind::NvmlProcess,
+            "cuda-device" | "mem-get-info" => BackendKind::CudaDevice,
+            "cubecl" | "burn" => BackendKind::Cubecl,
+            _ => return None,
+        })
+    }
+
+    /// What the memory is called in a diagnostic.
+    pub fn memory_noun(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "CUDA pool memory",
+            BackendKind::HostAllocator => "heap",
+            BackendKind::HostRss => "resident memory",
+            BackendKind::NvmlProcess | BackendKind::CudaDevice => "GPU memory",
+            BackendKind::Cubecl => "cubecl memory",
+        }
+    }
+
+    /// Whether the memory lives on a device (not the host).
+    pub fn on_device(self) -> bool {
+        matches!(self, BackendKind::Cuda | BackendKind::NvmlProcess | BackendKind::CudaDevice | BackendKind::Cubecl)
     }
 }
 
@@ -84,7 +134,6 @@ pub enum DeviceChoice {
     /// This CUDA device ordinal.
     Cuda(u32),
 }
-
 /// The chosen backend and, when the choice differs from what was asked, a one-line notice.
 pub struct Selected {
     /// The backend.

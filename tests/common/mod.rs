@@ -35,9 +35,24 @@ pub fn only_report(function: &str) -> serde_json::Value {
     read(&paths[0])
 }
 
-/// Checks the fields every report must have (schema version 1).
+/// Checks the fields every report must have (schema version 2: version 1's fields, plus one
+/// entry per source, the primary one first and equal to the top-level series, and blind notes).
 pub fn check_schema(report: &serde_json::Value) {
-    assert_eq!(report["version"], 1);
+    assert_eq!(report["version"], 2);
+    let sources = report["sources"].as_array().expect("sources array");
+    assert!(!sources.is_empty(), "no source in {report}");
+    assert_eq!(sources[0]["primary"], true);
+    assert_eq!(sources[0]["samples"], report["samples"]);
+    assert_eq!(sources[0]["verdict"], report["verdict"]);
+    assert!(sources.iter().skip(1).all(|s| s["primary"] == false), "one primary source");
+    assert!(sources.iter().any(|s| s["source"] == "host-rss"), "host RSS is always read: {sources:?}");
+    for s in sources {
+        assert!(
+            s["read_every"].as_u64().is_some_and(|n| n >= 1) || s["samples"].as_array().is_some_and(|a| a.is_empty())
+        );
+        assert!(s["verdict"].get("leak").is_some(), "{s}");
+    }
+    assert!(report["blind"].is_array());
     for key in [
         "function",
         "file",

@@ -8,6 +8,9 @@
 
 use crate::sampler::Sample;
 
+#[cfg(feature = "cuda")]
+pub(crate) use imp::{call, contexts_in_use};
+
 /// Opens a sampler over every CUDA device whose primary context is active in this process.
 /// `Err(Some(notice))` when there is none (no driver, no device, no GPU in use);
 /// `Err(None)` when the crate was built without the `cuda` feature (host memory, silently).
@@ -64,7 +67,7 @@ mod imp {
 
     /// Runs a driver call, turning both its error and a panic inside cudarc (how it reports a
     /// missing symbol or library) into a message.
-    fn call<T>(what: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<T, String> {
+    pub(crate) fn call<T>(what: &str, f: impl FnOnce() -> Result<T, DriverError>) -> Result<T, String> {
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(format!("{what}: {e:?}")),
@@ -106,6 +109,21 @@ mod imp {
             Ok(active != 0)
         });
         state.unwrap_or(false)
+    }
+
+    /// The contexts of every device whose primary context is active in this process.
+    pub(crate) fn contexts_in_use() -> Result<Vec<Arc<CudaContext>>, String> {
+        let count = init()?;
+        let mut contexts = Vec::new();
+        for ordinal in 0..count {
+            if primary_context_active(ordinal) {
+                contexts.push(call("cuDevicePrimaryCtxRetain", || CudaContext::new(ordinal as usize))?);
+            }
+        }
+        if contexts.is_empty() {
+            return Err(format!("no CUDA device in use by this process ({count} present)"));
+        }
+        Ok(contexts)
     }
 
     pub fn open_in_use() -> Result<Box<dyn Sample>, Option<String>> {

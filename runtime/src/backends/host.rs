@@ -13,6 +13,16 @@ pub fn open() -> Box<dyn Sample> {
     }
 }
 
+/// The allocator's counters (only meaningful when it is installed).
+pub fn open_allocator() -> Box<dyn Sample> {
+    Box::new(AllocatorSampler)
+}
+
+/// The resident set size.
+pub fn open_rss() -> Box<dyn Sample> {
+    Box::new(RssSampler { page_size: page_size() })
+}
+
 /// Reads [`TrackingAllocator::stats`].
 #[derive(Debug)]
 pub struct AllocatorSampler;

@@ -1,0 +1,213 @@
+//! burn 0.21 on CUDA under `#[mem_guard]`: a leaky loop (forward passes on an autodiff model with
+//! no backward), the same loop fixed (`model.valid()`), a training loop with varying batch sizes
+//! over 1,000+ steps, and the guard's overhead per training step (interleaved rounds).
+//!
+//!     scripts/gpu/build-burn.sh   # here; then on the GPU machine: gpu-bin/burn_gpu [steps]
+//!
+//! The guard reads the cubecl client handed to it by `memlint::watch` (primary source), the
+//! CUDA pool, NVML's per-process figure and the RSS.
+
+use std::time::Instant;
+
+use burn::backend::Autodiff;
+use burn::backend::cuda::{Cuda, CudaDevice};
+use burn::module::{AutodiffModule, Module};
+use burn::nn::{Linear, LinearConfig, Relu};
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Distribution, ElementConversion, Tensor};
+use cubecl_runtime::runtime::Runtime;
+
+type Ad = Autodiff<Cuda>;
+
+const INPUTS: usize = 512;
+const HIDDEN: usize = 2048;
+const OUTPUTS: usize = 16;
+
+#[derive(Module, Debug)]
+struct Mlp<B: Backend> {
+    hidden: Linear<B>,
+    out: Linear<B>,
+    act: Relu,
+}
+
+impl<B: Backend> Mlp<B> {
+    fn new(device: &B::Device) -> Self {
+        Self {
+            hidden: LinearConfig::new(INPUTS, HIDDEN).init(device),
+            out: LinearConfig::new(HIDDEN, OUTPUTS).init(device),
+            act: Relu::new(),
+        }
+    }
+
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.out.forward(self.act.forward(self.hidden.forward(x)))
+    }
+}
+
+fn batch<B: Backend>(size: usize, device: &B::Device) -> Tensor<B, 2> {
+    Tensor::random([size, INPUTS], Distribution::Normal(0.0, 1.0), device)
+}
+
+/// Batch size of step `i`: 64..=256, varying (a fixed pseudo-random sequence).
+fn batch_size(i: usize) -> usize {
+    64 + (i.wrapping_mul(2_654_435_761) >> 7) % 193
+}
+
+/// Evaluation on the autodiff model without backward: burn keeps every forward's graph state.
+#[memlint::mem_guard(loop = "eval", report = "target/memlint/burn_leaky.json")]
+fn eval_leaky(model: &Mlp<Ad>, device: &CudaDevice, steps: usize) -> f32 {
+    let mut sum = 0f32;
+    'eval: for i in 0..steps {
+        if sum.is_nan() {
+            continue 'eval;
+        }
+        let y = model.forward(batch::<Ad>(batch_size(i), device));
+        sum += y.mean().into_scalar().elem::<f32>();
+    }
+    sum
+}
+
+/// The same evaluation on `model.valid()` (no autodiff): nothing is kept.
+#[memlint::mem_guard(loop = "eval", report = "target/memlint/burn_fixed.json")]
+fn eval_fixed(model: &Mlp<Cuda>, device: &CudaDevice, steps: usize) -> f32 {
+    let mut sum = 0f32;
+    'eval: for i in 0..steps {
+        if sum.is_nan() {
+            continue 'eval;
+        }
+        let y = model.forward(batch::<Cuda>(batch_size(i), device));
+        sum += y.mean().into_scalar().elem::<f32>();
+    }
+    sum
+}
+
+/// One training step: forward, MSE against a fixed teacher, backward, Adam.
+fn step<O: Optimizer<Mlp<Ad>, Ad>>(model: Mlp<Ad>, opt: &mut O, teacher: &Tensor<Ad, 2>, i: usize) -> (Mlp<Ad>, f32) {
+    let device = teacher.device();
+    let x = batch::<Ad>(batch_size(i), &device);
+    let target = x.clone().matmul(teacher.clone()).detach();
+    let loss = (model.forward(x) - target).powf_scalar(2.0).mean();
+    let value = loss.clone().into_scalar().elem::<f32>();
+    let grads = GradientsParams::from_grads(loss.backward(), &model);
+    (opt.step(1e-3, model, grads), value)
+}
+
+#[memlint::mem_guard(report = "target/memlint/burn_train.json")]
+fn train_guarded<O: Optimizer<Mlp<Ad>, Ad>>(
+    mut model: Mlp<Ad>,
+    opt: &mut O,
+    teacher: &Tensor<Ad, 2>,
+    steps: usize,
+) -> Mlp<Ad> {
+    for i in 0..steps {
+        model = step(model, opt, teacher, i).0;
+    }
+    model
+}
+
+fn train_plain<O: Optimizer<Mlp<Ad>, Ad>>(
+    mut model: Mlp<Ad>,
+    opt: &mut O,
+    teacher: &Tensor<Ad, 2>,
+    steps: usize,
+) -> Mlp<Ad> {
+    for i in 0..steps {
+        model = step(model, opt, teacher, i).0;
+    }
+    model
+}
+
+/// `train_guarded` with its own report, for the timing rounds.
+#[memlint::mem_guard(report = "target/memlint/burn_timed.json")]
+fn train_timed<O: Optimizer<Mlp<Ad>, Ad>>(
+    mut model: Mlp<Ad>,
+    opt: &mut O,
+    teacher: &Tensor<Ad, 2>,
+    steps: usize,
+) -> Mlp<Ad> {
+    for i in 0..steps {
+        model = step(model, opt, teacher, i).0;
+    }
+    model
+}
+
+fn summary(path: &str) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        println!("{path}: no report");
+        return;
+    };
+    println!("{path}: iterations={} primary={} blind={}", v["iterations"], v["backend"], v["blind"]);
+    for s in v["sources"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
+        let samples = s["samples"].as_array().map(|a| a.as_slice()).unwrap_or(&[]);
+        let first = samples.first().map_or("null".into(), |x| x["allocated_bytes"].to_string());
+        let last = samples.last().map_or("null".into(), |x| x["allocated_bytes"].to_string());
+        println!(
+            "  {:<14} {:<10} read_every={:<4} cost={}ns in-run={}ns max={}ns leak={} growth/it={} detected_at={} first={first} last={last}",
+            s["source"].as_str().unwrap_or("?"),
+            s["device"].as_str().unwrap_or("?"),
+            s["read_every"],
+            s["read_cost_ns"],
+            s["run_read_cost_ns"],
+            s["run_read_max_ns"],
+            s["verdict"]["leak"],
+            s["verdict"]["growth_bytes_per_iteration"],
+            s["verdict"]["detected_at_iteration"],
+        );
+    }
+}
+
+fn main() {
+    let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let device = CudaDevice::default();
+    // The guard reads burn's memory through the cubecl client of this device.
+    memlint::watch(<cubecl_cuda::CudaRuntime as Runtime>::client(&device));
+    let teacher = Tensor::<Ad, 2>::random([INPUTS, OUTPUTS], Distribution::Normal(0.0, 1.0), &device);
+    let mut model = Mlp::<Ad>::new(&device);
+    let mut opt = AdamConfig::new().init();
+    let t = Instant::now();
+    model = train_plain(model, &mut opt, &teacher, 30); // kernel compilation, unmeasured
+    println!("warm-up (30 steps, incl. NVRTC): {:.1} s", t.elapsed().as_secs_f64());
+
+    let t = Instant::now();
+    eval_leaky(&model, &device, steps);
+    println!("leaky eval: {steps} steps in {:.2} s", t.elapsed().as_secs_f64());
+    let valid = model.valid();
+    let t = Instant::now();
+    eval_fixed(&valid, &device, steps);
+    println!("fixed eval: {steps} steps in {:.2} s", t.elapsed().as_secs_f64());
+    let train_steps = steps.max(1200);
+    let t = Instant::now();
+    model = train_guarded(model, &mut opt, &teacher, train_steps);
+    println!("fixed training: {train_steps} steps in {:.2} s", t.elapsed().as_secs_f64());
+    summary("target/memlint/burn_leaky.json");
+    summary("target/memlint/burn_fixed.json");
+    summary("target/memlint/burn_train.json");
+
+    let (rounds, per_round) = (9, 200);
+    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        model = train_plain(model, &mut opt, &teacher, per_round);
+        plain.push(t.elapsed().as_secs_f64() / per_round as f64);
+        let t = Instant::now();
+        model = train_timed(model, &mut opt, &teacher, per_round);
+        guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+    }
+    let ratios: Vec<f64> = plain.iter().zip(&guarded).map(|(p, g)| g / p).collect();
+    plain.sort_by(f64::total_cmp);
+    guarded.sort_by(f64::total_cmp);
+    let mut sorted = ratios.clone();
+    sorted.sort_by(f64::total_cmp);
+    let (p, g) = (plain[rounds / 2], guarded[rounds / 2]);
+    println!(
+        "burn step, median of {rounds} interleaved rounds × {per_round} steps: unguarded {:.1} µs, guarded {:.1} µs, ratio of medians {:.4}, median per-round ratio {:.4}, min {:.4}",
+        p * 1e6,
+        g * 1e6,
+        g / p,
+        sorted[rounds / 2],
+        sorted[0]
+    );
+    summary("target/memlint/burn_timed.json");
+}

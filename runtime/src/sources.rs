@@ -1,0 +1,648 @@
+//! Several memory sources per run: which ones are opened, which one is primary, how often each
+//! secondary one is read, and what each one found.
+//!
+//! The primary source (the report's top-level numbers, read every iteration) is chosen in this
+//! order unless one is pinned (`#[mem_guard(source = "..")]` or `MEMLINT_SOURCE`): a watched
+//! cubecl client ([`crate::watch`]), the CUDA pool, the [`crate::TrackingAllocator`], the RSS.
+//! Every other source that can be opened is read as a *secondary* source: the process's device
+//! memory (NVML per process, else `cuMemGetInfo`) when a GPU is in use, the host heap when the
+//! allocator is installed, and the RSS always. Each secondary source is read every
+//! `read_every`-th iteration, chosen after warm-up from its measured read cost and the loop's
+//! measured step time so that all reads together stay within [`OVERHEAD_BUDGET`] of a step.
+//!
+//! Each source has its own series and its own detector, so a source that grows while the
+//! primary one stays flat is reported by name, with a note saying the primary one is blind to
+//! it: the guard is never silently blind.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::detector::{Detector, DetectorConfig, iterations_until, overall_fit};
+use crate::report::{SampleRecord, SourceReport, Verdict, human_bytes};
+use crate::sampler::{BackendKind, DeviceChoice, Sample};
+
+/// Share of a step that the guard's source reads may take together (0.1 %).
+pub const OVERHEAD_BUDGET: f64 = 0.001;
+/// The lowest rate: a secondary source is read at least every this many iterations.
+pub const MAX_READ_EVERY: u64 = 1024;
+/// Iterations timed (after the first) to learn the step time, when warm-up is shorter.
+const MIN_TIMED_STEPS: u64 = 4;
+/// Samples kept per source before every other one is dropped.
+const MAX_SOURCE_SAMPLES: usize = 1 << 14;
+
+/// One opened source and its measured read cost.
+pub struct Opened {
+    /// The sampler.
+    pub sampler: Box<dyn Sample>,
+    /// Median cost of one read, measured when the source was opened.
+    pub cost: Duration,
+}
+
+/// The sources of a run, as opened.
+pub struct SourceSet {
+    /// Read every iteration; the report's top-level numbers.
+    pub primary: Box<dyn Sample>,
+    /// Read at their own rates.
+    pub secondary: Vec<Opened>,
+    /// One-line notices for stderr (shown once per process).
+    pub notices: Vec<String>,
+    /// Sources that could not be used, and why (kept in the report's `blind` notes).
+    pub unavailable: Vec<String>,
+    /// Median cost of one read of the primary source.
+    pub primary_cost: Duration,
+    key: Key,
+}
+
+/// What a run keeps of its [`SourceSet`] besides the samplers, to give them back at its end.
+pub struct Shell {
+    unavailable: Vec<String>,
+    primary_cost: Duration,
+    key: Key,
+}
+
+impl SourceSet {
+    /// Splits the set into its primary sampler, its secondary ones and the rest.
+    pub fn split(self) -> (Box<dyn Sample>, Vec<Opened>, Shell) {
+        let shell = Shell { unavailable: self.unavailable, primary_cost: self.primary_cost, key: self.key };
+        (self.primary, self.secondary, shell)
+    }
+}
+
+impl Shell {
+    /// The notes on sources that could not be used.
+    pub fn unavailable(&self) -> &[String] {
+        &self.unavailable
+    }
+
+    /// The primary source's read cost.
+    pub fn primary_cost(&self) -> Duration {
+        self.primary_cost
+    }
+
+    /// Puts the samplers back together, for [`give_back`].
+    pub fn join(self, primary: Box<dyn Sample>, secondary: Vec<Opened>) -> SourceSet {
+        SourceSet {
+            primary,
+            secondary,
+            notices: Vec::new(),
+            unavailable: self.unavailable,
+            primary_cost: self.primary_cost,
+            key: self.key,
+        }
+    }
+}
+
+/// What a set of sources was opened for: sets are reused by later runs with the same key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    device: DeviceChoice,
+    pin: Option<BackendKind>,
+    watched: usize,
+    allocator: bool,
+}
+
+/// Sets given back by finished runs (opening CUDA/NVML costs milliseconds per run).
+static CACHE: Mutex<Vec<SourceSet>> = Mutex::new(Vec::new());
+
+/// The pinned source: `pin` (from the macro) or `MEMLINT_SOURCE`. An unknown name is a notice.
+pub fn pinned(pin: Option<&str>) -> (Option<BackendKind>, Option<String>) {
+    let env = std::env::var("MEMLINT_SOURCE").ok().filter(|s| !s.trim().is_empty() && s.trim() != "auto");
+    match pin.map(str::to_owned).or(env) {
+        None => (None, None),
+        Some(name) => match BackendKind::parse(&name) {
+            Some(kind) => (Some(kind), None),
+            None => (
+                None,
+                Some(format!(
+                    "memlint: unknown source `{name}` (expected cuda-pool, nvml-process, cuda-device, cubecl, host-allocator or host-rss); choosing automatically"
+                )),
+            ),
+        },
+    }
+}
+
+/// Opens (or takes from the cache) the sources for `device`, with `pin` as primary if it opens.
+pub fn open(device: DeviceChoice, pin: Option<BackendKind>) -> SourceSet {
+    let key = Key {
+        device,
+        pin,
+        watched: crate::backends::watched::count(),
+        allocator: crate::TrackingAllocator::is_installed(),
+    };
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(i) = cache.iter().position(|s| s.key == key) {
+        let mut set = cache.swap_remove(i);
+        set.notices.clear();
+        return set;
+    }
+    drop(cache);
+    let (candidates, notices, unavailable) = open_candidates(device);
+    choose(candidates, pin, notices, unavailable, key)
+}
+
+/// Gives a run's sources back for the next run with the same options.
+pub fn give_back(set: SourceSet) {
+    CACHE.lock().unwrap_or_else(|p| p.into_inner()).push(set);
+}
+
+/// Every source that opens, in the order of automatic preference, with notices.
+fn open_candidates(device: DeviceChoice) -> (Vec<Box<dyn Sample>>, Vec<String>, Vec<String>) {
+    let mut found: Vec<Box<dyn Sample>> = crate::backends::watched::open_all();
+    let mut notices = Vec::new();
+    let mut unavailable = Vec::new();
+    let cuda = match device {
+        DeviceChoice::Host => None,
+        DeviceChoice::Auto => match crate::backends::cuda::open_in_use() {
+            Ok(s) => Some(s),
+            Err(why) => {
+                notices.extend(why);
+                None
+            }
+        },
+        DeviceChoice::Cuda(ordinal) => match crate::backends::cuda::open(ordinal) {
+            Ok(s) => Some(s),
+            Err(why) => {
+                notices.push(why);
+                None
+            }
+        },
+    };
+    if let Some(pool) = cuda {
+        found.push(pool);
+        match crate::backends::nvml::open() {
+            Ok(s) => found.push(s),
+            Err(why) => {
+                let fallback = crate::backends::cuda_device::open();
+                let then = if fallback.is_ok() { "reading cuMemGetInfo (whole device) instead" } else { "" };
+                unavailable.push(format!("nvml-process not read: {why}; {then}"));
+                found.extend(fallback.ok());
+            }
+        }
+    }
+    if crate::TrackingAllocator::is_installed() {
+        found.push(crate::backends::host::open_allocator());
+    }
+    found.push(crate::backends::host::open_rss());
+    (found, notices, unavailable)
+}
+
+fn choose(
+    mut candidates: Vec<Box<dyn Sample>>,
+    pin: Option<BackendKind>,
+    mut notices: Vec<String>,
+    unavailable: Vec<String>,
+    key: Key,
+) -> SourceSet {
+    let mut index = 0;
+    if let Some(kind) = pin {
+        match candidates.iter().position(|s| s.kind() == kind) {
+            Some(i) => index = i,
+            None => notices.push(format!(
+                "memlint: source `{}` pinned but not available in this process; choosing automatically",
+                kind.source_name()
+            )),
+        }
+    }
+    let Opened { sampler: primary, cost: primary_cost } = measure(candidates.remove(index));
+    let secondary = candidates.into_iter().map(measure).collect();
+    SourceSet { primary, secondary, notices, unavailable, primary_cost, key }
+}
+
+/// Times a few reads of a source (the first one, which may load things, untimed).
+pub fn measure(mut sampler: Box<dyn Sample>) -> Opened {
+    let _ = sampler.read();
+    let mut costs: Vec<Duration> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let _ = sampler.read();
+            t.elapsed()
+        })
+        .collect();
+    costs.sort();
+    Opened { sampler, cost: costs[costs.len() / 2] }
+}
+
+/// The rate of a source costing `cost` per read, given `share` of a step's time for it.
+pub fn read_every(cost: Duration, share: Duration) -> u64 {
+    if cost <= share {
+        return 1;
+    }
+    if share.is_zero() {
+        return MAX_READ_EVERY;
+    }
+    let ratio = cost.as_secs_f64() / share.as_secs_f64();
+    (ratio.ceil() as u64).next_power_of_two().min(MAX_READ_EVERY)
+}
+
+/// The `MEMLINT_READ_EVERY` override (every source at this rate), for measurements.
+fn forced_rate() -> Option<u64> {
+    std::env::var("MEMLINT_READ_EVERY").ok()?.trim().parse().ok().filter(|&n| n > 0)
+}
+
+/// One secondary source during a run.
+struct Secondary {
+    opened: Opened,
+    kind: BackendKind,
+    device: String,
+    /// 0 until the rate is chosen.
+    read_every: u64,
+    detector: Detector,
+    samples: Vec<SampleRecord>,
+    stride: u64,
+    reads: u64,
+    last_allocated: u64,
+    errors: u64,
+    /// Time spent in this run's reads, and the longest one.
+    spent: Duration,
+    longest: Duration,
+    /// This source's share of a step's time (set with the rates).
+    share: Duration,
+}
+
+/// The secondary sources of a run: rates, series, detectors.
+pub struct Secondaries {
+    sources: Vec<Secondary>,
+    config: DetectorConfig,
+    /// When the rates are chosen (iterations completed).
+    decide_at: u64,
+    last_end: Option<Instant>,
+    steps: Vec<Duration>,
+    primary_cost: Duration,
+}
+
+impl Secondaries {
+    /// Secondary sources for a run whose primary detector has `config`.
+    pub fn new(opened: Vec<Opened>, config: DetectorConfig, primary_cost: Duration) -> Self {
+        let sources = opened
+            .into_iter()
+            .map(|opened| Secondary {
+                kind: opened.sampler.kind(),
+                device: opened.sampler.device(),
+                opened,
+                read_every: 0,
+                // Fed one point per read (x = read count), after the run's warm-up.
+                detector: Detector::new(DetectorConfig { warmup: 0, ..config }),
+                samples: Vec::new(),
+                stride: 1,
+                reads: 0,
+                last_allocated: 0,
+                errors: 0,
+                spent: Duration::ZERO,
+                longest: Duration::ZERO,
+                share: Duration::ZERO,
+            })
+            .collect();
+        Self {
+            sources,
+            config,
+            decide_at: config.warmup.max(MIN_TIMED_STEPS + 1),
+            last_end: None,
+            steps: Vec::new(),
+            primary_cost,
+        }
+    }
+
+    /// No secondary sources.
+    pub fn empty() -> Self {
+        Self::new(Vec::new(), DetectorConfig::default(), Duration::ZERO)
+    }
+
+    /// Takes the samplers back out (to cache them when the run ends).
+    pub fn into_opened(self) -> Vec<Opened> {
+        self.sources.into_iter().map(|s| s.opened).collect()
+    }
+
+    /// Bytes of the series kept here (subtracted from host readings with the run's own).
+    pub fn own_bytes(&self) -> u64 {
+        self.sources.iter().map(|s| s.samples.capacity() * size_of::<SampleRecord>()).sum::<usize>() as u64
+    }
+
+    /// Ends iteration `iteration` (0-based): times the step until the rates are chosen, then
+    /// reads the sources due. `own` = the guard's own host bytes. Returns the kinds of the
+    /// sources whose detector declared a leak at this iteration.
+    pub fn end(&mut self, iteration: u64, own: u64) -> Vec<BackendKind> {
+        let completed = iteration + 1;
+        if completed <= self.decide_at {
+            self.time_step(completed);
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        for s in &mut self.sources {
+            if !iteration.is_multiple_of(s.read_every) {
+                continue;
+            }
+            if s.read(iteration, own) {
+                found.push(s.kind);
+            }
+        }
+        found
+    }
+
+    fn time_step(&mut self, completed: u64) {
+        let now = Instant::now();
+        if let Some(last) = self.last_end {
+            self.steps.push(now - last);
+        }
+        self.last_end = Some(now);
+        if completed == self.decide_at {
+            self.decide();
+        }
+    }
+
+    /// Chooses each source's rate from the median step time and the read costs.
+    fn decide(&mut self) {
+        let mut steps = std::mem::take(&mut self.steps);
+        steps.sort();
+        let step = steps.get(steps.len() / 2).copied().unwrap_or_default();
+        let budget = step.mul_f64(OVERHEAD_BUDGET).saturating_sub(self.primary_cost);
+        let share = budget / self.sources.len().max(1) as u32;
+        let forced = forced_rate();
+        for s in &mut self.sources {
+            s.share = if forced.is_some() { Duration::MAX } else { share };
+            s.read_every = forced.unwrap_or_else(|| read_every(s.opened.cost, share));
+        }
+    }
+
+    /// One report entry per source.
+    pub fn reports(&mut self, warmup: u64, seconds_per_iteration: Option<f64>) -> Vec<SourceReport> {
+        let _ = warmup;
+        self.sources.iter_mut().map(|s| s.report(seconds_per_iteration)).collect()
+    }
+
+    /// The kinds and verdicts of sources that declared a leak, with their growth per iteration.
+    pub fn leaking(&self) -> Vec<(BackendKind, f64)> {
+        self.sources.iter().filter_map(|s| s.detector.detection().map(|_| (s.kind, s.growth_per_iteration()))).collect()
+    }
+
+    /// The window configuration the detectors use.
+    pub fn config(&self) -> DetectorConfig {
+        self.config
+    }
+}
+
+impl Secondary {
+    /// Reads the source at `iteration`; true when its detector declares a leak now.
+    fn read(&mut self, iteration: u64, own: u64) -> bool {
+        let started = Instant::now();
+        let result = self.opened.sampler.read();
+        self.account(started.elapsed());
+        let reading = match result {
+            Ok(r) => r,
+            Err(_) => {
+                self.errors += 1;
+                return false;
+            }
+        };
+        let own = if self.kind.on_device() { 0 } else { own };
+        let allocated = reading.allocated.saturating_sub(own);
+        self.last_allocated = allocated;
+        self.push(SampleRecord {
+            iteration,
+            allocated_bytes: allocated,
+            reserved_bytes: reading.reserved,
+            peak_bytes: reading.peak.map(|p| p.saturating_sub(own).max(allocated)),
+        });
+        let already = self.detector.detection().is_some();
+        let x = self.reads;
+        self.reads += 1;
+        self.detector.observe(x, allocated).is_some() && !already
+    }
+
+    /// Adds a read's cost; halves the rate when reads cost more in the loop than when measured
+    /// at open (a busy GPU makes NVML and cubecl reads slower).
+    fn account(&mut self, cost: Duration) {
+        self.spent += cost;
+        self.longest = self.longest.max(cost);
+        let mean = self.spent / (self.reads + 1) as u32;
+        let allowed = self.share.saturating_mul(self.read_every as u32);
+        // Both this read and the mean: one preempted read does not lower the rate for good.
+        if self.read_every < MAX_READ_EVERY && mean > allowed && cost > allowed {
+            // Keep iterations already read on the new grid: the next read is a multiple of both.
+            self.read_every = (self.read_every * 2).min(MAX_READ_EVERY);
+        }
+    }
+
+    fn push(&mut self, record: SampleRecord) {
+        if self.reads.is_multiple_of(self.stride) {
+            if self.samples.len() == MAX_SOURCE_SAMPLES {
+                let mut keep = 0;
+                for i in (0..self.samples.len()).step_by(2) {
+                    self.samples[keep] = self.samples[i];
+                    keep += 1;
+                }
+                self.samples.truncate(keep);
+                self.stride *= 2;
+            }
+            self.samples.push(record);
+        }
+    }
+
+    /// Growth per iteration over the whole series (Theil–Sen).
+    fn growth_per_iteration(&self) -> f64 {
+        let points: Vec<(u64, u64)> = self.samples.iter().map(|s| (s.iteration, s.allocated_bytes)).collect();
+        overall_fit(&points).slope
+    }
+
+    fn report(&mut self, seconds_per_iteration: Option<f64>) -> SourceReport {
+        let detection = self.detector.detection();
+        let total = match (self.samples.first(), self.samples.last()) {
+            (Some(a), Some(b)) => b.allocated_bytes as i64 - a.allocated_bytes as i64,
+            _ => 0,
+        };
+        let growth = self.growth_per_iteration();
+        let mut verdict = Verdict {
+            leak: detection.is_some(),
+            growth_bytes_per_iteration: growth,
+            total_growth_bytes: total,
+            // The detector counts reads; its iteration is the read's.
+            detected_at_iteration: detection.and_then(|d| self.iteration_of_read(d.iteration)),
+            detected_by: detection.map(|d| match d.horizon {
+                crate::detector::Horizon::Window => "window",
+                crate::detector::Horizon::Long => "long",
+            }),
+            projected_iterations_to_exhaustion: None,
+            projected_seconds_to_exhaustion: None,
+            exhaustion_limit: None,
+        };
+        if detection.is_some()
+            && let Some(capacity) = self.opened.sampler.capacity()
+            && let Some(n) = iterations_until(0, capacity.available, growth)
+        {
+            verdict.projected_iterations_to_exhaustion = Some(n);
+            verdict.exhaustion_limit = Some(if self.kind.on_device() { "device" } else { "host" });
+            verdict.projected_seconds_to_exhaustion = seconds_per_iteration.map(|s| s * n as f64);
+        }
+        SourceReport {
+            source: self.kind.source_name(),
+            device: self.device.clone(),
+            primary: false,
+            read_every: self.read_every,
+            read_cost_ns: self.opened.cost.as_nanos() as u64,
+            run_read_cost_ns: (self.reads > 0).then(|| (self.spent / self.reads as u32).as_nanos() as u64),
+            run_read_max_ns: (self.reads > 0).then_some(self.longest.as_nanos() as u64),
+            sample_stride: self.stride,
+            samples: self.samples.clone(),
+            verdict,
+            errors: self.errors,
+        }
+    }
+
+    /// The iteration of the `n`-th read (0-based), from the series or the rate.
+    fn iteration_of_read(&self, n: u64) -> Option<u64> {
+        let index = usize::try_from(n / self.stride).ok()?;
+        self.samples.get(index).or(self.samples.last()).map(|s| s.iteration)
+    }
+}
+
+/// The "never silently blind" notes: each secondary source that found a leak the primary one
+/// did not.
+pub fn blind_notes(primary: BackendKind, primary_leak: bool, leaking: &[(BackendKind, f64)]) -> Vec<String> {
+    if primary_leak {
+        return Vec::new();
+    }
+    leaking
+        .iter()
+        .map(|(kind, growth)| {
+            format!(
+                "{} grows by {} per iteration while the primary source {} stays flat: {} does not see this memory",
+                kind.source_name(),
+                human_bytes(*growth),
+                primary.source_name(),
+                primary.source_name()
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampler::{Capacity, Reading, SampleError};
+
+    /// The test loop's iteration, which the fakes' memory follows.
+    static ITERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// A fake source: `base + growth × iteration` bytes.
+    struct Fake {
+        kind: BackendKind,
+        base: u64,
+        growth: u64,
+        reads: u64,
+    }
+
+    impl Sample for Fake {
+        fn kind(&self) -> BackendKind {
+            self.kind
+        }
+        fn device(&self) -> String {
+            "fake".to_owned()
+        }
+        fn begin_iteration(&mut self) {}
+        fn read(&mut self) -> Result<Reading, SampleError> {
+            self.reads += 1;
+            let iteration = ITERATION.load(std::sync::atomic::Ordering::Relaxed);
+            Ok(Reading { allocated: self.base + self.growth * iteration, reserved: None, peak: None })
+        }
+        fn capacity(&mut self) -> Option<Capacity> {
+            Some(Capacity { available: 1 << 30, total: 1 << 31 })
+        }
+    }
+
+    #[test]
+    fn rates_keep_reads_within_the_budget() {
+        let share = Duration::from_nanos(850);
+        assert_eq!(read_every(Duration::from_nanos(30), share), 1);
+        assert_eq!(read_every(Duration::from_nanos(850), share), 1);
+        assert_eq!(read_every(Duration::from_micros(5), share), 8);
+        assert_eq!(read_every(Duration::from_micros(100), share), 128);
+        assert_eq!(read_every(Duration::from_millis(50), share), MAX_READ_EVERY);
+        assert_eq!(read_every(Duration::from_micros(1), Duration::ZERO), MAX_READ_EVERY);
+    }
+
+    #[test]
+    fn pinned_names_are_parsed_and_unknown_ones_explained() {
+        assert_eq!(pinned(Some("nvml")).0, Some(BackendKind::NvmlProcess));
+        assert_eq!(pinned(Some("cuda-pool")).0, Some(BackendKind::Cuda));
+        let (kind, notice) = pinned(Some("vram"));
+        assert_eq!(kind, None);
+        assert!(notice.unwrap().contains("unknown source `vram`"));
+    }
+
+    /// A pool that stays flat while the process's device memory grows: the secondary source
+    /// declares the leak, and the notes say that the primary one is blind to it.
+    #[test]
+    fn a_flat_primary_with_a_growing_secondary_is_reported_as_blind() {
+        let config = DetectorConfig::default();
+        let growing = Fake { kind: BackendKind::NvmlProcess, base: 1 << 30, growth: 12 << 20, reads: 0 };
+        let flat_rss = Fake { kind: BackendKind::HostRss, base: 300 << 20, growth: 0, reads: 0 };
+        let opened = vec![
+            Opened { sampler: Box::new(growing), cost: Duration::ZERO },
+            Opened { sampler: Box::new(flat_rss), cost: Duration::ZERO },
+        ];
+        let mut primary = Fake { kind: BackendKind::Cuda, base: 64 << 20, growth: 0, reads: 0 };
+        let mut primary_detector = Detector::new(config);
+        let mut secondaries = Secondaries::new(opened, config, Duration::ZERO);
+        let mut found = Vec::new();
+        for i in 0..200 {
+            if i < 12 {
+                // A 1 ms step while the rates are chosen.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            ITERATION.store(i, std::sync::atomic::Ordering::Relaxed);
+            let r = primary.read().unwrap();
+            assert!(primary_detector.observe(i, r.allocated).is_none(), "the flat pool never leaks");
+            found.extend(secondaries.end(i, 0).into_iter().map(|k| (i, k)));
+        }
+        assert_eq!(found.len(), 1, "one detection, once: {found:?}");
+        assert_eq!(found[0].1, BackendKind::NvmlProcess);
+        let leaking = secondaries.leaking();
+        assert_eq!(leaking.len(), 1);
+        assert!((leaking[0].1 - (12 << 20) as f64).abs() < 1.0, "growth {}", leaking[0].1);
+        let notes = blind_notes(BackendKind::Cuda, false, &leaking);
+        assert_eq!(
+            notes,
+            [
+                "nvml-process grows by 12.0 MiB per iteration while the primary source cuda-pool stays flat: cuda-pool does not see this memory"
+            ]
+        );
+        assert!(blind_notes(BackendKind::Cuda, true, &leaking).is_empty(), "no note when the primary saw it too");
+        let reports = secondaries.reports(10, Some(0.01));
+        assert_eq!(reports[0].source, "nvml-process");
+        assert!(reports[0].verdict.leak);
+        assert_eq!(reports[0].verdict.exhaustion_limit, Some("device"));
+        assert!(!reports[1].verdict.leak, "flat RSS stays silent");
+        assert_eq!(reports[1].source, "host-rss");
+        assert!(reports[0].samples.len() > 90, "{} reads", reports[0].samples.len());
+    }
+
+    /// Expensive sources are read less often; the chosen rate is what the series shows.
+    #[test]
+    fn an_expensive_source_is_read_at_a_lower_rate() {
+        let config = DetectorConfig::default();
+        let cheap = Fake { kind: BackendKind::HostAllocator, base: 1, growth: 0, reads: 0 };
+        let dear = Fake { kind: BackendKind::NvmlProcess, base: 1, growth: 0, reads: 0 };
+        let opened = vec![
+            Opened { sampler: Box::new(cheap), cost: Duration::from_nanos(1) },
+            Opened { sampler: Box::new(dear), cost: Duration::from_secs(1) },
+        ];
+        let mut secondaries = Secondaries::new(opened, config, Duration::ZERO);
+        for i in 0..2048 {
+            if i < 12 {
+                // A 1 ms step while the rates are chosen: the budget is 1 µs per step.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            secondaries.end(i, 0);
+        }
+        let reports = secondaries.reports(10, None);
+        if forced_rate().is_none() {
+            assert_eq!(reports[1].read_every, MAX_READ_EVERY);
+            assert_eq!(reports[1].samples.len(), 1, "iterations 10..2048 hold one multiple of 1024");
+            assert!(reports[0].read_every < MAX_READ_EVERY);
+        }
+        for pair in reports[0].samples.windows(2) {
+            // The rate may only fall during the run (a read slower in the loop than at open).
+            let gap = pair[1].iteration - pair[0].iteration;
+            assert!(gap >= 1 && gap <= reports[0].read_every, "gap {gap}, rate {}", reports[0].read_every);
+        }
+    }
+}
