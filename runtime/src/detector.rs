@@ -34,6 +34,9 @@ pub const LEVELS: usize = 6;
 pub const FANOUT: usize = 4;
 /// Entries a level needs before it is tested.
 pub const MIN_POINTS: usize = 16;
+/// Consecutive growing windows needed at the coarser levels: growth of block medians must last
+/// (a cache filled in a few steps stops growing before that).
+pub const LONG_PERSISTENCE: usize = 16;
 /// Minimum Mann–Kendall z of a growing window.
 pub const MIN_TREND_Z: f64 = 4.0;
 /// Minimum ratio of the growth across a window to the noise around the fitted line.
@@ -171,6 +174,11 @@ impl Detector {
         }
     }
 
+    /// The earliest iteration (0-based) at which a leak can be declared with `config`.
+    pub fn earliest_detection(config: &DetectorConfig) -> u64 {
+        config.warmup + MIN_POINTS as u64 + config.persistence.max(1) as u64 - 2
+    }
+
     /// The settings in use.
     pub fn config(&self) -> &DetectorConfig {
         &self.config
@@ -237,7 +245,8 @@ impl Detector {
         let state = &mut self.levels[level];
         state.streak = if evidence.is_some_and(|e| e.growing) { state.streak + 1 } else { 0 };
         let e = evidence?;
-        if state.streak < self.config.persistence {
+        let needed = if level == 0 { self.config.persistence } else { self.config.persistence.max(LONG_PERSISTENCE) };
+        if state.streak < needed {
             return None;
         }
         let points = state.points.make_contiguous();
@@ -665,6 +674,7 @@ mod tests {
         // The measured case: 65,792 B every iteration, no noise at all.
         let hit = run(200, |i| 7e6 + 65_792.0 * i as f64).expect("leak found");
         assert_eq!(hit.horizon, Horizon::Window);
+        assert_eq!(hit.iteration, Detector::earliest_detection(&DetectorConfig::default()));
         assert!(hit.iteration <= 10 + 30, "found at {}", hit.iteration);
         assert_eq!(hit.growth_bytes_per_iteration, 65_792.0);
         assert_eq!(hit.noise_bytes, 0.0);
