@@ -119,8 +119,6 @@ pub struct Detection {
     pub noise_bytes: f64,
     /// Mann–Kendall z of the window that declared it.
     pub trend_z: f64,
-    /// Iterations spanned by that window.
-    pub span_iterations: u64,
 }
 
 /// One time scale: a window of entries and the block being filled for the next level.
@@ -249,9 +247,7 @@ impl Detector {
         if state.streak < needed {
             return None;
         }
-        let points = state.points.make_contiguous();
-        let span = points[points.len() - 1].0 - points[0].0;
-        let lower = sen_lower_bound(points, &mut self.scratch);
+        let lower = sen_lower_bound(state.points.make_contiguous(), &mut self.scratch);
         Some(Detection {
             iteration,
             growth_bytes_per_iteration: e.fit.slope,
@@ -259,7 +255,6 @@ impl Detector {
             growth_lower_bytes_per_iteration: lower,
             noise_bytes: e.noise,
             trend_z: e.trend_z,
-            span_iterations: span as u64,
         })
     }
 
