@@ -7,7 +7,7 @@ use syn::{Error, LitInt, LitStr, Result};
 
 /// The accepted forms, listed in every argument error.
 pub const ACCEPTED: &str = "accepted arguments: loop = \"label\", warmup = <iterations>, \
-window = <iterations>, tolerance = \"1MiB\", budget = \"70GiB\", on_leak = \"warn\" | \"panic\", \
+window = <iterations>, tolerance = \"1MiB\", horizon = \"8h\" | \"1000000 iterations\", budget = \"70GiB\", on_leak = \"warn\" | \"panic\", \
 device = \"auto\" | \"host\" | \"cuda:N\", report = \"path/to/report.json\"";
 
 /// Where to sample.
@@ -18,6 +18,13 @@ pub enum Device {
     Cuda(u32),
 }
 
+/// How far ahead a leak's cost is judged: a number of iterations or of seconds of wall time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Horizon {
+    Iterations(u64),
+    Seconds(f64),
+}
+
 /// Parsed arguments; `None` = the runtime's default.
 #[derive(Debug, Default)]
 pub struct Args {
@@ -26,6 +33,7 @@ pub struct Args {
     pub warmup: Option<u64>,
     pub window: Option<u64>,
     pub tolerance: Option<u64>,
+    pub horizon: Option<Horizon>,
     pub budget: Option<u64>,
     /// `true` = panic.
     pub on_leak_panic: Option<bool>,
@@ -78,6 +86,10 @@ impl Args {
             "tolerance" => {
                 let n = size(&meta, "tolerance = \"1MiB\"")?;
                 set_once(&mut self.tolerance, n, &meta)
+            }
+            "horizon" => {
+                let n = horizon(&meta)?;
+                set_once(&mut self.horizon, n, &meta)
             }
             "budget" => {
                 let n = size(&meta, "budget = \"70GiB\"")?;
@@ -156,6 +168,58 @@ fn size(meta: &ParseNestedMeta, form: &str) -> Result<u64> {
     parse_size(&lit.value()).map_err(|msg| Error::new(lit.span(), msg))
 }
 
+/// A horizon: an integer number of iterations, or a string such as "8h", "30min", "2 days",
+/// "1000000 iterations".
+fn horizon(meta: &ParseNestedMeta) -> Result<Horizon> {
+    const FORM: &str = "horizon = \"8h\"";
+    let input = value(meta, FORM)?;
+    let horizon = if input.peek(LitInt) {
+        let lit: LitInt = input.parse()?;
+        Horizon::Iterations(lit.base10_parse()?)
+    } else {
+        let lit: LitStr =
+            input.parse().map_err(|e| Error::new(e.span(), format!("expected a duration, as in `{FORM}`")))?;
+        parse_horizon(&lit.value()).map_err(|msg| Error::new(lit.span(), msg))?
+    };
+    if matches!(horizon, Horizon::Iterations(0)) || matches!(horizon, Horizon::Seconds(s) if s <= 0.0) {
+        return Err(meta.error("`horizon` must be more than 0"));
+    }
+    Ok(horizon)
+}
+
+/// Parses "8h", "30 min", "90s", "2d", "1000000 iterations" (units s, min, h, d and
+/// iterations/steps/calls; plurals and short forms accepted, any case).
+pub fn parse_horizon(text: &str) -> std::result::Result<Horizon, String> {
+    let bad = || {
+        format!(
+            "invalid horizon `{text}`: expected a number with a unit, e.g. \"8h\", \"30min\", \"2d\", \
+             \"1000000 iterations\" (units: s, min, h, d, iterations)"
+        )
+    };
+    let trimmed = text.trim();
+    let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: f64 = number.replace('_', "").parse().map_err(|_| bad())?;
+    let seconds = match unit.trim().to_ascii_lowercase().as_str() {
+        "iteration" | "iterations" | "it" | "step" | "steps" | "call" | "calls" => {
+            if number.fract() != 0.0 || number >= u64::MAX as f64 {
+                return Err(bad());
+            }
+            return Ok(Horizon::Iterations(number as u64));
+        }
+        "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
+        "d" | "day" | "days" => 86_400.0,
+        _ => return Err(bad()),
+    };
+    let seconds = number * seconds;
+    if !seconds.is_finite() {
+        return Err(bad());
+    }
+    Ok(Horizon::Seconds(seconds))
+}
+
 /// Parses "512", "1.5GB", "1MiB", "70 GiB" (units B, KB, KiB, MB, MiB, GB, GiB, TB, TiB; any case).
 pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
     let bad = || {
@@ -213,6 +277,22 @@ mod tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("MiB").is_err());
         assert!(parse_size("1e30TiB").is_err());
+    }
+
+    #[test]
+    fn horizons() {
+        assert_eq!(parse_horizon("8h"), Ok(Horizon::Seconds(28_800.0)));
+        assert_eq!(parse_horizon("30 min"), Ok(Horizon::Seconds(1800.0)));
+        assert_eq!(parse_horizon("2 days"), Ok(Horizon::Seconds(172_800.0)));
+        assert_eq!(parse_horizon("1000000 iterations"), Ok(Horizon::Iterations(1_000_000)));
+        assert_eq!(parse_horizon("1_000_000 steps"), Ok(Horizon::Iterations(1_000_000)));
+        assert!(parse_horizon("1.5 iterations").is_err());
+        assert!(parse_horizon("8").unwrap_err().contains("invalid horizon `8`"));
+        assert!(parse_horizon("soon").is_err());
+        let args = parse(quote::quote!(horizon = 5000)).unwrap();
+        assert_eq!(args.horizon, Some(Horizon::Iterations(5000)));
+        let err = parse(quote::quote!(horizon = "0h")).unwrap_err();
+        assert_eq!(err.to_string(), "`horizon` must be more than 0");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Error, Expr, ExprBreak, Ident, ItemFn, Label, Result, Stmt, parse_quote};
 
-use crate::args::{Args, Device};
+use crate::args::{Args, Device, Horizon};
 
 /// Expands `#[mem_guard(args)]` on `item`.
 pub fn expand(args: Args, item: TokenStream) -> Result<TokenStream> {
@@ -86,6 +86,13 @@ fn options(args: &Args) -> TokenStream {
     }
     if let Some(n) = args.tolerance {
         fields.push(quote!(tolerance_bytes: #n,));
+    }
+    if let Some(horizon) = args.horizon {
+        let value = match horizon {
+            Horizon::Iterations(n) => quote!(Iterations(#n)),
+            Horizon::Seconds(s) => quote!(Seconds(#s)),
+        };
+        fields.push(quote!(horizon: ::memlint::__private::HorizonSpec::#value,));
     }
     if let Some(n) = args.budget {
         fields.push(quote!(budget_bytes: ::core::option::Option::Some(#n),));

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
+use crate::cost::{HorizonSpec, Severity, negligible, severity};
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
 use crate::report::{
     BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, SourceReport, StaticFinding, Verdict, human_bytes,
@@ -59,8 +60,10 @@ pub struct Options {
     pub window: usize,
     /// Consecutive growing windows needed.
     pub persistence: usize,
-    /// Growth across one window that counts as flat, bytes.
+    /// Growth across one window that counts as flat, bytes (0: no floor).
     pub tolerance_bytes: u64,
+    /// How far ahead a leak's cost is judged (error within it, warning beyond).
+    pub horizon: HorizonSpec,
     /// Budget, bytes.
     pub budget_bytes: Option<u64>,
     /// Reaction to a leak or a budget crossing.
@@ -77,9 +80,10 @@ impl Options {
     /// The defaults of `#[mem_guard]` without arguments.
     pub const DEFAULT: Options = Options {
         warmup: 10,
-        window: 12,
-        persistence: 4,
-        tolerance_bytes: 1 << 20,
+        window: 32,
+        persistence: 3,
+        tolerance_bytes: 0,
+        horizon: HorizonSpec::DEFAULT,
         budget_bytes: None,
         on_leak: OnLeak::Warn,
         device: DeviceChoice::Auto,
@@ -198,12 +202,7 @@ impl Run {
             secondaries: Secondaries::empty(),
             shell: None,
             leak_source: None,
-            detector: Detector::new(DetectorConfig {
-                warmup: o.warmup,
-                window: o.window,
-                tolerance_bytes: o.tolerance_bytes,
-                persistence: o.persistence,
-            }),
+            detector: Detector::new(detector_config(&o)),
             samples: Vec::with_capacity(256),
             stride: 1,
             iterations: 0,
@@ -294,9 +293,15 @@ impl Run {
         self.last_allocated = allocated;
         self.record(iteration, Reading { allocated, reserved: reading.reserved, peak });
         let mut event = None;
-        if self.detector.observe(iteration, allocated).is_some() {
-            event = Some(Event::Leak);
-            self.leak_source.get_or_insert(self.kind);
+        if let Some(hit) = self.detector.observe(iteration, allocated) {
+            if self.is_negligible(hit.growth_bytes_per_iteration) {
+                // A few bytes per iteration for years: not worth a report. Start over, so a
+                // real leak that begins later is still seen.
+                self.detector = Detector::new(detector_config(&self.site.options));
+            } else {
+                event = Some(Event::Leak);
+                self.leak_source.get_or_insert(self.kind);
+            }
         }
         if let Some(&kind) = self.secondaries.end(iteration, own).first() {
             event = Some(Event::Leak);
@@ -375,11 +380,29 @@ impl Run {
             projected_iterations_to_exhaustion: None,
             projected_seconds_to_exhaustion: None,
             exhaustion_limit: None,
+            severity: None,
+            horizon_iterations: None,
+            noise_bytes: detection.map(|d| d.noise_bytes),
+            growth_lower_bytes_per_iteration: detection.map(|d| d.growth_lower_bytes_per_iteration),
         };
         if detection.is_some() || self.budget_breach.is_some() {
             self.project(&mut verdict);
         }
+        if detection.is_some() {
+            let horizon = self.site.options.horizon.iterations(self.seconds_per_iteration());
+            verdict.horizon_iterations = horizon;
+            verdict.severity = Some(severity(verdict.projected_iterations_to_exhaustion, horizon).as_str());
+        }
         verdict
+    }
+
+    /// Whether growth at `rate` bytes per iteration runs out of memory only after more than
+    /// [`crate::cost::NEGLIGIBLE_HORIZONS`] horizons.
+    fn is_negligible(&mut self, rate: f64) -> bool {
+        let mut verdict = Verdict { growth_bytes_per_iteration: rate, ..Verdict::default() };
+        self.project(&mut verdict);
+        let horizon = self.site.options.horizon.iterations(self.seconds_per_iteration());
+        negligible(verdict.projected_iterations_to_exhaustion, horizon)
     }
 
     /// Fills the projection: the earlier of the budget and the device/host memory.
@@ -471,10 +494,12 @@ impl Run {
     }
 
     /// Reacts to an event: prints the diagnostic; returns the panic message for `on_leak = "panic"`.
+    /// A slow leak (severity `warning`: memory runs out only beyond the horizon) never panics.
     fn react(&mut self, event: Event) -> Option<String> {
         let report = self.write("running")?;
         let message = self.show(&report, event)?;
-        (self.site.options.on_leak == OnLeak::Panic).then_some(message)
+        let slow = event == Event::Leak && report.verdict.severity == Some(Severity::Warning.as_str());
+        (self.site.options.on_leak == OnLeak::Panic && !slow).then_some(message)
     }
 
     /// Prints the diagnostic for `event` once; returns its one-line message.
@@ -505,6 +530,16 @@ impl Run {
     }
 }
 
+/// The detector's settings from the macro's options.
+fn detector_config(o: &Options) -> DetectorConfig {
+    DetectorConfig {
+        warmup: o.warmup,
+        window: o.window,
+        tolerance_bytes: o.tolerance_bytes,
+        persistence: o.persistence,
+    }
+}
+
 /// Builds the miette diagnostic of `event` from a report.
 fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path) -> GuardDiagnostic {
     let (line, column) = site.loop_at.unwrap_or((site.line, 0));
@@ -518,7 +553,13 @@ fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path
         Some(s) => (s.source, BackendKind::parse(s.source).map_or("memory", BackendKind::memory_noun)),
         None => (report.sources.first().map_or(report.backend, |s| s.source), report.backend_memory()),
     };
+    let slow = event == Event::Leak && v.severity == Some(Severity::Warning.as_str());
     let (code, message, label) = match event {
+        Event::Leak if slow => (
+            "memlint::runtime_slow_leak",
+            format!("memory grows slowly but steadily by {per_iteration} per {unit} in `{}` ({source})", site.function),
+            format!("{per_iteration} more {memory} after each {unit} of this loop"),
+        ),
         Event::Leak => (
             "memlint::runtime_leak",
             format!("memory grows by {per_iteration} per {unit} in `{}` ({source})", site.function),
@@ -541,6 +582,9 @@ fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path
     };
     let label = if site.loop_at.is_some() { label } else { format!("each call of `{}` is one {unit}", site.function) };
     let mut d = GuardDiagnostic::new(code, message, label, location);
+    if slow {
+        d = d.with_severity(miette::Severity::Warning);
+    }
     for finding in site.static_findings {
         d = d.with_line_label(finding.line, format!("likely cause: {}", finding.rule));
     }
@@ -554,6 +598,10 @@ fn diagnostic(site: &Site, report: &Report, event: Event, path: &std::path::Path
         help.push_str(&format!("at this rate {what} runs out in {n} {unit}s"));
         if let Some(s) = v.projected_seconds_to_exhaustion {
             help.push_str(&format!(" (about {})", human_seconds(s)));
+        }
+        if event == Event::Leak {
+            let within = if slow { "beyond" } else { "within" };
+            help.push_str(&format!(", {within} the horizon of {}", site.options.horizon.describe(unit)));
         }
         help.push('\n');
     }
@@ -774,6 +822,10 @@ mod tests {
                 projected_iterations_to_exhaustion: Some(480),
                 projected_seconds_to_exhaustion: Some(48.0),
                 exhaustion_limit: Some("budget"),
+                severity: Some("error"),
+                horizon_iterations: Some(864_000),
+                noise_bytes: Some(0.0),
+                growth_lower_bytes_per_iteration: Some(2.0 * 1024.0 * 1024.0),
             },
             budget_breach: None,
             static_findings: site.static_findings,
@@ -818,13 +870,29 @@ mod tests {
             "╭─[src/train.rs:3:5]",
             "2.00 MiB more heap after each iteration of this loop",
             "likely cause: accumulated_loss_tensor",
-            "at this rate the budget of 1.00 GiB runs out in 480 iterations (about 48 s)",
+            "at this rate the budget of 1.00 GiB runs out in 480 iterations (about 48 s), within the horizon of 24.0 h",
             "line 4: `total` accumulates a graph-carrying tensor across iterations",
             "report: target/memlint/train-1-0.json",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
         }
         assert!(!text.contains('\u{1b}'), "no colour codes");
+
+        // A slow leak (memory runs out only beyond the horizon) is a warning, not an error.
+        let mut slow = leak_report(site);
+        slow.verdict.severity = Some("warning");
+        slow.verdict.projected_iterations_to_exhaustion = Some(2_000_000);
+        slow.verdict.projected_seconds_to_exhaustion = Some(200_000.0);
+        let d = diagnostic(site, &slow, Event::Leak, std::path::Path::new("r.json"));
+        assert_eq!(miette::Diagnostic::severity(&d), Some(miette::Severity::Warning));
+        let text = d.render(false, 200);
+        for expected in [
+            "memlint::runtime_slow_leak",
+            "memory grows slowly but steadily by 2.00 MiB per iteration in `train`",
+            "runs out in 2000000 iterations (about 2.3 days), beyond the horizon of 24.0 h",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
 
         // Without the source file: no snippet, the location in words.
         std::fs::remove_dir_all(&dir).unwrap();

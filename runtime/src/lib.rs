@@ -1,6 +1,7 @@
 //! Runtime of memlint's `#[mem_guard]`: per-iteration memory sampling (CUDA memory pool through
 //! cudarc with the `cuda` feature, the [`TrackingAllocator`], or the process's RSS), a leak
-//! detector (Theil–Sen over a sliding window, with persistence and tolerance), a budget guard,
+//! detector (consistent growth against the loop's own noise, at several time scales), a cost
+//! judgement (time to exhaustion against a horizon), a budget guard,
 //! and reports: a miette diagnostic on stderr and a versioned JSON file per guarded run.
 //!
 //! Use it through the `memlint` crate: `#[memlint::mem_guard]` generates the calls into
@@ -8,6 +9,7 @@
 
 mod alloc;
 pub mod backends;
+pub mod cost;
 pub mod detector;
 mod guard;
 pub mod plan;
@@ -26,6 +28,7 @@ pub use testing::{GrowthCheck, assert_no_growth, assert_peak_below};
 /// What `#[mem_guard]` expands to. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::cost::HorizonSpec;
     pub use crate::guard::{CallScope, Guard, OnLeak, Options, Site, SiteState};
     pub use crate::report::StaticFinding;
     pub use crate::sampler::DeviceChoice;

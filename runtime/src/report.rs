@@ -35,7 +35,7 @@ pub struct SampleRecord {
 }
 
 /// The leak verdict of a report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Verdict {
     /// Whether a leak was declared.
     pub leak: bool,
@@ -53,6 +53,15 @@ pub struct Verdict {
     pub projected_seconds_to_exhaustion: Option<f64>,
     /// What runs out first: `budget`, `device` or `host`, or null.
     pub exhaustion_limit: Option<&'static str>,
+    /// `error` (runs out within the horizon, or no limit known) or `warning` (a slow leak that
+    /// runs out only beyond it); null without a leak.
+    pub severity: Option<&'static str>,
+    /// The horizon in iterations the severity was judged against, or null.
+    pub horizon_iterations: Option<u64>,
+    /// Noise around the growth line when the leak was declared (robust sd), bytes, or null.
+    pub noise_bytes: Option<f64>,
+    /// 99 % lower confidence bound of the growth when the leak was declared, or null.
+    pub growth_lower_bytes_per_iteration: Option<f64>,
 }
 
 /// A crossing of the `budget` option.
@@ -230,6 +239,7 @@ pub struct GuardDiagnostic {
     labels: Vec<LabeledSpan>,
     help: Option<String>,
     notes: Vec<String>,
+    severity: miette::Severity,
 }
 
 impl fmt::Display for GuardDiagnostic {
@@ -243,6 +253,10 @@ impl std::error::Error for GuardDiagnostic {}
 impl Diagnostic for GuardDiagnostic {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         Some(Box::new(self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(self.severity)
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
@@ -277,8 +291,17 @@ impl GuardDiagnostic {
             .then(|| std::fs::read_to_string(location.path).ok())
             .flatten()
             .map(|text| NamedSource::new(location.display, text));
-        let mut diagnostic =
-            Self { code, message, primary_label, location, source, labels: Vec::new(), help: None, notes: Vec::new() };
+        let mut diagnostic = Self {
+            code,
+            message,
+            primary_label,
+            location,
+            source,
+            labels: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+            severity: miette::Severity::Error,
+        };
         let (line, column, label) =
             (diagnostic.location.line, diagnostic.location.column, diagnostic.primary_label.clone());
         if let Some(span) = diagnostic.line_span(line, column) {
@@ -292,6 +315,12 @@ impl GuardDiagnostic {
         if let Some(span) = self.line_span(line, 0) {
             self.labels.push(LabeledSpan::new_with_span(Some(label), span));
         }
+        self
+    }
+
+    /// Sets the severity (error by default).
+    pub fn with_severity(mut self, severity: miette::Severity) -> Self {
+        self.severity = severity;
         self
     }
 

@@ -463,6 +463,11 @@ impl Secondary {
             projected_iterations_to_exhaustion: None,
             projected_seconds_to_exhaustion: None,
             exhaustion_limit: None,
+            // Severity against the horizon is judged for the primary source only (guard.rs).
+            severity: None,
+            horizon_iterations: None,
+            noise_bytes: detection.map(|d| d.noise_bytes),
+            growth_lower_bytes_per_iteration: detection.map(|d| d.growth_lower_bytes_per_iteration),
         };
         if detection.is_some()
             && let Some(capacity) = self.opened.sampler.capacity()

@@ -1,0 +1,136 @@
+//! The leak detector on seeded simulated loops (`support/sim.rs`): false alarms on clean loops,
+//! detection delays of leaks at several noise levels, and the cost of one observation.
+//!
+//!     cargo bench -p memlint-runtime --bench detector [-- sweep|cost [runs] [iterations]]
+//!
+//! `sweep` (default with `cost`): clean runs × iterations per noise level, then leaks of 4 KiB,
+//! 64 KiB and 1 MiB per iteration. `cost`: ns per `observe` on pre-generated series (clean and
+//! leaky), the simulation excluded; run it under `valgrind --tool=callgrind` for instruction
+//! counts.
+
+use std::time::Instant;
+
+use memlint_runtime::detector::{Detector, DetectorConfig};
+
+#[path = "support/sim.rs"]
+mod sim;
+
+use sim::{KIB, Loop, MIB, NOISE_LEVELS};
+
+/// First detection of a run, as an iteration.
+fn first_detection(series: impl Iterator<Item = u64>) -> Option<u64> {
+    let mut d = Detector::new(DetectorConfig::default());
+    series.enumerate().find_map(|(i, bytes)| d.observe(i as u64, bytes).map(|hit| hit.iteration))
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn sweep(runs: u64, iterations: u64) {
+    let warmup = DetectorConfig::default().warmup;
+    println!("false alarms: {runs} clean runs × {iterations} iterations per noise level (batch 16..=128)");
+    for (name, per_sample) in NOISE_LEVELS {
+        let mut alarms = Vec::new();
+        for seed in 0..runs {
+            let mut sim = Loop::new(seed, per_sample, 0.0);
+            if let Some(at) = first_detection((0..iterations).map(|_| sim.next())) {
+                alarms.push((seed, at));
+            }
+        }
+        println!(
+            "  {name:<6} ({:>2.0} KiB/sample): {} of {runs} runs alarmed{}",
+            per_sample / KIB,
+            alarms.len(),
+            if alarms.is_empty() {
+                String::new()
+            } else {
+                format!(" (seed, iteration): {:?}", &alarms[..alarms.len().min(8)])
+            }
+        );
+    }
+    println!("slow smooth plateaus (1 MiB settling with time constant tau): runs alarmed of {runs}");
+    for tau in [25.0, 100.0, 400.0] {
+        let counts: Vec<usize> = NOISE_LEVELS
+            .iter()
+            .map(|&(_, per_sample)| {
+                (0..runs)
+                    .filter(|&seed| {
+                        let mut sim = Loop::new(seed, per_sample, 0.0).with_fragmentation(MIB, tau);
+                        first_detection((0..iterations).map(|_| sim.next())).is_some()
+                    })
+                    .count()
+            })
+            .collect();
+        println!("  tau {tau:>4.0}: low {}, medium {}, high {}", counts[0], counts[1], counts[2]);
+    }
+    println!("detection delay after warm-up ({warmup}), {runs} runs each, at most {iterations} iterations");
+    println!(
+        "  {:<10} {:<7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>8}",
+        "leak", "noise", "missed", "p50", "p90", "p99", "max", "≤30 it."
+    );
+    for leak in [4.0 * KIB, 64.0 * KIB, 1.0 * MIB] {
+        for (name, per_sample) in NOISE_LEVELS {
+            let mut delays = Vec::new();
+            for seed in 0..runs {
+                let mut sim = Loop::new(seed + 1_000_000, per_sample, leak);
+                if let Some(at) = first_detection((0..iterations).map(|_| sim.next())) {
+                    delays.push(at.saturating_sub(warmup));
+                }
+            }
+            delays.sort_unstable();
+            let within = delays.iter().filter(|&&d| d <= 30).count();
+            println!(
+                "  {:<10} {name:<7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7.1}%",
+                format!("{:.0} KiB", leak / KIB),
+                runs as usize - delays.len(),
+                percentile(&delays, 0.5),
+                percentile(&delays, 0.9),
+                percentile(&delays, 0.99),
+                delays.last().copied().unwrap_or(0),
+                within as f64 / runs as f64 * 100.0
+            );
+        }
+    }
+}
+
+fn cost(runs: u64, iterations: u64) {
+    let (_, medium) = NOISE_LEVELS[1];
+    for (name, leak) in [("clean", 0.0), ("leaky 4 KiB", 4.0 * KIB)] {
+        let series: Vec<Vec<u64>> = (0..runs)
+            .map(|seed| {
+                let mut sim = Loop::new(seed, medium, leak);
+                (0..iterations).map(|_| sim.next()).collect()
+            })
+            .collect();
+        let t = Instant::now();
+        let mut found = 0;
+        for s in &series {
+            let mut d = Detector::new(DetectorConfig::default());
+            for (i, &bytes) in s.iter().enumerate() {
+                found += usize::from(d.observe(i as u64, std::hint::black_box(bytes)).is_some());
+            }
+        }
+        let per = t.elapsed().as_secs_f64() / (runs * iterations) as f64;
+        println!(
+            "cost, {name} (medium noise), {runs} runs × {iterations}: {:.1} ns/observe ({found} detections)",
+            per * 1e9
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let mode = args.first().map(String::as_str).unwrap_or("all");
+    let runs: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let iterations: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
+    if matches!(mode, "all" | "sweep") {
+        sweep(runs, iterations);
+    }
+    if matches!(mode, "all" | "cost") {
+        cost(runs.min(200), iterations);
+    }
+}
