@@ -541,6 +541,12 @@ impl FnModel {
         }
     }
 
+    /// Whether `name` (as written: `opt`, `self.opt`) is, where last declared, a local of this
+    /// function: made inside each call, so nothing in it survives to the next call.
+    pub fn is_local(&self, name: &str) -> bool {
+        self.bindings.iter().rev().find(|b| b.name == name).is_some_and(|b| b.kind == BindingKind::Local)
+    }
+
     /// The binding a node is a version of.
     pub fn binding_of(&self, node: NodeIndex) -> Option<BindingId> {
         match self.graph[node].kind {
