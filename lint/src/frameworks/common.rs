@@ -203,3 +203,7 @@ pub fn is_autodiff_name(name: &str) -> bool {
 /// How code names a gradient store it holds (`grads`, `self.grads`): a copy of one is a new
 /// store.
 pub const GRADS_NAME: &str = "grads";
+
+/// The type of a gradient store (dfdx `Gradients<E, D>`): a binding declared with it, or made
+/// by an allocation of one, is a store whatever its name.
+pub const GRADS_TYPE: &str = "Gradients";

@@ -145,6 +145,9 @@ impl Items<'_> {
         if b.has_self {
             b.declare_self_fields(block);
         }
+        if b.g.framework_known && b.g.spec.explicit_grads {
+            b.grad_stores = GradStores::scan(block, b.g.spec);
+        }
         let tail = b.block(block);
         b.returned(tail);
         let nested = std::mem::take(&mut b.nested_items);
@@ -194,6 +197,67 @@ struct Builder<'c> {
     /// The frameworks whose names count here: the file's, or every registered one when it is
     /// not known.
     specs: std::sync::Arc<[&'static Spec]>,
+    /// Gradient stores by use (explicit-gradient frameworks): names handed to a tape method,
+    /// as such or cloned (`x.trace(zeroed.clone())`), and names assigned anywhere in the body.
+    grad_stores: GradStores,
+}
+
+/// What a pre-scan of a function body says about its gradient stores (see
+/// [`Builder::grad_stores`]).
+#[derive(Default)]
+struct GradStores {
+    /// Names passed to a tape method (`trace(grads)`, `traced(zeroed.clone())`).
+    traced: std::collections::HashSet<String>,
+    /// Names written after their declaration (`grads = loss.backward()`, `g += ..`).
+    assigned: std::collections::HashSet<String>,
+}
+
+impl GradStores {
+    fn scan(block: &Block, spec: &Spec) -> GradStores {
+        use syn::visit::Visit;
+        struct Scan<'s>(&'s Spec, GradStores);
+        impl<'a> Visit<'a> for Scan<'_> {
+            fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+                if self.0.tape_methods.contains(&m.method.to_string().as_str()) {
+                    for a in &m.args {
+                        let mut a = strip_place(a);
+                        if let Expr::MethodCall(c) = a
+                            && c.args.is_empty()
+                            && rust::COPY_METHODS.contains(&c.method.to_string().as_str())
+                        {
+                            a = strip_place(&c.receiver);
+                        }
+                        if let Expr::Path(p) = a
+                            && let Some(i) = p.path.get_ident()
+                        {
+                            self.1.traced.insert(i.to_string());
+                        }
+                    }
+                }
+                syn::visit::visit_expr_method_call(self, m);
+            }
+            fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
+                if let Expr::Path(p) = &*a.left
+                    && let Some(i) = p.path.get_ident()
+                {
+                    self.1.assigned.insert(i.to_string());
+                }
+                syn::visit::visit_expr_assign(self, a);
+            }
+            fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
+                if let Expr::Path(p) = &*b.left
+                    && let Some(i) = p.path.get_ident()
+                    && matches!(b.op, syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_))
+                {
+                    self.1.assigned.insert(i.to_string());
+                }
+                syn::visit::visit_expr_binary(self, b);
+            }
+        }
+        let mut scan = Scan(spec, GradStores::default());
+        scan.visit_block(block);
+        scan.1
+    }
 }
 
 fn byte_range(span: PmSpan, offset: usize) -> Span {
@@ -250,6 +314,7 @@ impl Builder<'_> {
             params: Vec::new(),
             backward_marks: vec![None],
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
+            grad_stores: GradStores::default(),
         }
     }
 
@@ -442,6 +507,24 @@ impl Builder<'_> {
         let in_loop = self.cur_loop();
         let path = self.path.clone();
         self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path });
+    }
+
+    /// Whether `e` names a gradient store: by name (`grads`, `self.grads`), by declared type
+    /// (`Gradients`, or made by `alloc_grads()`), or by use (handed to a tape method).
+    fn is_grad_store(&self, e: &Expr) -> bool {
+        if expr_text(e).ends_with(common::GRADS_NAME) {
+            return true;
+        }
+        if self.declared_type_of(e).as_deref() == Some(common::GRADS_TYPE) {
+            return true;
+        }
+        if let Expr::Field(f) = strip_place(e)
+            && let syn::Member::Named(name) = &f.member
+            && self.crate_fns.grads_fields.contains(&name.to_string())
+        {
+            return true;
+        }
+        matches!(strip_place(e), Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.grad_stores.traced.contains(&i.to_string())))
     }
 
     /// The declared type of the binding an expression names (`memory` in `&mut memory`).
@@ -649,7 +732,9 @@ impl Builder<'_> {
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
             if let Some(b) = self.g.bindings.last_mut() {
                 b.host = host;
-                b.ty = declared_type(&local.pat, init.map(|i| &*i.expr));
+                b.ty = declared_type(&local.pat, init.map(|i| &*i.expr)).or_else(|| {
+                    init.is_some_and(|i| allocates_grads(&i.expr, self.g.spec)).then(|| common::GRADS_TYPE.to_string())
+                });
             }
         }
     }
@@ -1027,16 +1112,26 @@ impl Builder<'_> {
             let kind = match name {
                 n if spec.fresh_tape_methods.contains(&n) => Some(CallKind::FreshTape),
                 n if argc == 0 && spec.grads_alloc_methods.contains(&n) => Some(CallKind::AllocGrads),
-                n if argc == 0
-                    && rust::COPY_METHODS.contains(&n)
-                    && expr_text(&m.receiver).ends_with(common::GRADS_NAME) =>
-                {
+                n if argc == 0 && rust::COPY_METHODS.contains(&n) && self.is_grad_store(&m.receiver) => {
                     Some(CallKind::GradsCopy)
                 }
                 _ => None,
             };
             if let Some(kind) = kind {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                // A fresh copy of a store nothing writes into (`zeroed.clone()` of a zeroed
+                // store): each use starts from zero gradients, as after clearing.
+                if kind == CallKind::GradsCopy
+                    && let Expr::Path(p) = strip_place(&m.receiver)
+                    && let Some(i) = p.path.get_ident()
+                    && self.grad_stores.traced.contains(&i.to_string())
+                    && !self.grad_stores.assigned.contains(&i.to_string())
+                    && self
+                        .lookup(&i.to_string())
+                        .is_some_and(|slot| self.g.bindings[self.env[slot].0].decl_loop != self.cur_loop())
+                {
+                    self.record_call(TrainingCallKind::Clear, span.clone(), i.to_string());
+                }
                 self.vocab(kind, span, None, false);
                 if let Some(last) = self.g.vocab_calls.last_mut() {
                     last.no_grad = false;
@@ -1590,6 +1685,15 @@ fn is_whole_binding(e: &Expr) -> bool {
 
 /// The type a `let` names: its annotation, or the type of a constructor call or struct literal
 /// (`Memory::new(..)`, `Trace { .. }`).
+/// `model.alloc_grads()` (through `?`): a new gradient store.
+fn allocates_grads(e: &Expr, spec: &Spec) -> bool {
+    let mut e = e;
+    while let Expr::Try(t) = e {
+        e = &t.expr;
+    }
+    matches!(e, Expr::MethodCall(m) if m.args.is_empty() && spec.grads_alloc_methods.contains(&m.method.to_string().as_str()))
+}
+
 fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     if let Pat::Type(t) = pat {
         return type_name(&t.ty);

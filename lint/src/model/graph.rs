@@ -541,6 +541,12 @@ impl FnModel {
         }
     }
 
+    /// Whether `name` (as written: `opt`, `self.opt`) is, where last declared, a local of this
+    /// function: made inside each call, so nothing in it survives to the next call.
+    pub fn is_local(&self, name: &str) -> bool {
+        self.bindings.iter().rev().find(|b| b.name == name).is_some_and(|b| b.kind == BindingKind::Local)
+    }
+
     /// The binding a node is a version of.
     pub fn binding_of(&self, node: NodeIndex) -> Option<BindingId> {
         match self.graph[node].kind {
@@ -637,6 +643,43 @@ impl FnModel {
     /// assigning it back makes a chain that grows every iteration (`hidden = cell(x, hidden)`).
     pub fn derives_from(&self, value: NodeIndex, binding: BindingId) -> bool {
         self.graph_upstream(value).any(|n| n != value && self.binding_of(n) == Some(binding))
+    }
+
+    /// Whether `value` feeds an earlier version of `binding` into a forward pass within its own
+    /// expression (`h = (wx.forward(&x)? + wh.forward(&h)?)?.tanh()?`): `binding` is a recurrent
+    /// state, and the graph through it is what trains the parameters of that forward pass.
+    pub fn feeds_forward(&self, value: NodeIndex, binding: BindingId) -> bool {
+        let values_upstream = |from: NodeIndex| {
+            let mut seen = std::collections::HashSet::new();
+            let mut stack = vec![from];
+            let mut out = Vec::new();
+            while let Some(n) = stack.pop() {
+                if seen.len() > 256 || !seen.insert(n) {
+                    continue;
+                }
+                out.push(n);
+                if let NodeKind::Value(_) = self.graph[n].kind {
+                    stack.extend(self.reads(n));
+                }
+            }
+            out
+        };
+        values_upstream(value).into_iter().any(|n| {
+            matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
+                && values_upstream(n).into_iter().any(|m| m != n && self.binding_of(m) == Some(binding))
+        })
+    }
+
+    /// Whether `binding` is given a value that carries no graph within `iteration`: cut
+    /// (`h = h.detach()` at the top of each chunk) or replaced (`h = Tensor::zeros(..)`), so
+    /// what it holds is never carried past one training iteration.
+    pub fn cut_within(&self, binding: BindingId, iteration: Iteration) -> bool {
+        self.stores().any(|(_, value, target, how, _)| {
+            matches!(how, Store::Assign | Store::Fold | Store::Let)
+                && self.binding_of(target) == Some(binding)
+                && !self.graph[value].taint.has(Taint::GRAPH)
+                && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
+        })
     }
 
     /// `value` and the graph-carrying nodes it was computed from, nearest first.

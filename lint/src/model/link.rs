@@ -162,6 +162,9 @@ pub struct CrateNames {
     /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
     /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
     pub plain_fields: HashSet<String>,
+    /// Names declared (as fields or parameters) with a gradient store's type
+    /// (`zeroed: Gradients<f32, Cpu>`).
+    pub grads_fields: HashSet<String>,
 }
 
 /// Scans the crate's texts for [`CrateNames`].
@@ -169,6 +172,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut fns = HashSet::new();
     let mut plain = HashSet::new();
     let mut other = HashSet::new();
+    let mut grads_fields = HashSet::new();
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     for text in texts {
         let bytes = text.as_bytes();
@@ -211,6 +215,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             }
             let ty = &after[..ty_len];
             let next = after[ty_len..].trim_start();
+            if ty == crate::frameworks::common::GRADS_TYPE {
+                grads_fields.insert(name.to_string());
+            }
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
             if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
                 plain.insert(name.to_string());
@@ -222,7 +229,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         }
     }
     let plain_fields = plain.difference(&other).cloned().collect();
-    CrateNames { fns, plain_fields }
+    CrateNames { fns, plain_fields, grads_fields }
 }
 
 /// Function lookup by name.

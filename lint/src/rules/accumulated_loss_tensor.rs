@@ -5,6 +5,7 @@ use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{FnModel, Store, Taint};
 use crate::rule::{Rule, RuleMeta};
+use petgraph::graph::NodeIndex;
 
 pub struct AccumulatedLossTensor;
 
@@ -23,8 +24,16 @@ iteration's whole graph (activations included) stays alive until the sum is drop
 every step until the process runs out. Measured with candle 0.11 on an H200: +12.6 MB per step
 for a small MLP; on CPU, 5 MB → 850 MB of RSS in 400 steps.
 
-Not flagged: sums of host scalars, sums of detached tensors, and a loss summed over the inner
-steps of one sample (decoder steps) that is backpropagated in the same outer iteration.
+Also finds a recurrent state whose new value is computed from the old one by a forward pass
+(`h = (wx.forward(&x)? + wh.forward(&h)?)?.tanh()?`) when nothing cuts it: each iteration's graph
+links to every earlier one. For such a state no automatic fix is offered: cutting the new value
+would stop the gradients that train `wx` and `wh`. Cut the incoming state once per training
+iteration instead.
+
+Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
+of one sample (decoder steps) that is backpropagated in the same outer iteration, and a value cut
+or replaced once per training iteration (truncated backpropagation through time: `h = h.detach();`
+at the top of each chunk).
 
 ### Example
 ```rust
@@ -64,6 +73,12 @@ impl Rule for AccumulatedLossTensor {
             if !f.outlives(binding, iteration) {
                 continue;
             }
+            let recurrent = f.feeds_forward(value, binding);
+            // Cut or replaced once per training iteration: the chain through it is bounded by
+            // one iteration (truncated backpropagation through time).
+            if f.cut_within(binding, iteration) {
+                continue;
+            }
             let acc = f.binding(binding);
             let source = f.graph_source(value, Some(binding));
             let source_name = source.clone().map(|(b, _)| f.binding(b).name().to_string());
@@ -80,31 +95,97 @@ impl Rule for AccumulatedLossTensor {
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
             }
-            report = report
-                .help(format!(
-                    "accumulate a host scalar instead: `{} += {}`, or `{}`",
-                    acc.name(),
-                    crate::frameworks::fill(f.spec().scalar_fix, &shown),
-                    crate::frameworks::fill(f.spec().detach_fix, &shown),
-                ))
-                .note("every summand stays reachable from the sum, so each iteration's whole graph (activations included) is kept until the sum is dropped");
-            let mut value_span = f.span_of(value).clone();
-            let mut text = cx.snippet(&value_span).to_string();
-            // burn: cut the summand, not the sum — `(total + loss).detach()` after backward would
-            // still record the addition on the consumed graph.
-            if f.spec().graph_swept_by_backward
-                && let Some(summand) = summand_after(&text, acc.name())
+            let fold = Fold::of(cx.snippet(span), cx.snippet(f.span_of(value)), acc.name(), recurrent);
+            report = report.help(help(f, fold, acc.name(), &shown)).note(match fold {
+                Fold::Recurrent => "the new state is computed from the old one, so each iteration's graph links to every earlier one; cutting the new state instead would stop the gradients that train the parameters of this forward pass",
+                Fold::Sum => "every summand stays reachable from the sum, so each iteration's whole graph (activations included) is kept until the sum is dropped",
+                Fold::Other => "every value folded into it stays reachable, so each iteration's whole graph (activations included) is kept until it is dropped",
+            });
+            // A recurrent state is never cut where it is computed: that removes the gradients
+            // that reach the parameters of its forward pass. The fix is a human's choice.
+            // Cutting a whole concatenation also cuts what a later use of it would train:
+            // offered, not applied by machine.
+            if fold != Fold::Recurrent
+                && let Some(mut s) = suggestion(f, cx, value, acc.name())
             {
-                let at = value_span.start + (summand.as_ptr() as usize - text.as_ptr() as usize);
-                value_span = at..at + summand.len();
-                text = summand.to_string();
-            }
-            if let Some(s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text) {
+                if fold == Fold::Other {
+                    s.applicability = crate::Applicability::MaybeIncorrect;
+                }
                 report = report.suggest(s);
             }
             cx.report(report);
         }
     }
+}
+
+/// What a fold into the accumulator is, for the help text and whether a fix may be offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fold {
+    /// `total = total + loss`, `total += &loss`, `total.add(&loss)`.
+    Sum,
+    /// The old value is fed to a forward pass: a hidden state.
+    Recurrent,
+    /// Anything else (`Tensor::cat(&[&feats, &y], 0)`, `stack`, products).
+    Other,
+}
+
+impl Fold {
+    fn of(store: &str, value: &str, acc: &str, recurrent: bool) -> Fold {
+        if recurrent {
+            return Fold::Recurrent;
+        }
+        let compound = store.trim_start().strip_prefix(acc).is_some_and(|r| {
+            let r = r.trim_start();
+            r.starts_with("+=") || r.starts_with("-=")
+        });
+        if compound || summand_after(unwrapped(value), acc).is_some() { Fold::Sum } else { Fold::Other }
+    }
+}
+
+/// `(a + b)?` → `a + b`: the expression inside `?` and enclosing parentheses.
+fn unwrapped(mut text: &str) -> &str {
+    loop {
+        text = text.trim();
+        if let Some(t) = text.strip_suffix('?') {
+            text = t;
+        } else if let Some(t) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+            text = t;
+        } else {
+            return text;
+        }
+    }
+}
+
+/// The help text that fits the fold.
+fn help(f: &FnModel, fold: Fold, acc: &str, shown: &str) -> String {
+    let detached = crate::frameworks::fill(f.spec().detach_fix, shown);
+    match fold {
+        Fold::Sum => format!(
+            "accumulate a host scalar instead: `{acc} += {}`, or `{detached}`",
+            crate::frameworks::fill(f.spec().scalar_fix, shown),
+        ),
+        Fold::Recurrent => format!(
+            "cut the state once per training iteration, before its first use: `{acc} = {};` at the top of the loop that runs backward",
+            crate::frameworks::fill(f.spec().detach_fix, acc),
+        ),
+        Fold::Other => format!("keep only values without a graph in `{acc}`: use `{detached}` where `{shown}` is kept"),
+    }
+}
+
+/// The machine fix: cut the graph of the stored value (burn: of the summand).
+fn suggestion(f: &FnModel, cx: &Context<'_>, value: NodeIndex, acc: &str) -> Option<crate::Suggestion> {
+    let mut value_span = f.span_of(value).clone();
+    let mut text = cx.snippet(&value_span).to_string();
+    // burn: cut the summand, not the sum — `(total + loss).detach()` after backward would
+    // still record the addition on the consumed graph.
+    if f.spec().graph_swept_by_backward
+        && let Some(summand) = summand_after(&text, acc)
+    {
+        let at = value_span.start + (summand.as_ptr() as usize - text.as_ptr() as usize);
+        value_span = at..at + summand.len();
+        text = summand.to_string();
+    }
+    crate::frameworks::detach_suggestion(f.spec(), value_span, &text)
 }
 
 /// The right operand of `acc + x`, `acc - x` or `acc.add(x)` as written, when the left one is
@@ -148,9 +229,40 @@ fn train(w: &Var, xs: &[Tensor]) -> candle_core::Result<()> {
 }
 "#;
 
+    /// Truncated backpropagation through time: the state is cut at the top of each chunk.
+    const TBPTT: &str = r#"
+use candle_core::{Tensor, DType, Device};
+use candle_nn::{Linear, Module, Optimizer};
+fn train(wx: &Linear, wh: &Linear, opt: &mut candle_nn::SGD, chunks: &[Vec<Tensor>]) -> candle_core::Result<()> {
+    let mut h = Tensor::zeros((1, 8), DType::F32, &Device::Cpu)?;
+    for chunk in chunks {
+        h = h.detach();
+        let mut loss = Tensor::zeros((), DType::F32, &Device::Cpu)?;
+        for x in chunk {
+            h = (wx.forward(x)? + wh.forward(&h)?)?.tanh()?;
+            loss = (loss + h.sqr()?.mean_all()?)?;
+        }
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
     #[test]
     fn reports_the_leak() {
         assert_eq!(count("accumulated_loss_tensor", None, FAILS), 1);
+    }
+
+    #[test]
+    fn accepts_a_state_cut_once_per_chunk() {
+        assert_eq!(count("accumulated_loss_tensor", None, TBPTT), 0);
+    }
+
+    #[test]
+    fn reports_a_state_never_cut() {
+        let uncut = TBPTT.replace("        h = h.detach();\n", "");
+        assert_ne!(uncut, TBPTT);
+        assert_eq!(count("accumulated_loss_tensor", None, &uncut), 1);
     }
 
     #[test]

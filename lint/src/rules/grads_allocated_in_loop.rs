@@ -14,8 +14,10 @@ pub static META: RuleMeta = RuleMeta {
     summary: "dfdx gradients are allocated or cloned every training iteration",
     default_level: Level::Warn,
     docs: r#"### What it does
-Finds `model.alloc_grads()` and `grads.clone()`/`grads.to_owned()` (dfdx) inside a loop that runs
-backward.
+Finds `model.alloc_grads()` and copies of a gradient store (`.clone()`/`.to_owned()`, dfdx)
+inside a loop that runs backward. A store is recognised by what it is, whatever its name: a
+binding made by `alloc_grads()`, a binding, parameter or field declared as `Gradients<..>`, or a
+value handed to `trace(..)`/`traced(..)` (`model.forward(x.trace(zeroed.clone()))`).
 
 ### Why is this bad?
 A `Gradients` store holds one buffer per parameter: allocating or cloning it every iteration
@@ -99,9 +101,30 @@ fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
 }
 "#;
 
+    /// A clone of a zeroed store handed to the tape, under a name that is not `grads`.
+    const FRESH_CLONE: &str = r#"
+use dfdx::prelude::*;
+fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
+    let zeroed = model.alloc_grads();
+    for (x, y) in data {
+        let loss = mse_loss(model.forward(x.trace(zeroed.clone())), y.clone());
+        let g = loss.backward();
+        opt.update(model, &g).unwrap();
+    }
+}
+"#;
+
     #[test]
     fn reports_the_leak() {
         assert_eq!(count("grads_allocated_in_loop", None, FAILS), 1);
+    }
+
+    #[test]
+    fn reports_a_clone_of_a_store_by_what_it_is() {
+        assert_eq!(count("grads_allocated_in_loop", None, FRESH_CLONE), 1);
+        // Not by name: a clone of another value is not a store.
+        let other = FRESH_CLONE.replace("x.trace(zeroed.clone())", "x.clone().trace(zeroed)");
+        assert_eq!(count("grads_allocated_in_loop", None, &other), 0);
     }
 
     #[test]

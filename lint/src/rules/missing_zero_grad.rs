@@ -17,7 +17,11 @@ backward and steps the optimizer with no gradient clearing on the path of every 
 no `opt.zero_grad()` (tch), no `model.zero_grads(&mut grads)` (dfdx), no combined call that
 clears (`opt.backward_step(&loss)` in tch).
 
-Not reported for candle or burn, where `backward()` returns a fresh gradient store, and not for
+Not reported for candle or burn, where `backward()` returns a fresh gradient store, nor where each
+iteration traces with a fresh copy of a store that nothing writes into (dfdx
+`x.trace(zeroed.clone())`: no accumulation, though `grads_allocated_in_loop` reports the copy),
+nor where no loop runs the steps and the optimizer is made in the same function (a unit test
+running one backward and a step or two on a fresh store), and not for
 deliberate gradient accumulation where the step and the clearing run together under a condition
 (`if i % k == 0 { opt.step(); opt.zero_grad(); }`).
 
@@ -70,7 +74,11 @@ impl Rule for MissingZeroGrad {
                 f.training_calls().iter().filter(|c| f.iteration_of(c.in_loop) == Some(it)).collect();
             let Some(backward) = calls.iter().find(|c| c.kind == TrainingCallKind::Backward) else { continue };
             let clears: Vec<&&TrainingCall> = calls.iter().filter(|c| c.kind == TrainingCallKind::Clear).collect();
-            for step in calls.iter().filter(|c| c.kind == TrainingCallKind::Step) {
+            // One call is the iteration, and the optimizer is made in it (a unit test that runs
+            // one backward and a step or two on a fresh store): no gradient survives the call
+            // to pile up in the next one.
+            let fresh = |step: &TrainingCall| it == Iteration::Call && f.is_local(&step.receiver);
+            for step in calls.iter().filter(|c| c.kind == TrainingCallKind::Step && !fresh(c)) {
                 let cleared = clears.iter().any(|c| {
                     step.path.starts_with(&c.path) && (!f.spec().clear_per_optimizer || c.receiver == step.receiver)
                 });
@@ -133,9 +141,70 @@ fn train(net: &dyn tch::nn::Module, opt: &mut tch::nn::Optimizer, xs: &[tch::Ten
 }
 "#;
 
+    /// dfdx: each iteration traces with a fresh clone of a zeroed store that is never updated.
+    const FRESH_CLONE: &str = r#"
+use dfdx::prelude::*;
+fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
+    let zeroed = model.alloc_grads();
+    for (x, y) in data {
+        let loss = mse_loss(model.forward(x.trace(zeroed.clone())), y.clone());
+        let g = loss.backward();
+        opt.update(model, &g).unwrap();
+    }
+}
+"#;
+
     #[test]
     fn reports_the_leak() {
         assert_eq!(count("missing_zero_grad", None, FAILS), 1);
+    }
+
+    /// A unit test: one backward and two steps on an optimizer made in the test, no loop.
+    const UNIT_TEST: &str = r#"
+use tch::nn::{Module, OptimizerConfig};
+#[test]
+fn one_step_moves_the_weights() {
+    let vs = tch::nn::VarStore::new(tch::Device::Cpu);
+    let net = tch::nn::linear(vs.root(), 4, 1, Default::default());
+    let mut opt = tch::nn::Sgd::default().build(&vs, 0.1).unwrap();
+    let x = tch::Tensor::ones([2, 4], (tch::Kind::Float, tch::Device::Cpu));
+    let loss = net.forward(&x).mean(tch::Kind::Float);
+    loss.backward();
+    opt.step();
+    opt.step();
+}
+"#;
+
+    /// A per-step function whose optimizer outlives the call: each call adds into the same
+    /// gradients.
+    const PER_STEP: &str = r#"
+use tch::nn::{Module, OptimizerConfig};
+fn train_step(net: &dyn Module, opt: &mut tch::nn::Optimizer, x: &tch::Tensor) {
+    let loss = net.forward(x).mean(tch::Kind::Float);
+    loss.backward();
+    opt.step();
+}
+"#;
+
+    #[test]
+    fn accepts_a_unit_test_on_a_fresh_optimizer() {
+        assert_eq!(count("missing_zero_grad", None, UNIT_TEST), 0);
+    }
+
+    #[test]
+    fn reports_a_step_function_whose_optimizer_outlives_the_call() {
+        assert_eq!(count("missing_zero_grad", None, PER_STEP), 1);
+    }
+
+    #[test]
+    fn accepts_a_fresh_clone_of_a_store_never_updated() {
+        assert_eq!(count("missing_zero_grad", None, FRESH_CLONE), 0);
+        // Once backward writes into the cloned store, gradients pile up in it.
+        let updated = FRESH_CLONE
+            .replace("let zeroed", "let mut zeroed")
+            .replace("let g = loss.backward();", "zeroed = loss.backward();")
+            .replace("&g)", "&zeroed)");
+        assert_eq!(count("missing_zero_grad", None, &updated), 1);
     }
 
     #[test]

@@ -172,7 +172,7 @@ fn message(f: &FnModel, c: &Candidate, names: &[String]) -> (String, String) {
 
 /// The whole report of one store (or one call that stores).
 fn report(f: &FnModel, cx: &Context<'_>, c: &Candidate, names: &[String]) -> Report {
-    let (edge, value, _, span, binding, iteration) = c;
+    let (edge, value, how, span, binding, iteration) = c;
     let b = f.binding(*binding);
     let through = f.through(*edge);
     let value_span = f.span_of(*value).clone();
@@ -207,17 +207,31 @@ fn report(f: &FnModel, cx: &Context<'_>, c: &Candidate, names: &[String]) -> Rep
             report.elsewhere.push((hop.file.clone(), hop.line, text));
         }
     }
-    report = report
-        .help(format!(
+    // A state fed back into the next iteration (`hidden = cell(x, hidden)`): cutting it is
+    // truncated backpropagation through time, which changes the gradients that reach the
+    // parameters; a human decides where to truncate.
+    let recurrent = *how == Store::Assign && f.derives_from(*value, *binding);
+    report = if recurrent {
+        report.help(format!(
+            "cut the state once per training iteration, where truncating the gradients is intended: `{} = {}`",
+            b.name(),
+            crate::frameworks::fill(f.spec().detach_fix, &fix_on)
+        ))
+    } else {
+        report.help(format!(
             "store `{}` or a host value such as `{}` instead",
             crate::frameworks::fill(f.spec().detach_fix, &fix_on),
             crate::frameworks::fill(f.spec().scalar_fix, &fix_on)
         ))
-        .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
+    }
+    .note("a stored tensor keeps the autograd graph it was computed with, so every iteration adds one more graph that is never freed");
     let text = cx.snippet(&value_span).to_string();
     if through.is_none()
-        && let Some(s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text)
+        && let Some(mut s) = crate::frameworks::detach_suggestion(f.spec(), value_span, &text)
     {
+        if recurrent {
+            s.applicability = crate::Applicability::MaybeIncorrect;
+        }
         report = report.suggest(s);
     }
     report

@@ -1,0 +1,60 @@
+// candle: recurrent states across training iterations, and a concatenation kept across them.
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{Linear, Module, Optimizer, SGD};
+
+// Truncated backpropagation through time, written the standard way: the state is cut once per
+// chunk and carries gradients to `wx` and `wh` within the chunk. Nothing to report.
+fn train_tbptt(wx: &Linear, wh: &Linear, opt: &mut SGD, chunks: &[Vec<Tensor>], dev: &Device) -> Result<()> {
+    let mut h = Tensor::zeros((1, 16), DType::F32, dev)?;
+    for chunk in chunks {
+        h = h.detach();
+        let mut loss = Tensor::zeros((), DType::F32, dev)?;
+        for x in chunk {
+            h = (wx.forward(x)? + wh.forward(&h)?)?.tanh()?;
+            loss = (loss + h.sqr()?.mean_all()?)?;
+        }
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+
+// The state is reset to zeros at the start of every sequence: nothing to report either.
+fn train_reset(wx: &Linear, wh: &Linear, opt: &mut SGD, seqs: &[Vec<Tensor>], dev: &Device) -> Result<()> {
+    let mut h = Tensor::zeros((1, 16), DType::F32, dev)?;
+    for seq in seqs {
+        h = Tensor::zeros((1, 16), DType::F32, dev)?;
+        let mut loss = Tensor::zeros((), DType::F32, dev)?;
+        for x in seq {
+            h = (wx.forward(x)? + wh.forward(&h)?)?.tanh()?;
+            loss = (loss + h.sqr()?.mean_all()?)?;
+        }
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+
+// The state is never cut: every chunk's graph links to every earlier chunk's. Reported, with no
+// machine fix (appending `.detach()` to the new state would stop the gradients to `wx`, `wh`).
+fn train_uncut(wx: &Linear, wh: &Linear, opt: &mut SGD, chunks: &[Vec<Tensor>], dev: &Device) -> Result<()> {
+    let mut h = Tensor::zeros((1, 16), DType::F32, dev)?;
+    for chunk in chunks {
+        let mut loss = Tensor::zeros((), DType::F32, dev)?;
+        for x in chunk {
+            h = (wx.forward(x)? + wh.forward(&h)?)?.tanh()?; //~ accumulated_loss_tensor
+            loss = (loss + h.sqr()?.mean_all()?)?;
+        }
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+
+// Features of every step concatenated into one tensor kept across steps.
+fn collect_features(enc: &Linear, opt: &mut SGD, batches: &[Tensor], dev: &Device) -> Result<Tensor> {
+    let mut feats = Tensor::zeros((0, 16), DType::F32, dev)?;
+    for x in batches {
+        let y = enc.forward(x)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+        feats = Tensor::cat(&[&feats, &y], 0)?; //~ accumulated_loss_tensor
+    }
+    Ok(feats)
+}
