@@ -10,6 +10,7 @@ mod alloc;
 pub mod backends;
 pub mod detector;
 mod guard;
+pub mod phases;
 pub mod plan;
 pub mod report;
 pub mod sampler;
@@ -27,6 +28,7 @@ pub use testing::{GrowthCheck, assert_no_growth, assert_peak_below};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::guard::{CallScope, Guard, OnLeak, Options, Site, SiteState};
+    pub use crate::phases::Mark;
     pub use crate::report::StaticFinding;
     pub use crate::sampler::DeviceChoice;
 }
