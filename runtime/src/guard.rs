@@ -576,6 +576,9 @@ impl Run {
     /// Final report; never panics (called from `Drop`).
     fn finish(&mut self, outcome: &'static str) {
         if let Some(report) = self.write(outcome) {
+            if crate::summary::wanted() {
+                print_summary(&report);
+            }
             if report.verdict.leak && !self.leak_shown {
                 self.show(&report, Event::Leak);
             }
@@ -583,6 +586,16 @@ impl Run {
                 self.show(&report, Event::Budget);
             }
         }
+    }
+}
+
+/// `MEMLINT_SUMMARY=1`: the summary of the final report on stderr (read back through the same
+/// model as `cargo memlint report`, so both print the same).
+fn print_summary(report: &Report) {
+    let view =
+        serde_json::to_value(report).ok().and_then(|v| serde_json::from_value::<crate::view::ReportView>(v).ok());
+    if let Some(view) = view {
+        eprint!("{}", crate::summary::render(&view));
     }
 }
 

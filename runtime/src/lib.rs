@@ -15,7 +15,9 @@ pub mod plan;
 pub mod report;
 pub mod sampler;
 pub mod sources;
+pub mod summary;
 pub mod testing;
+pub mod view;
 
 pub use alloc::{AllocStats, TrackingAllocator};
 pub use backends::watched::{Watched, unwatch_all, watch};
