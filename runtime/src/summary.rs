@@ -187,7 +187,9 @@ fn lines(out: &mut String, report: &ReportView) {
             "lines that add memory while the iteration grows (net {} per iteration; static findings first):",
             signed(net)
         );
-        let rows: Vec<Vec<String>> = growing.iter().take(TOP).map(|r| row(r)).collect();
+        let mut rows: Vec<Vec<String>> = growing.iter().take(TOP).map(|r| row(r)).collect();
+        // What the end of the iteration releases tells how much of the added memory stays.
+        rows.extend(report.lines.iter().filter(|r| r.line.is_none()).map(row));
         table(out, &header, &rows);
     }
     let mut peaks: Vec<&LineRow> = report.lines.iter().collect();
