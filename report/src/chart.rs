@@ -64,6 +64,8 @@ pub fn timeline(report: &ReportView, source: &SourceView, primary: bool) -> Resu
             .configure_mesh()
             .x_desc("iteration")
             .y_desc("MiB")
+            .x_label_formatter(&|x: &f64| format!("{x:.0}"))
+            .y_label_formatter(&|y: &f64| format!("{y:.1}"))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(|x| e(x.to_string()))?;
@@ -140,7 +142,15 @@ pub fn projection(report: &ReportView) -> Result<Option<String>, RenderError> {
             .y_label_area_size(72)
             .build_cartesian_2d(0f64..end, y0..y1)
             .map_err(|x| e(x.to_string()))?;
-        chart.configure_mesh().x_desc("iteration").y_desc("MiB").draw().map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("iteration")
+            .y_desc("MiB")
+            .x_label_formatter(&|x: &f64| format!("{x:.0}"))
+            .y_label_formatter(&|y: &f64| format!("{y:.0}"))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
         let measured: Vec<(f64, f64)> =
             report.samples.iter().map(|s| (s.iteration as f64, s.allocated_bytes as f64 / MIB)).collect();
         chart

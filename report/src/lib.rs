@@ -13,6 +13,7 @@
 //! is separate from the runtime so that programs linking the guard never build plotters.
 
 mod chart;
+pub mod command;
 pub mod html;
 pub mod perfetto;
 
