@@ -15,6 +15,9 @@ const PEAK: RGBColor = RGBColor(255, 127, 14);
 const TREND: RGBColor = RGBColor(214, 39, 40);
 const FIRST: RGBColor = RGBColor(148, 103, 189);
 
+/// A named, coloured line of points.
+type Series = (&'static str, RGBColor, Vec<(f64, f64)>);
+
 fn err(chart: &'static str) -> impl Fn(String) -> RenderError {
     move |message| RenderError { chart, message }
 }
@@ -80,7 +83,7 @@ pub fn timeline(report: &ReportView, source: &SourceView, primary: bool) -> Resu
         let series = |f: fn(&SampleView) -> Option<u64>| -> Vec<(f64, f64)> {
             samples.iter().filter_map(|s| f(s).map(|b| (s.iteration as f64, b as f64 / MIB))).collect()
         };
-        let lines: [(&str, RGBColor, Vec<(f64, f64)>); 3] = [
+        let lines: [Series; 3] = [
             ("peak in iteration", PEAK, series(|s| s.peak_bytes)),
             ("reserved", RESERVED, series(|s| s.reserved_bytes)),
             ("allocated", ALLOCATED, series(|s| Some(s.allocated_bytes))),
