@@ -120,7 +120,7 @@ mod tests {
     fn run(body: Block, lines: bool) -> (Vec<String>, Vec<(String, String)>) {
         let mut body = body;
         let guard = Ident::new("g", proc_macro2::Span::call_site());
-        let marks = instrument(&mut body, &guard, lines, None, Some(Framework::Candle));
+        let marks = instrument(&mut body, &guard, lines, None, Framework::from_name("candle"));
         let stmts = body.stmts.iter().map(|s| quote!(#s).to_string()).collect();
         (stmts, marks.into_iter().map(|m| (m.phase, m.code)).collect())
     }
