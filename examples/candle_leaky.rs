@@ -41,7 +41,7 @@ fn batch(teacher: &Tensor, device: &Device) -> Result<(Tensor, Tensor)> {
     Ok((xs, ys))
 }
 
-#[memlint::mem_guard(tolerance = "256KiB")]
+#[memlint::mem_guard(lines, tolerance = "256KiB")]
 fn train(model: &Mlp, opt: &mut SGD, teacher: &Tensor, steps: usize) -> Result<f32> {
     let device = teacher.device();
     let mut total = Tensor::zeros((), DType::F32, device)?;

@@ -53,7 +53,7 @@ fn batch_of(teacher: &Tensor, size: usize) -> Result<(Tensor, Tensor)> {
     Ok((xs, ys))
 }
 
-#[memlint::mem_guard(report = "target/memlint/gpu_leaky.json")]
+#[memlint::mem_guard(lines, report = "target/memlint/gpu_leaky.json")]
 fn train_leaky(s: &mut Setup, steps: usize) -> Result<f32> {
     let mut total = Tensor::zeros((), DType::F32, s.teacher.device())?;
     for _step in 0..steps {
@@ -124,6 +124,47 @@ fn train_timed(s: &mut Setup, steps: usize) -> Result<f32> {
         sum += loss.to_scalar::<f32>()?;
     }
     Ok(sum / steps as f32)
+}
+
+/// The timed loop with `lines`: memory read after every statement (in recorded iterations).
+#[memlint::mem_guard(lines, report = "target/memlint/gpu_timed_lines.json")]
+fn train_timed_lines(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for _step in 0..steps {
+        let (xs, ys) = batch(&s.teacher)?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// The fixed loop, with phases and lines, on a fresh model: its first iteration is the
+/// process's first CUDA step (kernel loading, cuBLAS handles, pool growth).
+#[memlint::mem_guard(lines, report = "target/memlint/gpu_first.json")]
+fn train_first(s: &mut Setup, steps: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for _step in 0..steps {
+        let (xs, ys) = batch(&s.teacher)?;
+        let logits = s.model.forward(&xs)?;
+        let loss = loss::cross_entropy(&logits, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// An empty guarded loop with `lines`: the cost of the marks of two statements.
+#[memlint::mem_guard(lines, loop = "ticks", report = "target/memlint/gpu_ticks_lines.json")]
+fn ticks_lines(n: u64) -> u64 {
+    let mut acc = 0u64;
+    'ticks: for i in 0..n {
+        if i == u64::MAX {
+            break 'ticks;
+        }
+        acc = acc.wrapping_add(std::hint::black_box(i));
+    }
+    acc
 }
 
 /// An empty guarded loop: the cost of one tick (pool reads + detector) alone.
@@ -198,6 +239,11 @@ fn one_iteration() -> u64 {
 fn main() -> Result<()> {
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(80);
     let device = Device::new_cuda(0)?;
+    let mut first = setup(&device)?;
+    let t = Instant::now();
+    train_first(&mut first, 40)?;
+    println!("first loop (40 steps, phases + lines, incl. kernel JIT): {:.1} s", t.elapsed().as_secs_f64());
+    drop(first);
     let mut s = setup(&device)?;
     let t = Instant::now();
     train_unguarded(&mut s, 20)?; // PTX JIT and allocator warm-up, unmeasured
@@ -227,8 +273,11 @@ fn main() -> Result<()> {
     summary("target/memlint/gpu_outside_pool.json");
 
     // Overhead: alternate unguarded and guarded rounds of the same loop; compare medians.
-    let (rounds, per_round) = (11, 300);
-    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    // Rounds of 400 steps: each guarded call records phases in iterations 0..32 and every 8th
+    // after (78 of 400), about what a long run records early on.
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(9);
+    let per_round = 400;
+    let (mut plain, mut guarded, mut lines) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
         train_unguarded(&mut s, per_round)?;
@@ -236,25 +285,35 @@ fn main() -> Result<()> {
         let t = Instant::now();
         train_timed(&mut s, per_round)?;
         guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+        let t = Instant::now();
+        train_timed_lines(&mut s, per_round)?;
+        lines.push(t.elapsed().as_secs_f64() / per_round as f64);
     }
     let mut ratios: Vec<f64> = plain.iter().zip(&guarded).map(|(p, g)| g / p).collect();
     ratios.sort_by(f64::total_cmp);
-    plain.sort_by(f64::total_cmp);
-    guarded.sort_by(f64::total_cmp);
-    let (p, g) = (plain[rounds / 2], guarded[rounds / 2]);
     println!(
-        "per-round ratios guarded/unguarded (same round): median {:.5}, min {:.5}, max {:.5}",
+        "per-round ratios phases/unguarded (same round): median {:.5}, min {:.5}, max {:.5}",
         ratios[rounds / 2],
         ratios[0],
         ratios[rounds - 1]
     );
+    for v in [&mut plain, &mut guarded, &mut lines] {
+        v.sort_by(f64::total_cmp);
+    }
+    let (p, g, l) = (plain[rounds / 2], guarded[rounds / 2], lines[rounds / 2]);
     println!(
-        "step time, median of {rounds} rounds × {per_round} steps: unguarded {:.1} µs, guarded {:.1} µs, ratio {:.4} ({:+.2}%)",
+        "step time, median of {rounds} interleaved rounds × {per_round} steps: unguarded {:.1} µs, guarded with phases {:.1} µs (ratio {:.4}, {:+.2}%), guarded with lines {:.1} µs (ratio {:.4}, {:+.2}%)",
         p * 1e6,
         g * 1e6,
         g / p,
-        (g / p - 1.0) * 100.0
+        (g / p - 1.0) * 100.0,
+        l * 1e6,
+        l / p,
+        (l / p - 1.0) * 100.0
     );
+    println!("rounds (µs/step): unguarded {:?}", plain.iter().map(|x| (x * 1e7).round() / 10.0).collect::<Vec<_>>());
+    println!("rounds (µs/step): phases    {:?}", guarded.iter().map(|x| (x * 1e7).round() / 10.0).collect::<Vec<_>>());
+    println!("rounds (µs/step): lines     {:?}", lines.iter().map(|x| (x * 1e7).round() / 10.0).collect::<Vec<_>>());
     let n = 200_000u64;
     let t = Instant::now();
     std::hint::black_box(ticks(n));
@@ -276,6 +335,13 @@ fn main() -> Result<()> {
         "fixed cost of one guarded call (open/reuse sources, one tick, verdict, report write): {:.1} µs = {:.3}% of a {per_round}-step call",
         call * 1e6,
         call / (p * per_round as f64) * 100.0
+    );
+    let t = Instant::now();
+    std::hint::black_box(ticks_lines(n));
+    let tick_lines = t.elapsed().as_secs_f64() / n as f64;
+    println!(
+        "one tick + 2 line marks (empty loop, {n} iterations, iterations 0..32 and every 8th recorded, at most 2048): {:.2} µs",
+        tick_lines * 1e6
     );
     Ok(())
 }

@@ -76,6 +76,20 @@ pub struct Cli {
 pub enum Command {
     /// Print the documentation of a rule.
     Explain(ExplainArgs),
+    /// Render a JSON report of `#[mem_guard]`: summary on stdout, `--html` page, `--perfetto` trace.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The JSON report (e.g. `target/memlint/train-1234-0.json`), schema version 1 or 2.
+    pub report: PathBuf,
+    /// Also write a self-contained HTML page (timeline, projection, phases, lines) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write a Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

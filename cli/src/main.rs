@@ -9,6 +9,7 @@ mod check_with;
 mod explain;
 mod fix;
 mod lint_flags;
+mod report;
 
 use std::process::ExitCode;
 
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
             eprintln!("{report:?}");
             ExitCode::from(2)
         }),
+        Some(args::Command::Report(r)) => report::run(r),
         None => ExitCode::from(check(&cli.check, &matches)),
     }
 }

@@ -8,7 +8,7 @@ use syn::{Error, LitInt, LitStr, Result};
 /// The accepted forms, listed in every argument error.
 pub const ACCEPTED: &str = "accepted arguments: loop = \"label\", warmup = <iterations>, \
 window = <iterations>, tolerance = \"1MiB\", horizon = \"8h\" | \"1000000 iterations\", budget = \"70GiB\", on_leak = \"warn\" | \"panic\", \
-device = \"auto\" | \"host\" | \"cuda:N\", report = \"path/to/report.json\"";
+device = \"auto\" | \"host\" | \"cuda:N\", report = \"path/to/report.json\", lines";
 
 /// Where to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +39,8 @@ pub struct Args {
     pub on_leak_panic: Option<bool>,
     pub device: Option<Device>,
     pub report: Option<String>,
+    /// `lines`: read memory after every statement of the sampled loop's body.
+    pub lines: Option<bool>,
 }
 
 /// Parses the attribute's arguments.
@@ -131,6 +133,12 @@ impl Args {
                     return Err(Error::new(lit.span(), "`report` needs a file path"));
                 }
                 set_once(&mut self.report, lit.value(), &meta)
+            }
+            "lines" => {
+                if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                    return Err(meta.error("`lines` takes no value: write `#[mem_guard(lines)]`"));
+                }
+                set_once(&mut self.lines, true, &meta)
             }
             _ => Err(meta.error(format!("unknown argument `{key}`; {ACCEPTED}"))),
         }
@@ -314,5 +322,9 @@ mod tests {
         assert_eq!(args.loop_label.map(|l| l.0).as_deref(), Some("train"));
         assert_eq!(args.budget, Some(2 << 30));
         assert_eq!(args.on_leak_panic, Some(true));
+        let args = parse(quote::quote!(lines, warmup = 3)).unwrap();
+        assert_eq!((args.lines, args.warmup), (Some(true), Some(3)));
+        let err = parse(quote::quote!(lines = true)).unwrap_err();
+        assert_eq!(err.to_string(), "`lines` takes no value: write `#[mem_guard(lines)]`");
     }
 }

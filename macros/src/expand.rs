@@ -7,6 +7,7 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Error, Expr, ExprBreak, Ident, ItemFn, Label, Result, Stmt, parse_quote};
 
 use crate::args::{Args, Device, Horizon};
+use crate::marks::{MarkSpec, instrument};
 
 /// Expands `#[mem_guard(args)]` on `item`.
 pub fn expand(args: Args, item: TokenStream) -> Result<TokenStream> {
@@ -28,23 +29,34 @@ pub fn expand(args: Args, item: TokenStream) -> Result<TokenStream> {
     let fn_line = function.sig.fn_token.span().start().line;
     let end_line = function.block.brace_token.span.close().start().line;
     let first_line = Span::call_site().start().line.min(fn_line);
-    let (source_path, findings) = static_findings(first_line, end_line.max(fn_line));
+    let (source_path, findings, framework) = static_findings(first_line, end_line.max(fn_line));
+    let source_text = Span::call_site().local_file().and_then(|p| std::fs::read_to_string(p).ok());
     let findings = findings.iter().map(|f| {
         let (rule, line, message) = (&f.rule, f.line as u32, &f.message);
         quote!(::memlint::__private::StaticFinding { rule: #rule, line: #line, message: #message })
     });
 
+    let mut marks = Vec::new();
     let loop_at = match target {
         Some(index) => {
             let found = &collector.loops[index];
             let (line, column) = (found.line as u32, found.column as u32 + 1);
-            let mut rewriter = Rewriter { target: index, next: 0, guard: guard.clone() };
+            let mut rewriter = Rewriter {
+                target: index,
+                next: 0,
+                guard: guard.clone(),
+                lines: args.lines.unwrap_or(false),
+                source: source_text,
+                framework,
+                marks: Vec::new(),
+            };
             rewriter.visit_block_mut(&mut function.block);
+            marks = rewriter.marks;
             quote!(::core::option::Option::Some((#line, #column)))
         }
         None => quote!(::core::option::Option::None),
     };
-    let options = options(&args);
+    let options = options(&args, &marks);
     let fn_line = fn_line as u32;
     let site = quote_spanned! {Span::mixed_site()=>
         static __MEMLINT_SITE: ::memlint::__private::Site = ::memlint::__private::Site {
@@ -75,8 +87,15 @@ pub fn expand(args: Args, item: TokenStream) -> Result<TokenStream> {
     Ok(function.into_token_stream())
 }
 
-fn options(args: &Args) -> TokenStream {
+fn options(args: &Args, marks: &[MarkSpec]) -> TokenStream {
     let mut fields = Vec::new();
+    if !marks.is_empty() {
+        let marks = marks.iter().map(MarkSpec::tokens);
+        fields.push(quote!(marks: &[#(#marks),*],));
+    }
+    if args.lines == Some(true) {
+        fields.push(quote!(lines: true,));
+    }
     if let Some(n) = args.warmup {
         fields.push(quote!(warmup: #n,));
     }
@@ -116,30 +135,38 @@ fn options(args: &Args) -> TokenStream {
 }
 
 /// Runs the static engine on the guarded function's file and keeps the findings between
-/// `first` and `last` (1-based lines). Also returns the file's path for the runtime snippet.
-fn static_findings(first: usize, last: usize) -> (String, Vec<memlint_lint::Finding>) {
+/// `first` and `last` (1-based lines). Also returns the file's path for the runtime snippet and
+/// the file's framework (for the phase marks).
+fn static_findings(first: usize, last: usize) -> (String, Vec<memlint_lint::Finding>, Option<memlint_lint::Framework>) {
     let Some(path) = Span::call_site().local_file() else {
-        return (String::new(), Vec::new());
+        return (String::new(), Vec::new(), None);
     };
     let absolute = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return (absolute.display().to_string(), Vec::new());
+        return (absolute.display().to_string(), Vec::new(), None);
     };
     // The engine parses plain text with proc-macro2, which inside a macro would hand its spans to
     // the compiler's bridge (and panic on the engine's span bookkeeping): force proc-macro2's own
     // implementation while it runs, on a separate thread so that a panic in the engine costs only
     // the findings. Every compiler span this macro needs was read above; tokens are built after.
     proc_macro2::fallback::force();
-    let linted = std::thread::scope(|scope| scope.spawn(|| memlint_lint::lint_source(&path, &text)).join());
+    let linted = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let framework = syn::parse_file(&text).ok().and_then(|f| memlint_lint::frameworks::detect(&f));
+                (memlint_lint::lint_source(&path, &text), framework)
+            })
+            .join()
+    });
     proc_macro2::fallback::unforce();
+    let (linted, framework) = linted.unwrap_or_default();
     let mut findings: Vec<_> = linted
-        .unwrap_or_default()
         .into_iter()
         .filter(|f| f.line >= first && f.line <= last && !matches!(f.rule, "parse_error" | "unused_suppression"))
         .collect();
     findings.sort_by_key(|f| (f.line, f.column));
     findings.dedup_by(|a, b| a.line == b.line && a.rule == b.rule);
-    (absolute.display().to_string(), findings)
+    (absolute.display().to_string(), findings, framework)
 }
 
 /// A loop of the function body (not inside a closure, async block or nested item).
@@ -297,6 +324,14 @@ struct Rewriter {
     target: usize,
     next: usize,
     guard: Ident,
+    /// `#[mem_guard(lines)]`.
+    lines: bool,
+    /// The file's text, for the marks' `code`.
+    source: Option<String>,
+    /// The marks inserted in the target loop's body.
+    marks: Vec<MarkSpec>,
+    /// The file's framework, when detected.
+    framework: Option<memlint_lint::Framework>,
 }
 
 impl Rewriter {
@@ -307,8 +342,9 @@ impl Rewriter {
         index == self.target
     }
 
-    fn instrument_body(&self, body: &mut Block) {
+    fn instrument_body(&mut self, body: &mut Block) {
         let guard = &self.guard;
+        self.marks = instrument(body, guard, self.lines, self.source.as_deref(), self.framework);
         body.stmts.insert(0, parse_quote!(#guard.tick();));
     }
 

@@ -6,6 +6,7 @@
 
 mod args;
 mod expand;
+mod marks;
 
 use proc_macro::TokenStream;
 

@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use crate::cost::{HorizonSpec, Severity, negligible, severity};
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
+use crate::phases::{END, Mark, Recorder, line_table};
 use crate::report::{
     BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, SourceReport, StaticFinding, Verdict, human_bytes,
     human_seconds, write_atomic,
@@ -74,6 +75,10 @@ pub struct Options {
     pub report: Option<&'static str>,
     /// The pinned primary source (`source = "nvml"`); `None` = automatic or `MEMLINT_SOURCE`.
     pub source: Option<&'static str>,
+    /// Readings inside the sampled loop's body (phases, or every statement with `lines`).
+    pub marks: &'static [Mark],
+    /// `#[mem_guard(lines)]`: every statement of the loop body is marked.
+    pub lines: bool,
 }
 
 impl Options {
@@ -89,6 +94,8 @@ impl Options {
         device: DeviceChoice::Auto,
         report: None,
         source: None,
+        marks: &[],
+        lines: false,
     };
 }
 
@@ -189,6 +196,8 @@ struct Run {
     next_flush: u64,
     errors: Vec<String>,
     path: PathBuf,
+    /// Readings at the marks of the loop body.
+    phases: Recorder,
 }
 
 impl Run {
@@ -215,6 +224,7 @@ impl Run {
             next_flush: FIRST_FLUSH,
             errors: Vec::new(),
             path: report_path(site),
+            phases: Recorder::new(o.marks),
         }
     }
 
@@ -227,7 +237,9 @@ impl Run {
     /// Bytes of this run's own growing storage, subtracted from host readings so the guard does
     /// not see itself grow.
     fn own_bytes(&self) -> u64 {
-        (self.samples.capacity() * size_of::<SampleRecord>()) as u64 + self.secondaries.own_bytes()
+        (self.samples.capacity() * size_of::<SampleRecord>()) as u64
+            + self.secondaries.own_bytes()
+            + self.phases.heap_bytes()
     }
 
     /// Opens the sources (or takes them from the previous run with the same options).
@@ -268,6 +280,51 @@ impl Run {
             sampler.begin_iteration();
         }
         self.in_iteration = true;
+        if self.phases.enabled() {
+            let iteration = self.iterations;
+            let start = if self.phases.will_record(iteration) { self.read_sources() } else { None };
+            let t_us = self.t_us();
+            self.phases.begin(iteration, t_us, start.map(|r| r.allocated));
+        }
+    }
+
+    /// Microseconds since the first iteration started.
+    fn t_us(&self) -> u64 {
+        self.started.map_or(0, |s| s.elapsed().as_micros() as u64)
+    }
+
+    /// One reading of the memory source(s), the guard's own storage subtracted; `None` after a
+    /// failed read (recorded in `errors`).
+    fn read_sources(&mut self) -> Option<Reading> {
+        let own = if self.kind.on_device() { 0 } else { self.own_bytes() };
+        match self.sampler.as_mut()?.read() {
+            Ok(r) => {
+                let allocated = r.allocated.saturating_sub(own);
+                Some(Reading {
+                    allocated,
+                    reserved: r.reserved,
+                    peak: r.peak.map(|p| p.saturating_sub(own).max(allocated)),
+                })
+            }
+            Err(e) => {
+                self.error(format!("iteration {}: {e}", self.iterations));
+                None
+            }
+        }
+    }
+
+    /// A mark inside the loop body: reads memory and starts the next segment (peak reset).
+    fn mark(&mut self, mark: u32) {
+        if !self.in_iteration || !self.phases.active() {
+            return;
+        }
+        let t_us = self.t_us();
+        if let Some(reading) = self.read_sources() {
+            self.phases.point(mark, t_us, reading);
+        }
+        if let Some(sampler) = self.sampler.as_mut() {
+            sampler.begin_iteration();
+        }
     }
 
     /// Ends the current iteration: samples, feeds the detector, checks the budget.
@@ -290,6 +347,17 @@ impl Run {
         let own_here = if self.kind.on_device() { 0 } else { own };
         let allocated = reading.allocated.saturating_sub(own_here);
         let peak = reading.peak.map(|p| p.saturating_sub(own_here).max(allocated));
+        let mut peak = peak;
+        if self.phases.active() {
+            // The marks reset the high-water mark: the iteration's peak is the highest segment's.
+            let segments = self.phases.iteration_peak();
+            let t_us = self.t_us();
+            self.phases.point(END, t_us, Reading { allocated, reserved: reading.reserved, peak });
+            peak = match (peak, segments) {
+                (Some(p), Some(s)) => Some(p.max(s)),
+                (p, s) => p.or(s),
+            };
+        }
         self.last_allocated = allocated;
         self.record(iteration, Reading { allocated, reserved: reading.reserved, peak });
         let mut event = None;
@@ -480,7 +548,20 @@ impl Run {
             errors: self.errors.clone(),
             sources,
             blind,
+            phases: self.phases.report(self.kind.as_str(), o.lines),
+            lines: self.line_rows(o.lines),
         }
+    }
+
+    /// The line table of `#[mem_guard(lines)]`, with the static findings at each line.
+    fn line_rows(&self, lines: bool) -> Vec<crate::phases::LineRow> {
+        if !lines {
+            return Vec::new();
+        }
+        let Some(phases) = self.phases.report(self.kind.as_str(), true) else { return Vec::new() };
+        let findings: Vec<(u32, String)> =
+            self.site.static_findings.iter().map(|f| (f.line, format!("{}: {}", f.rule, f.message))).collect();
+        line_table(&phases, &findings)
     }
 
     /// Writes the JSON report; a failure is printed, never raised.
@@ -520,6 +601,9 @@ impl Run {
     /// Final report; never panics (called from `Drop`).
     fn finish(&mut self, outcome: &'static str) {
         if let Some(report) = self.write(outcome) {
+            if crate::summary::wanted() {
+                print_summary(&report);
+            }
             if report.verdict.leak && !self.leak_shown {
                 self.show(&report, Event::Leak);
             }
@@ -537,6 +621,16 @@ fn detector_config(o: &Options) -> DetectorConfig {
         window: o.window,
         tolerance_bytes: o.tolerance_bytes,
         persistence: o.persistence,
+    }
+}
+
+/// `MEMLINT_SUMMARY=1`: the summary of the final report on stderr (read back through the same
+/// model as `cargo memlint report`, so both print the same).
+fn print_summary(report: &Report) {
+    let view =
+        serde_json::to_value(report).ok().and_then(|v| serde_json::from_value::<crate::view::ReportView>(v).ok());
+    if let Some(view) = view {
+        eprint!("{}", crate::summary::render(&view));
     }
 }
 
@@ -664,6 +758,15 @@ impl Guard {
             if let Some(message) = panic {
                 panic!("{message}");
             }
+        }
+    }
+
+    /// After a statement of the loop body that ends a phase (or any statement with `lines`):
+    /// reads memory in recorded iterations (see `phases.rs`); a branch otherwise.
+    #[inline]
+    pub fn mark(&mut self, mark: u32) {
+        if let Some(run) = self.run.as_deref_mut() {
+            run.mark(mark);
         }
     }
 
@@ -832,6 +935,8 @@ mod tests {
             errors: Vec::new(),
             sources: Vec::new(),
             blind: Vec::new(),
+            phases: None,
+            lines: Vec::new(),
         }
     }
 

@@ -12,11 +12,14 @@ pub mod backends;
 pub mod cost;
 pub mod detector;
 mod guard;
+pub mod phases;
 pub mod plan;
 pub mod report;
 pub mod sampler;
 pub mod sources;
+pub mod summary;
 pub mod testing;
+pub mod view;
 
 pub use alloc::{AllocStats, TrackingAllocator};
 pub use backends::watched::{Watched, unwatch_all, watch};
@@ -30,6 +33,7 @@ pub use testing::{GrowthCheck, assert_no_growth, assert_peak_below};
 pub mod __private {
     pub use crate::cost::HorizonSpec;
     pub use crate::guard::{CallScope, Guard, OnLeak, Options, Site, SiteState};
+    pub use crate::phases::Mark;
     pub use crate::report::StaticFinding;
     pub use crate::sampler::DeviceChoice;
 }

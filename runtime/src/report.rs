@@ -128,6 +128,10 @@ pub struct Report {
     /// Where the guard could not see, or saw growth that the primary source did not (schema 2).
     #[serde(default)]
     pub blind: Vec<String>,
+    /// Readings after each phase of the loop body and the phase table (schema 2), or null.
+    pub phases: Option<crate::phases::Phases>,
+    /// Per-statement table of `#[mem_guard(lines)]` (schema 2); empty without `lines`.
+    pub lines: Vec<crate::phases::LineRow>,
 }
 
 /// One memory source of a run: its series and its own verdict (schema 2).

@@ -53,6 +53,7 @@ pub fn check_schema(report: &serde_json::Value) {
         assert!(s["verdict"].get("leak").is_some(), "{s}");
     }
     assert!(report["blind"].is_array());
+    assert!(report.get("phases").is_some() && report["lines"].is_array(), "phases and lines in {report}");
     for key in [
         "function",
         "file",

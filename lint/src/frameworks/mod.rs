@@ -8,6 +8,7 @@ mod burn;
 mod candle;
 pub mod common;
 mod dfdx;
+pub mod phase;
 #[cfg(test)]
 mod stub;
 mod tch;

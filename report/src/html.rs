@@ -1,0 +1,133 @@
+//! One self-contained HTML page per report: inline CSS and SVG, no script, nothing fetched.
+
+use std::fmt::Write;
+
+use memlint_runtime::phases::LineRow;
+use memlint_runtime::report::human_bytes;
+use memlint_runtime::view::ReportView;
+
+use crate::{RenderError, chart};
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1000px}\
+h1{font-size:20px}h2{font-size:16px;margin-top:28px}\
+pre{background:#f6f6f6;padding:10px;overflow-x:auto;font-size:12px}\
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+td.code,th.code,td.text{text-align:left;font-family:monospace}tr.grows td{background:#fff3e0}\
+tr.peak td{background:#e3f2fd}.finding{color:#b71c1c}";
+
+/// The page of `report`.
+pub fn page(report: &ReportView) -> Result<String, RenderError> {
+    let mut out = String::new();
+    let title = format!("memlint: `{}` ({}:{})", report.function, report.file, report.line);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        escape(&title)
+    );
+    let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
+    let _ = writeln!(out, "<p id=\"verdict\">{}</p>", escape(&verdict_line(report)));
+    let _ = writeln!(out, "<h2>Timeline</h2>");
+    for (i, source) in report.source_list().iter().enumerate() {
+        let _ = writeln!(out, "<figure class=\"timeline\">{}</figure>", chart::timeline(report, source, i == 0)?);
+    }
+    if let Some(svg) = chart::projection(report)? {
+        let _ = writeln!(out, "<h2>Projection</h2>\n<figure class=\"projection\">{svg}</figure>");
+    }
+    if let Some(phases) = report.phases.as_ref().filter(|p| !p.table.is_empty()) {
+        let start = |first: bool| {
+            let mut starts: Vec<u64> = phases
+                .records
+                .iter()
+                .filter(|r| (r.iteration == 0) == first)
+                .map(|r| r.start_allocated_bytes)
+                .collect();
+            starts.sort_unstable();
+            starts.get(starts.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+        };
+        let _ = writeln!(out, "<h2>Phases</h2>");
+        let _ = writeln!(
+            out,
+            "<figure class=\"phases\">{}</figure>",
+            chart::phase_bars(&phases.table, start(true), start(false))?
+        );
+    }
+    if !report.lines.is_empty() {
+        let _ = writeln!(out, "<h2>Lines</h2>\n{}", line_table(&report.lines));
+    }
+    let _ = writeln!(out, "<h2>Summary</h2>\n<pre>{}</pre>", escape(&crate::summary(report)));
+    out.push_str("</body></html>\n");
+    Ok(out)
+}
+
+fn verdict_line(report: &ReportView) -> String {
+    let v = &report.verdict;
+    let mut text = if v.leak {
+        format!("Leak: memory grows by {} per iteration", human_bytes(v.growth_bytes_per_iteration))
+    } else {
+        "No leak declared".to_owned()
+    };
+    if let Some(i) = v.detected_at_iteration {
+        let _ = write!(text, " (declared at iteration {i})");
+    }
+    let _ = write!(
+        text,
+        "; {} iterations on {} ({}), warm-up {}.",
+        report.iterations, report.device, report.backend, report.warmup
+    );
+    text
+}
+
+fn signed(value: Option<i64>) -> String {
+    match value {
+        Some(d) if d > 0 => format!("+{}", human_bytes(d as f64)),
+        Some(d) => human_bytes(d as f64),
+        None => "-".to_owned(),
+    }
+}
+
+fn line_table(rows: &[LineRow]) -> String {
+    let mut out = String::from(
+        "<table id=\"lines\"><tr><th>line</th><th>phase</th><th>first: delta</th><th>steady: delta</th>\
+         <th>steady: peak</th><th>grows</th><th>holds peak</th><th class=\"code\">code</th><th class=\"code\">static findings</th></tr>\n",
+    );
+    for r in rows {
+        let class = if r.grows {
+            " class=\"grows\""
+        } else if r.holds_peak {
+            " class=\"peak\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "<tr{class}><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"code\">{}</td><td class=\"code finding\">{}</td></tr>",
+            r.line.map_or_else(|| "end".to_owned(), |l| l.to_string()),
+            escape(r.phase.as_deref().unwrap_or("")),
+            signed(r.first_delta_bytes),
+            signed(r.steady_delta_bytes),
+            r.steady_peak_bytes.map_or_else(|| "-".to_owned(), |b| human_bytes(b as f64)),
+            if r.grows { "yes" } else { "" },
+            if r.holds_peak { "yes" } else { "" },
+            escape(&r.code),
+            escape(&r.static_findings.join("; ")),
+        );
+    }
+    out.push_str("</table>");
+    out
+}

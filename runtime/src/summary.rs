@@ -1,0 +1,262 @@
+//! The terminal summary of a report, in the manner of PyTorch's `memory_summary()`: per source
+//! current and peak allocated and reserved; the phase table (first iteration vs steady state);
+//! the lines that grow and that hold the peak; the verdict and the projection.
+//!
+//! Printed on stderr at the end of a guarded run with `MEMLINT_SUMMARY=1`, and by
+//! `cargo memlint report`.
+
+use std::fmt::Write;
+
+use crate::phases::{LineRow, PhaseValue, steady_net_growth};
+use crate::report::{human_bytes, human_seconds};
+use crate::view::{ReportView, SourceView};
+
+/// Lines shown per list (growing lines, peak lines).
+const TOP: usize = 5;
+/// Left-aligned columns besides the first.
+const TEXT_COLUMNS: &[&str] = &["static finding", "code"];
+/// Characters of code shown per line.
+const CODE_WIDTH: usize = 60;
+
+/// Renders the summary of `report`.
+pub fn render(report: &ReportView) -> String {
+    let mut out = String::new();
+    let at = match report.loop_line {
+        Some(line) => format!("{}:{}, loop at line {line}", report.file, report.line),
+        None => format!("{}:{}, sampled per call", report.file, report.line),
+    };
+    let _ = writeln!(out, "memlint memory summary: `{}` ({at})", report.function);
+    let _ = writeln!(
+        out,
+        "{} iterations in {}, {}, report version {}",
+        report.iterations,
+        human_seconds(report.elapsed_seconds),
+        report.outcome,
+        report.version
+    );
+    sources(&mut out, &report.source_list());
+    phases(&mut out, report);
+    lines(&mut out, report);
+    verdict(&mut out, report);
+    out
+}
+
+/// Whether `MEMLINT_SUMMARY` asks for the summary at the end of each guarded run.
+pub fn wanted() -> bool {
+    matches!(
+        std::env::var("MEMLINT_SUMMARY").map(|v| v.trim().to_ascii_lowercase()).as_deref(),
+        Ok("1" | "on" | "true" | "yes")
+    )
+}
+
+/// A table with a header row, columns right-aligned except the first.
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let rule: String = widths.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("+");
+    let line = |cells: &[String]| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                let pad = w - c.chars().count();
+                if i == 0 || TEXT_COLUMNS.contains(&header[i]) {
+                    format!(" {c}{} ", " ".repeat(pad))
+                } else {
+                    format!(" {}{c} ", " ".repeat(pad))
+                }
+            })
+            .collect();
+        padded.join("|").trim_end().to_owned()
+    };
+    let _ = writeln!(out, "{rule}");
+    let _ = writeln!(out, "{}", line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>()));
+    let _ = writeln!(out, "{rule}");
+    for row in rows {
+        let _ = writeln!(out, "{}", line(row));
+    }
+    let _ = writeln!(out, "{rule}");
+}
+
+/// `text` cut to `width` characters (with an ellipsis).
+fn cut(text: &str, width: usize) -> String {
+    match text.char_indices().nth(width) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+fn bytes(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |b| human_bytes(b as f64))
+}
+
+fn signed(value: Option<i64>) -> String {
+    match value {
+        Some(d) if d > 0 => format!("+{}", human_bytes(d as f64)),
+        Some(d) => human_bytes(d as f64),
+        None => "-".to_owned(),
+    }
+}
+
+fn sources(out: &mut String, sources: &[SourceView]) {
+    let rows: Vec<Vec<String>> = sources
+        .iter()
+        .map(|s| {
+            let last = s.samples.last();
+            let peak = s.samples.iter().map(|x| x.peak_bytes.unwrap_or(x.allocated_bytes)).max();
+            let reserved_peak = s.samples.iter().filter_map(|x| x.reserved_bytes).max();
+            vec![
+                format!("{} ({})", s.source, s.device),
+                bytes(last.map(|x| x.allocated_bytes)),
+                bytes(peak),
+                bytes(last.and_then(|x| x.reserved_bytes)),
+                bytes(reserved_peak),
+            ]
+        })
+        .collect();
+    table(out, &["source", "allocated now", "allocated peak", "reserved now", "reserved peak"], &rows);
+}
+
+fn phases(out: &mut String, report: &ReportView) {
+    let Some(phases) = &report.phases else { return };
+    if phases.table.is_empty() {
+        return;
+    }
+    let cells = |v: Option<PhaseValue>| -> [String; 3] {
+        match v {
+            Some(v) => {
+                [human_bytes(v.allocated_bytes as f64), human_bytes(v.peak_bytes as f64), signed(Some(v.delta_bytes))]
+            }
+            None => ["-".into(), "-".into(), "-".into()],
+        }
+    };
+    let rows: Vec<Vec<String>> = phases
+        .table
+        .iter()
+        .map(|row| {
+            let name = match row.line {
+                Some(line) => format!("{} (line {line})", row.phase),
+                None => format!("{} (drops)", row.phase),
+            };
+            let mut cells_row = vec![name];
+            cells_row.extend(cells(row.first));
+            cells_row.extend(cells(row.steady));
+            cells_row
+        })
+        .collect();
+    let recorded = phases.records.len();
+    let _ = writeln!(
+        out,
+        "phases ({}; first iteration vs median of {} other recorded iterations):",
+        phases.source,
+        recorded.saturating_sub(1)
+    );
+    table(
+        out,
+        &["phase", "1st: alloc", "1st: peak", "1st: delta", "steady: alloc", "steady: peak", "steady: delta"],
+        &rows,
+    );
+}
+
+fn lines(out: &mut String, report: &ReportView) {
+    if report.lines.is_empty() {
+        return;
+    }
+    let row = |r: &LineRow| {
+        vec![
+            r.line.map_or_else(|| "end".to_owned(), |l| l.to_string()),
+            signed(r.first_delta_bytes),
+            signed(r.steady_delta_bytes),
+            bytes(r.steady_peak_bytes),
+            r.static_findings.iter().map(|f| f.split(':').next().unwrap_or(f)).collect::<Vec<_>>().join(", "),
+            cut(&r.code, CODE_WIDTH),
+        ]
+    };
+    let header = ["line", "1st: delta", "steady: delta", "steady: peak", "static finding", "code"];
+    let mut growing: Vec<&LineRow> = report.lines.iter().filter(|r| r.grows).collect();
+    growing.sort_by_key(|r| (r.static_findings.is_empty(), std::cmp::Reverse(r.steady_delta_bytes.unwrap_or(0))));
+    if !growing.is_empty() {
+        let net = report.phases.as_ref().and_then(steady_net_growth);
+        let _ = writeln!(
+            out,
+            "lines that add memory while the iteration grows (net {} per iteration; static findings first):",
+            signed(net)
+        );
+        let mut rows: Vec<Vec<String>> = growing.iter().take(TOP).map(|r| row(r)).collect();
+        // What the end of the iteration releases tells how much of the added memory stays.
+        rows.extend(report.lines.iter().filter(|r| r.line.is_none()).map(row));
+        table(out, &header, &rows);
+    }
+    let mut peaks: Vec<&LineRow> = report.lines.iter().collect();
+    peaks.sort_by_key(|r| (!r.holds_peak, std::cmp::Reverse(r.steady_peak_bytes.unwrap_or(0))));
+    let _ = writeln!(out, "lines that hold the peak (highest steady peak first):");
+    let rows: Vec<Vec<String>> = peaks.iter().take(3).map(|r| row(r)).collect();
+    table(out, &header, &rows);
+}
+
+fn verdict(out: &mut String, report: &ReportView) {
+    let v = &report.verdict;
+    if v.leak {
+        let when = match (v.detected_at_iteration, &v.detected_by) {
+            (Some(i), Some(by)) => format!(", declared at iteration {i} ({by})"),
+            (Some(i), None) => format!(", declared at iteration {i}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "verdict: leak, {} per iteration{when}",
+            signed(Some(v.growth_bytes_per_iteration.round() as i64))
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "verdict: no leak ({} per iteration after warm-up {})",
+            signed(Some(v.growth_bytes_per_iteration.round() as i64)),
+            report.warmup
+        );
+    }
+    if let (Some(n), Some(limit)) = (v.projected_iterations_to_exhaustion, &v.exhaustion_limit) {
+        let time =
+            v.projected_seconds_to_exhaustion.map(|s| format!(" (about {})", human_seconds(s))).unwrap_or_default();
+        let _ = writeln!(out, "projection: {limit} memory runs out in {n} iterations{time}");
+    }
+    for finding in &report.static_findings {
+        let _ = writeln!(out, "static finding: line {}: {} [{}]", finding.line, finding.message, finding.rule);
+    }
+    if !report.errors.is_empty() {
+        let _ = writeln!(out, "sampling errors: {}", report.errors.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_v1_report_renders_sources_and_verdict() {
+        let text = r#"{"version": 1, "function": "train", "file": "src/t.rs", "line": 3, "loop_line": 5,
+            "backend": "host-allocator", "device": "host", "outcome": "returned", "iterations": 2,
+            "elapsed_seconds": 0.5, "warmup": 10,
+            "samples": [{"iteration": 0, "allocated_bytes": 1024, "reserved_bytes": null, "peak_bytes": 4096},
+                        {"iteration": 1, "allocated_bytes": 2048, "reserved_bytes": null, "peak_bytes": 3072}],
+            "verdict": {"leak": true, "growth_bytes_per_iteration": 1024.0, "detected_at_iteration": 1,
+                        "detected_by": "window", "projected_iterations_to_exhaustion": 10,
+                        "projected_seconds_to_exhaustion": 5.0, "exhaustion_limit": "host"}}"#;
+        let report = ReportView::parse("r", text).unwrap();
+        let text = render(&report);
+        for expected in [
+            "memlint memory summary: `train` (src/t.rs:3, loop at line 5)",
+            " host-allocator (host) |      2.00 KiB |       4.00 KiB |            - |             -",
+            "verdict: leak, +1.00 KiB per iteration, declared at iteration 1 (window)",
+            "projection: host memory runs out in 10 iterations (about 5 s)",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
+        assert!(!text.contains("phases"));
+    }
+}
