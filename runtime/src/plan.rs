@@ -61,6 +61,18 @@ pub struct Measurement {
     pub after_step_bytes: u64,
     /// Wall time of the last step.
     pub step_seconds: f64,
+    /// Highest bytes the allocator reserved during the last step, where the backend knows (the
+    /// CUDA pool): above `peak_bytes` when blocks fragment, and what runs out first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_peak_bytes: Option<u64>,
+}
+
+impl Measurement {
+    /// What the fit uses: the reserved peak where known, else the peak of live allocations.
+    #[must_use]
+    pub fn footprint_bytes(&self) -> u64 {
+        self.reserved_peak_bytes.map_or(self.peak_bytes, |r| r.max(self.peak_bytes))
+    }
 }
 
 /// Where the fixed memory goes, as far as it can be told.
@@ -321,8 +333,8 @@ impl Planner {
         plan.fit_error = sorted
             .iter()
             .map(|m| {
-                (plan.fixed_bytes + plan.per_sample_bytes * m.batch as f64 - m.peak_bytes as f64).abs()
-                    / m.peak_bytes.max(1) as f64
+                (plan.fixed_bytes + plan.per_sample_bytes * m.batch as f64 - m.footprint_bytes() as f64).abs()
+                    / m.footprint_bytes().max(1) as f64
             })
             .fold(0.0, f64::max);
         plan.measurements = session.measurements.clone();
@@ -360,8 +372,14 @@ impl<F> Session<F> {
     where
         F: FnMut(usize) -> Result<(), E>,
     {
-        let mut m =
-            Measurement { batch, peak_bytes: 0, first_step_peak_bytes: 0, after_step_bytes: 0, step_seconds: 0.0 };
+        let mut m = Measurement {
+            batch,
+            peak_bytes: 0,
+            first_step_peak_bytes: 0,
+            after_step_bytes: 0,
+            step_seconds: 0.0,
+            reserved_peak_bytes: None,
+        };
         for i in 0..self.steps {
             self.source.begin_iteration();
             let t = Instant::now();
@@ -375,6 +393,7 @@ impl<F> Session<F> {
                 self.created_by_first.get_or_insert(r.allocated.saturating_sub(before));
             }
             m.peak_bytes = peak;
+            m.reserved_peak_bytes = self.source.reserved_peak();
             m.after_step_bytes = r.allocated;
             m.step_seconds = elapsed.as_secs_f64();
         }
@@ -411,11 +430,11 @@ pub fn fit_plan(measurements: &[Measurement], inputs: FitInputs) -> Result<Plan,
         return Err("a plan needs measurements at two batch sizes or more".to_owned());
     }
     let mean_x = measurements.iter().map(|m| m.batch as f64).sum::<f64>() / n;
-    let mean_y = measurements.iter().map(|m| m.peak_bytes as f64).sum::<f64>() / n;
+    let mean_y = measurements.iter().map(|m| m.footprint_bytes() as f64).sum::<f64>() / n;
     let (mut sxy, mut sxx) = (0.0, 0.0);
     for m in measurements {
         let dx = m.batch as f64 - mean_x;
-        sxy += dx * (m.peak_bytes as f64 - mean_y);
+        sxy += dx * (m.footprint_bytes() as f64 - mean_y);
         sxx += dx * dx;
     }
     let per_sample = sxy / sxx;
@@ -428,7 +447,10 @@ pub fn fit_plan(measurements: &[Measurement], inputs: FitInputs) -> Result<Plan,
     let fixed = mean_y - per_sample * mean_x;
     let fit_error = measurements
         .iter()
-        .map(|m| ((fixed + per_sample * m.batch as f64) - m.peak_bytes as f64).abs() / m.peak_bytes.max(1) as f64)
+        .map(|m| {
+            ((fixed + per_sample * m.batch as f64) - m.footprint_bytes() as f64).abs()
+                / m.footprint_bytes().max(1) as f64
+        })
         .fold(0.0, f64::max);
     // The small epsilon keeps an exact fit (899.999… from rounding) at its integer.
     let fits = |limit: f64| ((limit - fixed) / per_sample + 1e-6).floor().max(0.0) as u64;
@@ -473,9 +495,14 @@ impl fmt::Display for Plan {
             "memlint plan: {} on {} (peak of complete steps, {:.1} s)",
             self.backend, self.device, self.seconds
         )?;
-        writeln!(f, "  {:>8}  {:>12}  {:>12}  {:>12}", "batch", "peak", "first step", "held after")?;
+        let reserved = self.measurements.iter().any(|m| m.reserved_peak_bytes.is_some());
+        write!(f, "  {:>8}  {:>12}  {:>12}  {:>12}", "batch", "peak", "first step", "held after")?;
+        if reserved {
+            write!(f, "  {:>13}", "reserved peak")?;
+        }
+        writeln!(f)?;
         for m in &self.measurements {
-            writeln!(
+            write!(
                 f,
                 "  {:>8}  {:>12}  {:>12}  {:>12}",
                 m.batch,
@@ -483,6 +510,13 @@ impl fmt::Display for Plan {
                 human_bytes(m.first_step_peak_bytes as f64),
                 human_bytes(m.after_step_bytes as f64)
             )?;
+            if let Some(r) = m.reserved_peak_bytes {
+                write!(f, "  {:>13}", human_bytes(r as f64))?;
+            }
+            writeln!(f)?;
+        }
+        if reserved {
+            writeln!(f, "  (fitted on the reserved peak: the allocator's blocks, fragmentation included)")?;
         }
         writeln!(
             f,
@@ -574,7 +608,14 @@ mod tests {
     use super::*;
 
     fn m(batch: usize, peak: u64) -> Measurement {
-        Measurement { batch, peak_bytes: peak, first_step_peak_bytes: peak, after_step_bytes: 0, step_seconds: 0.0 }
+        Measurement {
+            batch,
+            peak_bytes: peak,
+            first_step_peak_bytes: peak,
+            after_step_bytes: 0,
+            step_seconds: 0.0,
+            reserved_peak_bytes: None,
+        }
     }
 
     fn inputs(limit: u64) -> FitInputs {
@@ -598,6 +639,24 @@ mod tests {
         // 10 % margin: (0.9e9 - 1e8) / 1e6 = 800.
         assert_eq!(plan.recommended_batch, 800);
         assert!(plan.fit_error < 1e-9);
+    }
+
+    #[test]
+    fn the_reserved_peak_is_fitted_where_the_allocator_knows_it() {
+        // Live allocations peak at 100 MB + 1 MB per sample, but the pool's blocks at
+        // 100 MB + 1.25 MB per sample: the blocks run out first, so they are what is fitted.
+        let with_reserved = |batch: usize| Measurement {
+            reserved_peak_bytes: Some(100_000_000 + 1_250_000 * batch as u64),
+            ..m(batch, 100_000_000 + 1_000_000 * batch as u64)
+        };
+        let plan = fit_plan(&[with_reserved(100), with_reserved(200)], inputs(1_100_000_000)).unwrap();
+        assert_eq!(plan.largest_batch, 800);
+        let text = plan.to_string();
+        assert!(text.contains("reserved peak"), "{text}");
+        // A reserved figure below the live peak (a backend that does not track it well) never
+        // lowers the footprint.
+        let low = Measurement { reserved_peak_bytes: Some(1), ..m(100, 200_000_000) };
+        assert_eq!(low.footprint_bytes(), 200_000_000);
     }
 
     #[test]

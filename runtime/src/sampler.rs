@@ -122,6 +122,12 @@ pub trait Sample: Send {
     fn read(&mut self) -> Result<Reading, SampleError>;
     /// Reads how much memory is left. May be slow (tens of µs): call it sparingly.
     fn capacity(&mut self) -> Option<Capacity>;
+    /// Highest bytes the allocator held (reserved) since the last [`Sample::begin_iteration`],
+    /// where it reserves memory in blocks and knows its high-water mark. This, not the peak of
+    /// live allocations, is what runs out first when blocks fragment. `None` by default.
+    fn reserved_peak(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// Where the guard samples, from the `device` option.

@@ -9,7 +9,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 NV=$(python3 -c 'import nvidia;print(nvidia.__path__[0])' 2>/dev/null || true)
 [ -n "$NV" ] && export LD_LIBRARY_PATH="$NV/cu13/lib:${LD_LIBRARY_PATH:-}"
-B=./gpu-bin/gpu_plan
+B=${MEMLINT_GPU_PLAN:-./gpu-bin/gpu_plan}
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv | tee "$OUT/gpu.txt"
 $B probe mlp 64; echo "warm-up probe (kernel JIT) exit status: $?"
 for m in mlp transformer; do

@@ -174,17 +174,26 @@ mod imp {
 
         fn begin_iteration(&mut self) {
             for d in &self.devices {
-                let mut zero = 0u64;
                 // A failed reset only makes the next peak cover more than one iteration.
-                let _ = call("cuMemPoolSetAttribute", || unsafe {
-                    // SAFETY: a valid pool; setting a high-water attribute to 0 resets it.
-                    result::mem_pool::set_attribute(
-                        d.pool,
-                        CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                        &mut zero as *mut u64 as *mut c_void,
-                    )
-                });
+                for attr in [
+                    CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                    CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                ] {
+                    let mut zero = 0u64;
+                    let _ = call("cuMemPoolSetAttribute", || unsafe {
+                        // SAFETY: a valid pool; setting a high-water attribute to 0 resets it.
+                        result::mem_pool::set_attribute(d.pool, attr, &mut zero as *mut u64 as *mut c_void)
+                    });
+                }
             }
+        }
+
+        fn reserved_peak(&mut self) -> Option<u64> {
+            let mut total = 0;
+            for d in &self.devices {
+                total += get(d.pool, CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH).ok()?;
+            }
+            Some(total)
         }
 
         fn read(&mut self) -> Result<Reading, SampleError> {
