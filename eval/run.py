@@ -324,6 +324,15 @@ def parse_findings(stdout: str, tree: Path) -> list[Finding]:
     return findings
 
 
+def resolve_binary(memlint: str) -> str:
+    """memlint runs inside each checkout, so a relative path (`target/release/cargo-memlint`)
+    is made absolute against the directory the script was started in; a bare name is left to
+    be looked up on PATH."""
+    if os.sep in memlint or (os.altsep and os.altsep in memlint):
+        return os.path.abspath(memlint)
+    return memlint
+
+
 def run_memlint(memlint: str, repo: Repo, tree: Path, timeout: int) -> tuple[list[Finding], int, float]:
     cmd = [memlint, "memlint", "--message-format", "json", "--color", "never", "-W", "warnings",
            *repo.paths]
@@ -497,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="check the split and make the checkouts, run nothing")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per repository")
     args = ap.parse_args(argv)
+    args.memlint = resolve_binary(args.memlint)
     try:
         repos = load_corpus(args.corpus_dir)
         problems = check_split(repos)

@@ -138,6 +138,19 @@ class InputTest(unittest.TestCase):
             self.assertEqual(status, 2)
             self.assertIn("the split rule puts it in", err.getvalue())
 
+    def test_a_relative_memlint_path_is_resolved_where_the_script_started(self):
+        import os
+        with tempfile.TemporaryDirectory() as folder:
+            before = os.getcwd()
+            os.chdir(folder)
+            try:
+                resolved = run.resolve_binary("target/release/cargo-memlint")
+                self.assertEqual(resolved, str(Path(folder).resolve() / "target/release/cargo-memlint"))
+                self.assertTrue(Path(resolved).is_absolute())
+            finally:
+                os.chdir(before)
+        self.assertEqual(run.resolve_binary("cargo-memlint"), "cargo-memlint")
+
     def test_parse_findings_reads_cargo_json_lines(self):
         line = json.dumps({
             "reason": "compiler-message",
