@@ -227,29 +227,24 @@ impl GradStores {
                         {
                             a = strip_place(&c.receiver);
                         }
-                        if let Expr::Path(p) = a
-                            && let Some(i) = p.path.get_ident()
-                        {
-                            self.1.traced.insert(i.to_string());
+                        if let Some(key) = place_key(a) {
+                            self.1.traced.insert(key);
                         }
                     }
                 }
                 syn::visit::visit_expr_method_call(self, m);
             }
             fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
-                if let Expr::Path(p) = &*a.left
-                    && let Some(i) = p.path.get_ident()
-                {
-                    self.1.assigned.insert(i.to_string());
+                if let Some(key) = place_key(&a.left) {
+                    self.1.assigned.insert(key);
                 }
                 syn::visit::visit_expr_assign(self, a);
             }
             fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
-                if let Expr::Path(p) = &*b.left
-                    && let Some(i) = p.path.get_ident()
+                if let Some(key) = place_key(&b.left)
                     && matches!(b.op, syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_))
                 {
-                    self.1.assigned.insert(i.to_string());
+                    self.1.assigned.insert(key);
                 }
                 syn::visit::visit_expr_binary(self, b);
             }
@@ -524,7 +519,7 @@ impl Builder<'_> {
         {
             return true;
         }
-        matches!(strip_place(e), Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.grad_stores.traced.contains(&i.to_string())))
+        place_key(e).is_some_and(|key| self.grad_stores.traced.contains(&key))
     }
 
     /// The declared type of the binding an expression names (`memory` in `&mut memory`).
@@ -1121,16 +1116,17 @@ impl Builder<'_> {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 // A fresh copy of a store nothing writes into (`zeroed.clone()` of a zeroed
                 // store): each use starts from zero gradients, as after clearing.
+                // The store may be a field (`dqn.gradients.clone()`): then nothing may assign
+                // the field, and its root binding must come from outside the loop.
                 if kind == CallKind::GradsCopy
-                    && let Expr::Path(p) = strip_place(&m.receiver)
-                    && let Some(i) = p.path.get_ident()
-                    && self.grad_stores.traced.contains(&i.to_string())
-                    && !self.grad_stores.assigned.contains(&i.to_string())
+                    && let Some(key) = place_key(&m.receiver)
+                    && self.grad_stores.traced.contains(&key)
+                    && !self.grad_stores.assigned.contains(&key)
                     && self
-                        .lookup(&i.to_string())
+                        .lookup(key.split('.').next().unwrap_or(&key))
                         .is_some_and(|slot| self.g.bindings[self.env[slot].0].decl_loop != self.cur_loop())
                 {
-                    self.record_call(TrainingCallKind::Clear, span.clone(), i.to_string());
+                    self.record_call(TrainingCallKind::Clear, span.clone(), key);
                 }
                 self.vocab(kind, span, None, false);
                 if let Some(last) = self.g.vocab_calls.last_mut() {
@@ -1655,7 +1651,22 @@ fn root_is_self(e: &Expr) -> bool {
         Expr::Reference(r) => root_is_self(&r.expr),
         Expr::Paren(p) => root_is_self(&p.expr),
         Expr::Index(i) => root_is_self(&i.expr),
+        // `0..self.n_layers`, `0..self.blocks.len()`: as many iterations as the model has parts.
+        Expr::Range(r) => r.end.as_deref().is_some_and(root_is_self),
         _ => false,
+    }
+}
+
+/// A place written as a local or a chain of named fields (`grads`, `dqn.gradients`), as text;
+/// `None` for anything else (`self` included, whose fields other methods may write).
+fn place_key(e: &Expr) -> Option<String> {
+    match strip_place(e) {
+        Expr::Path(p) => p.path.get_ident().filter(|i| *i != "self").map(ToString::to_string),
+        Expr::Field(f) => match &f.member {
+            syn::Member::Named(m) => Some(format!("{}.{m}", place_key(&f.base)?)),
+            syn::Member::Unnamed(_) => None,
+        },
+        _ => None,
     }
 }
 

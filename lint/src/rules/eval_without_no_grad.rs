@@ -15,8 +15,8 @@ pub static META: RuleMeta = RuleMeta {
 In tch code, finds a loop that runs no backward (evaluation, inference) and keeps a value
 computed by a forward pass with gradients enabled in a collection declared outside the loop
 (`outputs.push(net.forward(&x))`). Model code is left alone: `forward` methods, functions that
-return a graph-carrying value to their caller, and loops over `self.layers` chain activations on
-purpose. Sums and reassignments in evaluation loops are not
+return a graph-carrying value to their caller, and loops over the model's own parts
+(`for layer in &self.layers`, `for i in 0..self.n_layers`) chain activations on purpose. Sums and reassignments in evaluation loops are not
 reported yet (they are indistinguishable from layer chaining without types).
 
 ### Why is this bad?
@@ -135,5 +135,37 @@ fn predict(net: &dyn tch::nn::Module, xs: &[Tensor]) -> Vec<Tensor> {
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("eval_without_no_grad", None, PASSES), 0);
+    }
+
+    /// An encoder that returns every layer's output: the loop runs once per layer of the
+    /// model (`0..self.depth`), not once per batch of data.
+    const LAYER_OUTPUTS: &str = r#"
+use tch::Tensor;
+struct Encoder { blocks: Vec<tch::nn::Linear>, depth: usize }
+impl Encoder {
+    fn all_outputs(&self, x: &Tensor) -> Vec<Tensor> {
+        let mut outs = Vec::with_capacity(self.depth);
+        let mut h = x.shallow_clone();
+        for i in 0..self.depth {
+            let y = self.blocks[i].forward(&h);
+            h = y.shallow_clone();
+            outs.push(y);
+        }
+        outs
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_loop_over_the_models_own_layers() {
+        assert_eq!(count("eval_without_no_grad", None, LAYER_OUTPUTS), 0);
+        let by_len = LAYER_OUTPUTS.replace("0..self.depth", "0..self.blocks.len()");
+        assert_eq!(count("eval_without_no_grad", None, &by_len), 0);
+        // The same loop bounded by the caller's data is an evaluation loop.
+        let over_data = LAYER_OUTPUTS
+            .replace("fn all_outputs(&self, x: &Tensor)", "fn all_outputs(&self, x: &Tensor, n: usize)")
+            .replace("0..self.depth", "0..n")
+            .replace("self.blocks[i]", "self.blocks[0]");
+        assert_eq!(count("eval_without_no_grad", None, &over_data), 1);
     }
 }

@@ -207,6 +207,29 @@ fn train_step(net: &dyn Module, opt: &mut tch::nn::Optimizer, x: &tch::Tensor) {
         assert_eq!(count("missing_zero_grad", None, &updated), 1);
     }
 
+    /// The same with the zeroed store kept in a field of a local (`agent.grads`).
+    const FRESH_CLONE_OF_A_FIELD: &str = r#"
+use dfdx::prelude::*;
+struct Agent { net: M, grads: Gradients<f32, Cpu> }
+fn fit(agent: &mut Agent, opt: &mut O, data: &[(X, Y)]) {
+    for (x, y) in data {
+        let loss = mse_loss(agent.net.forward(x.trace(agent.grads.clone())), y.clone());
+        let g = loss.backward();
+        opt.update(&mut agent.net, &g).unwrap();
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_fresh_clone_of_a_field_never_updated() {
+        assert_eq!(count("missing_zero_grad", None, FRESH_CLONE_OF_A_FIELD), 0);
+        // Backward's store written back into the field: gradients pile up in it.
+        let updated = FRESH_CLONE_OF_A_FIELD
+            .replace("let g = loss.backward();", "agent.grads = loss.backward();")
+            .replace("&g)", "&agent.grads)");
+        assert_eq!(count("missing_zero_grad", None, &updated), 1);
+    }
+
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("missing_zero_grad", None, PASSES), 0);
