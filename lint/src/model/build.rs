@@ -1214,7 +1214,11 @@ impl Builder<'_> {
             // burn 0.22: `device.autodiff()` makes an autodiff device.
             self.g.autodiff = true;
         }
-        if frameworks::is_forward_method(&name) || specs.iter().any(|s| s.tape_methods.contains(&name.as_str())) {
+        // A forward-named method the crate defines with a host return type is the crate's own.
+        let crate_plain = self.crate_fns.plain_fns.contains(&name);
+        if (frameworks::is_forward_method(&name) && !crate_plain)
+            || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
+        {
             return self.forward_call(m, recv, recv_span);
         }
         if common::PARAM_METHODS.contains(&name.as_str()) {
@@ -1614,7 +1618,7 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames {
 
 /// Whether a type holds no tensor: primitives, `String`, and tuples, `Result`, `Option`, `Vec`
 /// and arrays of those.
-fn type_is_plain(ty: &syn::Type) -> bool {
+pub(super) fn type_is_plain(ty: &syn::Type) -> bool {
     match ty {
         syn::Type::Tuple(t) => t.elems.iter().all(type_is_plain),
         syn::Type::Array(a) => type_is_plain(&a.elem),

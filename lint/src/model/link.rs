@@ -165,6 +165,41 @@ pub struct CrateNames {
     /// Names declared (as fields or parameters) with a gradient store's type
     /// (`zeroed: Gradients<f32, Cpu>`).
     pub grads_fields: HashSet<String>,
+    /// Function names whose every definition in the crate declares a host return type
+    /// (`fn apply(&self, mean: &[f32]) -> Vec<f32>`): a call to one of them returns no graph
+    /// even when the name is one frameworks use for a forward pass.
+    pub plain_fns: HashSet<String>,
+}
+
+/// The declared return type of the function whose name ends at `from` in `text`, when it is
+/// written and is a host type (`-> Vec<f32>`, `-> (f32, usize)`); `None` when it is not or
+/// cannot be told.
+fn declares_plain_return(text: &str, from: usize) -> Option<bool> {
+    // The signature runs to the body or the `;` of a trait declaration.
+    let end = text[from..].find(['{', ';']).map_or(text.len(), |p| from + p);
+    let sig = &text[from..end];
+    let bytes = sig.as_bytes();
+    let (mut depth, mut arrow) = (0i32, None);
+    let mut k = 0;
+    while k < bytes.len() {
+        match bytes[k] {
+            b'-' if bytes.get(k + 1) == Some(&b'>') => {
+                if depth == 0 {
+                    arrow = Some(k + 2);
+                    break;
+                }
+                k += 1;
+            }
+            b'(' | b'<' | b'[' => depth += 1,
+            b')' | b'>' | b']' => depth -= 1,
+            _ => {}
+        }
+        k += 1;
+    }
+    let ret = &sig[arrow?..];
+    let ret = ret.split(" where").next().unwrap_or(ret).trim();
+    let ty = syn::parse_str::<syn::Type>(ret).ok()?;
+    Some(super::build::type_is_plain(&ty))
 }
 
 /// Scans the crate's texts for [`CrateNames`].
@@ -173,6 +208,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut plain = HashSet::new();
     let mut other = HashSet::new();
     let mut grads_fields = HashSet::new();
+    let (mut plain_fns, mut other_fns) = (HashSet::new(), HashSet::new());
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     for text in texts {
         let bytes = text.as_bytes();
@@ -186,7 +222,14 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             let rest = text[i..].trim_start();
             let len = ident_end(rest);
             if len > 0 {
-                fns.insert(rest[..len].to_string());
+                let name = rest[..len].to_string();
+                let name_end = text.len() - rest.len() + len;
+                if declares_plain_return(text, name_end) == Some(true) {
+                    plain_fns.insert(name.clone());
+                } else {
+                    other_fns.insert(name.clone());
+                }
+                fns.insert(name);
             }
         }
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
@@ -229,7 +272,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         }
     }
     let plain_fields = plain.difference(&other).cloned().collect();
-    CrateNames { fns, plain_fields, grads_fields }
+    let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
+    CrateNames { fns, plain_fields, grads_fields, plain_fns }
 }
 
 /// Function lookup by name.

@@ -276,4 +276,50 @@ fn train(model: &Mlp, xs: &[Tensor]) -> candle_core::Result<Vec<Tensor>> {
     fn accepts_the_fixed_code() {
         assert_eq!(count("retained_graph_output", None, PASSES), 0);
     }
+
+    /// A crate method named like a forward pass (`apply`) whose signature returns host data:
+    /// the action it returns carries no graph, and neither does what the environment makes of it.
+    const HOST_ACTION: &str = r#"
+use burn::tensor::{backend::AutodiffBackend, Tensor};
+struct Noise { sigma: f32 }
+impl Noise {
+    fn apply(&self, mean: &[f32]) -> Vec<f32> {
+        mean.iter().map(|m| m + self.sigma).collect()
+    }
+}
+struct Agent<B: AutodiffBackend, O, A> { noise: Noise, buffer: Vec<(O, A)> }
+impl<B: AutodiffBackend, O, A: Action> Agent<B, O, A> {
+    fn act(&self, obs: &O) -> A {
+        let mean = obs.features();
+        A::from_slice(&self.noise.apply(&mean))
+    }
+    fn remember(&mut self, obs: O, action: &A) {
+        self.buffer.push((obs, action.clone()));
+    }
+}
+fn train<B: AutodiffBackend, O, A: Action>(agent: &mut Agent<B, O, A>, env: &mut Env, n: usize) {
+    let mut obs = env.reset();
+    for _ in 0..n {
+        let action = agent.act(&obs);
+        let next = env.step(action.clone());
+        agent.remember(obs, &action);
+        let loss = agent.loss();
+        loss.backward();
+        obs = next;
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_host_values_from_a_forward_named_crate_method() {
+        assert_eq!(count("retained_graph_output", None, HOST_ACTION), 0);
+        // The same code with tensors where it has host vectors: the action carries the graph
+        // into the buffer.
+        let tensor = HOST_ACTION.replace(
+            "-> Vec<f32> {\n        mean.iter().map(|m| m + self.sigma).collect()",
+            "-> Tensor<B, 1> {\n        self.net.forward(mean)",
+        );
+        assert_ne!(tensor, HOST_ACTION);
+        assert!(count("retained_graph_output", None, &tensor) >= 1);
+    }
 }
