@@ -141,7 +141,7 @@ impl Linter {
     fn unreadable(&self, path: &Path, message: String) -> FileResult {
         let file = Arc::new(SourceFile::new(path, ""));
         let mut findings = Vec::new();
-        let mut cx = Context::new(Some(file), &rules::PARSE_ERROR, &self.levels, &mut findings);
+        let mut cx = Context::new(Some(file), &source::PARSE_ERROR, &self.levels, &mut findings);
         cx.report(Report::new(message, 0..0, "").help("memlint skipped this file and linted the rest"));
         FileResult { findings }
     }
@@ -169,7 +169,7 @@ impl Linter {
                 let start = err.span().byte_range().start + offset;
                 let end = (err.span().byte_range().end + offset).max(start);
                 let mut findings = Vec::new();
-                let mut cx = Context::new(Some(file.clone()), &rules::PARSE_ERROR, &self.levels, &mut findings);
+                let mut cx = Context::new(Some(file.clone()), &source::PARSE_ERROR, &self.levels, &mut findings);
                 cx.report(
                     Report::new(format!("could not parse file: {err}"), start..end, "syntax error here")
                         .help("fix the syntax (`cargo check` shows it); memlint skipped this file and linted the rest"),

@@ -1,8 +1,12 @@
-//! A source file as read from disk, with byte-offset ↔ line/column conversion.
+//! A source file as read from disk, with byte-offset ↔ line/column conversion, and the
+//! diagnostic of a file that cannot be read or parsed.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use crate::diagnostic::Level;
+use crate::rule::RuleMeta;
 
 /// One `.rs` file: its path as shown to users and its text.
 #[derive(Debug)]
@@ -46,6 +50,30 @@ impl SourceFile {
         self.line_starts.len()
     }
 }
+
+/// The diagnostic of a file memlint could not read or parse (code `memlint::parse_error`). It is
+/// memlint's own, not a rule over the model: the driver reports it, and the rest of the crate is
+/// still linted.
+pub static PARSE_ERROR: RuleMeta = RuleMeta {
+    id: "parse_error",
+    summary: "a source file could not be read or parsed",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Reports a `.rs` file that is not valid UTF-8 or that `syn` cannot parse (syntax errors, or
+syntax newer than memlint understands). The file is skipped; every other file is still linted.
+
+### Why is this bad?
+memlint cannot see leaks in code it cannot read, so a clean result says nothing about this file.
+
+### Example
+```rust
+fn train( {
+```
+
+### Use instead
+Fix the syntax error (`cargo check` shows it), or exclude the file from the paths you lint.
+"#,
+};
 
 #[cfg(test)]
 mod tests {

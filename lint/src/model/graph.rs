@@ -139,19 +139,49 @@ pub enum Edge {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Through {
     /// `Trainer::record`.
-    pub callee: String,
-    pub file: std::path::PathBuf,
-    pub line: usize,
+    pub(super) callee: String,
+    pub(super) file: std::path::PathBuf,
+    pub(super) line: usize,
     /// The store inside the callee, in `file`.
-    pub span: Span,
+    pub(super) span: Span,
     /// What the callee stores into (`self.history`).
-    pub target: String,
+    pub(super) target: String,
     /// When the callee's store is itself a call that stores (`log_step` calls `record`, which
     /// pushes): the next hop of the chain.
-    pub inner: Option<Box<Through>>,
+    pub(super) inner: Option<Box<Through>>,
 }
 
 impl Through {
+    /// The called function (`Trainer::record`).
+    pub fn callee(&self) -> &str {
+        &self.callee
+    }
+
+    /// The callee's file.
+    pub fn file(&self) -> &std::path::Path {
+        &self.file
+    }
+
+    /// The line of the store in [`Self::file`].
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// The store inside the callee, in [`Self::file`].
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// What the callee stores into (`self.history`).
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The next hop, when the callee's store is itself a call that stores.
+    pub fn inner(&self) -> Option<&Through> {
+        self.inner.as_deref()
+    }
+
     /// The hops of the chain, outermost first.
     pub fn hops(&self) -> impl Iterator<Item = &Through> {
         std::iter::successors(Some(self), |t| t.inner.as_deref())
@@ -164,14 +194,41 @@ impl Through {
 pub struct FieldStore {
     /// The type whose field receives the value (`Memory`); `None` when the receiver's type is
     /// not known (`rollout.values.push(v)` on a local): any type with that field.
-    pub owner: Option<String>,
+    owner: Option<String>,
     /// The field (`states`).
-    pub field: String,
-    pub file: std::sync::Arc<crate::source::SourceFile>,
+    field: String,
+    file: std::sync::Arc<crate::source::SourceFile>,
     /// The store, or the call that stores, in `file`.
-    pub span: Span,
+    span: Span,
     /// The storing function works on an autodiff backend (burn 0.22: `device.autodiff()`).
-    pub autodiff: bool,
+    autodiff: bool,
+}
+
+impl FieldStore {
+    /// The type whose field receives the value; `None` when the receiver's type is not known.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    /// The field (`states`).
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The file of the store.
+    pub fn file(&self) -> &std::sync::Arc<crate::source::SourceFile> {
+        &self.file
+    }
+
+    /// The store, or the call that stores, in [`Self::file`].
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The storing function works on an autodiff backend.
+    pub fn autodiff(&self) -> bool {
+        self.autodiff
+    }
 }
 
 /// A loop scope.
@@ -189,15 +246,42 @@ pub struct LoopScope {
 /// A call that matters to training: backward, optimizer step, gradient clearing.
 #[derive(Debug, Clone)]
 pub struct TrainingCall {
-    pub kind: TrainingCallKind,
-    pub span: Span,
+    pub(super) kind: TrainingCallKind,
+    pub(super) span: Span,
     /// The receiver expression as written (`opt`, `self.optimizer`).
-    pub receiver: String,
+    pub(super) receiver: String,
     /// The innermost loop around the call.
-    pub in_loop: Option<LoopId>,
+    pub(super) in_loop: Option<LoopId>,
     /// Branches (if/match arms, closures) between the innermost loop body and the call: a call
     /// runs on every iteration where another runs if its path is a prefix of the other's.
-    pub path: Vec<usize>,
+    pub(super) path: Vec<usize>,
+}
+
+impl TrainingCall {
+    pub fn kind(&self) -> TrainingCallKind {
+        self.kind
+    }
+
+    /// The call.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The receiver expression as written (`opt`, `self.optimizer`).
+    pub fn receiver(&self) -> &str {
+        &self.receiver
+    }
+
+    /// The innermost loop around the call.
+    pub fn in_loop(&self) -> Option<LoopId> {
+        self.in_loop
+    }
+
+    /// Branches (if/match arms, closures) between the innermost loop body and the call: a call
+    /// runs on every iteration where another runs if its path is a prefix of the other's.
+    pub fn path(&self) -> &[usize] {
+        &self.path
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,20 +391,61 @@ pub struct CallSite {
 /// rules that look at such calls.
 #[derive(Debug, Clone)]
 pub struct VocabCall {
-    pub kind: CallKind,
+    pub(super) kind: CallKind,
     /// The whole call (or `let` statement).
-    pub span: Span,
+    pub(super) span: Span,
     /// The pattern that discards the call's value (the `_` of `let _ = …`), when there is one.
-    pub fix_span: Option<Span>,
-    pub in_loop: Option<LoopId>,
+    pub(super) fix_span: Option<Span>,
+    pub(super) in_loop: Option<LoopId>,
     /// The value the call runs on (the model of a forward pass).
-    pub receiver: Option<NodeIndex>,
+    pub(super) receiver: Option<NodeIndex>,
     /// Inside a no-grad region.
-    pub no_grad: bool,
+    pub(super) no_grad: bool,
     /// Made inside this called function of the crate (`Agent::act`), seen at the call.
-    pub via: Option<String>,
+    pub(super) via: Option<String>,
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
-    pub discarded: bool,
+    pub(super) discarded: bool,
+}
+
+impl VocabCall {
+    pub fn kind(&self) -> CallKind {
+        self.kind
+    }
+
+    /// The whole call (or `let` statement).
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The pattern that discards the call's value (the `_` of `let _ = …`), when there is one.
+    pub fn fix_span(&self) -> Option<&Span> {
+        self.fix_span.as_ref()
+    }
+
+    /// The innermost loop around the call.
+    pub fn in_loop(&self) -> Option<LoopId> {
+        self.in_loop
+    }
+
+    /// The value the call runs on (the model of a forward pass).
+    pub fn receiver(&self) -> Option<NodeIndex> {
+        self.receiver
+    }
+
+    /// Inside a no-grad region.
+    pub fn no_grad(&self) -> bool {
+        self.no_grad
+    }
+
+    /// Made inside this called function of the crate (`Agent::act`), seen at the call.
+    pub fn via(&self) -> Option<&str> {
+        self.via.as_deref()
+    }
+
+    /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
+    pub fn discarded(&self) -> bool {
+        self.discarded
+    }
 }
 
 /// The vocabulary kinds of [`VocabCall`]s.
@@ -345,13 +470,35 @@ pub enum CallKind {
 #[derive(Debug, Clone)]
 pub struct ParamRewrite {
     /// The rewriting call.
-    pub span: Span,
+    pub(super) span: Span,
     /// The new value's expression.
-    pub value: Span,
+    pub(super) value: Span,
     /// What the new value reads.
-    pub reads: Vec<NodeIndex>,
+    pub(super) reads: Vec<NodeIndex>,
     /// The nodes of the old value (the closure's input), or the parameter reads before the call.
-    pub old: Vec<NodeIndex>,
+    pub(super) old: Vec<NodeIndex>,
+}
+
+impl ParamRewrite {
+    /// The rewriting call.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The new value's expression.
+    pub fn value(&self) -> &Span {
+        &self.value
+    }
+
+    /// What the new value reads.
+    pub fn reads(&self) -> &[NodeIndex] {
+        &self.reads
+    }
+
+    /// The nodes of the old value (the closure's input), or the parameter reads before the call.
+    pub fn old(&self) -> &[NodeIndex] {
+        &self.old
+    }
 }
 
 /// A tensor operation on a value that existed before the latest backward call of its
@@ -359,32 +506,59 @@ pub struct ParamRewrite {
 #[derive(Debug, Clone)]
 pub struct UseAfterBackward {
     /// The operation.
-    pub span: Span,
+    pub(super) span: Span,
     /// The operand made before the backward.
-    pub operand: NodeIndex,
+    pub(super) operand: NodeIndex,
     /// The backward call.
-    pub backward: Span,
-    pub in_loop: Option<LoopId>,
-    pub no_grad: bool,
+    pub(super) backward: Span,
+    pub(super) in_loop: Option<LoopId>,
+    pub(super) no_grad: bool,
+}
+
+impl UseAfterBackward {
+    /// The operation.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The operand made before the backward.
+    pub fn operand(&self) -> NodeIndex {
+        self.operand
+    }
+
+    /// The backward call.
+    pub fn backward(&self) -> &Span {
+        &self.backward
+    }
+
+    /// The innermost loop around the operation.
+    pub fn in_loop(&self) -> Option<LoopId> {
+        self.in_loop
+    }
+
+    /// Inside a no-grad region.
+    pub fn no_grad(&self) -> bool {
+        self.no_grad
+    }
 }
 
 /// A collection emptied (`buf.clear()`, `buf.drain(..)`, `buf.truncate(..)`).
 #[derive(Debug, Clone)]
 pub struct Cleared {
     /// The version cleared.
-    pub version: NodeIndex,
-    pub in_loop: Option<LoopId>,
+    pub(super) version: NodeIndex,
+    pub(super) in_loop: Option<LoopId>,
 }
 
 /// What a value is computed from (see [`FnModel::blend`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Blend {
     /// How many of the given stop nodes (the old value) it reaches.
-    pub stops: usize,
+    stops: usize,
     /// It also reaches another tensor (a binding that is not a host number, a parameter read).
-    pub other: bool,
+    other: bool,
     /// A sum or difference lies on the way.
-    pub additive: bool,
+    additive: bool,
 }
 
 impl Blend {

@@ -29,34 +29,34 @@ type FnId = (usize, usize);
 /// What a function does, as seen by its callers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
-    pub returns_graph: bool,
+    returns_graph: bool,
     /// The result certainly carries no graph (declared host type, or computed without one).
-    pub result_plain: bool,
-    pub runs_backward: bool,
-    pub steps: bool,
-    pub clears: bool,
+    result_plain: bool,
+    runs_backward: bool,
+    steps: bool,
+    clears: bool,
     /// The callee's framework: its steps and clears only mean something to a caller of the same
     /// framework (a burn helper's `optimizer.step` is not a tch `opt.step()`).
-    pub framework: Option<crate::frameworks::Framework>,
+    framework: Option<crate::frameworks::Framework>,
     /// Runs a forward pass on an autodiff model (burn) and no backward: each call grows the
     /// autodiff graph store until some later backward sweeps it.
-    pub forwards_autodiff: bool,
+    forwards_autodiff: bool,
     /// Parameters the function stores where they outlive the call.
-    pub stores: Vec<StoredParam>,
+    stores: Vec<StoredParam>,
 }
 
 /// A parameter a function stores where it outlives the call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredParam {
-    pub param: usize,
+    param: usize,
     /// The store (or the call that stores) in the function.
-    pub span: Span,
+    span: Span,
     /// `None` for a `self` field, `Some(j)` for parameter j.
-    pub target: Option<usize>,
+    target: Option<usize>,
     /// `self.history`, `store`.
-    pub target_name: String,
+    target_name: String,
     /// The chain of calls when the store itself happens in a further callee.
-    pub inner: Option<Through>,
+    inner: Option<Through>,
 }
 
 impl Summary {
@@ -158,17 +158,17 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
 pub struct CrateNames {
     /// Names after `fn`: only calls to these are recorded as call sites. Names in comments or
     /// strings only cost a few extra call sites.
-    pub fns: HashSet<String>,
+    pub(super) fns: HashSet<String>,
     /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
     /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
-    pub plain_fields: HashSet<String>,
+    pub(super) plain_fields: HashSet<String>,
     /// Names declared (as fields or parameters) with a gradient store's type
     /// (`zeroed: Gradients<f32, Cpu>`).
-    pub grads_fields: HashSet<String>,
+    pub(super) grads_fields: HashSet<String>,
     /// Function names whose every definition in the crate declares a host return type
     /// (`fn apply(&self, mean: &[f32]) -> Vec<f32>`): a call to one of them returns no graph
     /// even when the name is one frameworks use for a forward pass.
-    pub plain_fns: HashSet<String>,
+    pub(super) plain_fns: HashSet<String>,
 }
 
 /// The declared return type of the function whose name ends at `from` in `text`, when it is

@@ -200,8 +200,8 @@ impl Rule for AutodiffBuffer {
                 let stores: Vec<_> = types
                     .graph_stores
                     .iter()
-                    .filter(|s| s.owner.as_ref().is_none_or(|o| *o == d.name) && s.field == short)
-                    .filter(|s| !device_only || s.autodiff)
+                    .filter(|s| s.owner().is_none_or(|o| o == d.name) && s.field() == short)
+                    .filter(|s| !device_only || s.autodiff())
                     .collect();
                 if stores.is_empty() {
                     continue;
@@ -220,11 +220,11 @@ impl Rule for AutodiffBuffer {
                 }
                 for s in stores.iter().take(3) {
                     let text = "a graph-carrying value is stored here";
-                    if std::sync::Arc::ptr_eq(&s.file, &d.file) {
-                        report.secondary.push(Label::new(s.span.clone(), text));
+                    if std::sync::Arc::ptr_eq(s.file(), &d.file) {
+                        report.secondary.push(Label::new(s.span().clone(), text));
                     } else {
-                        let (line, _) = s.file.line_col(s.span.start);
-                        report.elsewhere.push((s.file.path.clone(), line, text.to_string()));
+                        let (line, _) = s.file().line_col(s.span().start);
+                        report.elsewhere.push((s.file().path.clone(), line, text.to_string()));
                     }
                 }
                 let help = if device_only {

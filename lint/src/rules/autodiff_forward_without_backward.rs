@@ -55,23 +55,23 @@ impl Rule for AutodiffForwardWithoutBackward {
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
-            if !(f.autodiff() || e.via.is_some()) || e.no_grad {
+            if !(f.autodiff() || e.via().is_some()) || e.no_grad() {
                 continue;
             }
-            if e.receiver.is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
+            if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
                 continue;
             }
-            let Some(l) = e.in_loop else { continue };
+            let Some(l) = e.in_loop() else { continue };
             // A loop that runs backward (or a body that does) sweeps the graph store.
             if f.iteration_of(Some(l)).is_some() {
                 continue;
             }
-            let label = match &e.via {
+            let label = match e.via() {
                 Some(callee) => format!("`{callee}` runs a forward pass on an autodiff model"),
                 None => "forward pass on an autodiff model".to_string(),
             };
             cx.report(
-                Report::new("forward pass on an autodiff model in a loop without backward", e.span.clone(), label)
+                Report::new("forward pass on an autodiff model in a loop without backward", e.span().clone(), label)
                     .label(f.loop_header(l).clone(), "this loop never runs backward")
                     .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
                     .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration"),

@@ -64,38 +64,38 @@ impl Rule for AutodiffOpsAfterBackward {
             .collect();
         // One report per backward call: the first op is primary, later ones are labelled.
         let mut groups: Vec<Group> = Vec::new();
-        for e in f.uses_after_backward().iter().filter(|e| !e.no_grad) {
-            let value = e.operand;
+        for e in f.uses_after_backward().iter().filter(|e| !e.no_grad()) {
+            let value = e.operand();
             if !f.taint(value).has(Taint::GRAPH) {
                 continue;
             }
-            if stored.iter().any(|s| s.start <= e.span.start && e.span.end <= s.end) {
+            if stored.iter().any(|s| s.start <= e.span().start && e.span().end <= s.end) {
                 continue;
             }
             // A later backward of the same iteration sweeps the new nodes (a second loss built
             // after the first backward, as in actor-critic updates).
-            let iteration = f.iteration_of(e.in_loop);
+            let iteration = f.iteration_of(e.in_loop());
             if f.training_calls().iter().any(|c| {
-                matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
-                    && c.span.start > e.span.end
-                    && f.iteration_of(c.in_loop) == iteration
+                matches!(c.kind(), TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
+                    && c.span().start > e.span().end
+                    && f.iteration_of(c.in_loop()) == iteration
             }) {
                 continue;
             }
-            let group = match groups.iter_mut().find(|(b, _)| *b == e.backward) {
+            let group = match groups.iter_mut().find(|(b, _)| b == e.backward()) {
                 Some(g) => g,
                 None => {
-                    groups.push((e.backward.clone(), Vec::new()));
+                    groups.push((e.backward().clone(), Vec::new()));
                     groups.last_mut().expect("just pushed")
                 }
             };
             // Nested ops of one expression (`(-loss).reshape([1])`): keep the outermost.
             let ops = &mut group.1;
-            if ops.iter().any(|(s, _)| s.start <= e.span.start && e.span.end <= s.end) {
+            if ops.iter().any(|(s, _)| s.start <= e.span().start && e.span().end <= s.end) {
                 continue;
             }
-            ops.retain(|(s, _)| !(e.span.start <= s.start && s.end <= e.span.end));
-            ops.push((e.span.clone(), f.binding_of(value)));
+            ops.retain(|(s, _)| !(e.span().start <= s.start && s.end <= e.span().end));
+            ops.push((e.span().clone(), f.binding_of(value)));
         }
         for (backward, mut ops) in groups {
             ops.sort_by_key(|(s, _)| s.start);

@@ -56,14 +56,14 @@ impl Rule for GradsAllocatedInLoop {
             .into_iter()
             .flat_map(|k| f.calls_in_training_loops(k))
             .collect();
-        calls.sort_by_key(|(c, _)| c.span.start);
+        calls.sort_by_key(|(c, _)| c.span().start);
         for (e, l) in calls {
-            let (message, label) = match e.kind {
+            let (message, label) = match e.kind() {
                 CallKind::AllocGrads => ("gradients allocated every iteration", "a new gradient store per iteration"),
                 _ => ("gradients cloned every iteration", "a copy of every gradient buffer per iteration"),
             };
             cx.report(
-                Report::new(message, e.span.clone(), label)
+                Report::new(message, e.span().clone(), label)
                     .label(f.loop_header(l).clone(), TRAINING_LOOP)
                     .help("allocate the gradients once before the loop and reuse them: `model.zero_grads(&mut grads)` clears them in place")
                     .note("a gradient store holds one buffer per parameter"),

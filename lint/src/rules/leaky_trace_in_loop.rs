@@ -51,7 +51,7 @@ impl Rule for LeakyTraceInLoop {
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         for (e, l) in f.calls_in_training_loops(CallKind::FreshTape) {
             cx.report(
-                Report::new("`leaky_trace()` allocates new gradients every iteration", e.span.clone(), "a fresh gradient store per call")
+                Report::new("`leaky_trace()` allocates new gradients every iteration", e.span().clone(), "a fresh gradient store per call")
                     .label(f.loop_header(l).clone(), TRAINING_LOOP)
                     .help("allocate once with `model.alloc_grads()` before the loop, trace with `.traced(grads)`, and clear with `model.zero_grads(&mut grads)`")
                     .note("each call allocates gradient buffers for every parameter it reaches"),

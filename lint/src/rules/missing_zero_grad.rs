@@ -63,7 +63,7 @@ impl Rule for MissingZeroGrad {
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         let mut iterations: Vec<Iteration> = Vec::new();
         for c in f.training_calls() {
-            if let Some(it) = f.iteration_of(c.in_loop)
+            if let Some(it) = f.iteration_of(c.in_loop())
                 && !iterations.contains(&it)
             {
                 iterations.push(it);
@@ -71,31 +71,32 @@ impl Rule for MissingZeroGrad {
         }
         for it in iterations {
             let calls: Vec<&TrainingCall> =
-                f.training_calls().iter().filter(|c| f.iteration_of(c.in_loop) == Some(it)).collect();
-            let Some(backward) = calls.iter().find(|c| c.kind == TrainingCallKind::Backward) else { continue };
-            let clears: Vec<&&TrainingCall> = calls.iter().filter(|c| c.kind == TrainingCallKind::Clear).collect();
+                f.training_calls().iter().filter(|c| f.iteration_of(c.in_loop()) == Some(it)).collect();
+            let Some(backward) = calls.iter().find(|c| c.kind() == TrainingCallKind::Backward) else { continue };
+            let clears: Vec<&&TrainingCall> = calls.iter().filter(|c| c.kind() == TrainingCallKind::Clear).collect();
             // One call is the iteration, and the optimizer is made in it (a unit test that runs
             // one backward and a step or two on a fresh store): no gradient survives the call
             // to pile up in the next one.
-            let fresh = |step: &TrainingCall| it == Iteration::Call && f.is_local(&step.receiver);
-            for step in calls.iter().filter(|c| c.kind == TrainingCallKind::Step && !fresh(c)) {
+            let fresh = |step: &TrainingCall| it == Iteration::Call && f.is_local(step.receiver());
+            for step in calls.iter().filter(|c| c.kind() == TrainingCallKind::Step && !fresh(c)) {
                 let cleared = clears.iter().any(|c| {
-                    step.path.starts_with(&c.path) && (!f.spec().clear_per_optimizer || c.receiver == step.receiver)
+                    step.path().starts_with(c.path())
+                        && (!f.spec().clear_per_optimizer || c.receiver() == step.receiver())
                 });
                 if cleared {
                     continue;
                 }
                 let clear_fix = if f.spec().clear_fix.contains("{}") {
-                    crate::frameworks::fill(f.spec().clear_fix, &step.receiver)
+                    crate::frameworks::fill(f.spec().clear_fix, step.receiver())
                 } else {
                     f.spec().clear_fix.to_string()
                 };
                 let mut report = Report::new(
                     "optimizer steps on gradients that are never cleared",
-                    step.span.clone(),
+                    step.span().clone(),
                     "this step uses the gradients of every earlier iteration too",
                 )
-                .label(backward.span.clone(), "backward adds into the existing gradients");
+                .label(backward.span().clone(), "backward adds into the existing gradients");
                 if let Some((span, text)) = f.iteration_label(it) {
                     report = report.label(span, text);
                 }

@@ -10,7 +10,6 @@ mod leaky_trace_in_loop;
 mod missing_zero_grad;
 mod no_grad_guard_dropped;
 mod param_rebuilt_in_loop;
-mod parse_error;
 mod rc_cycle;
 mod retained_graph_output;
 mod soft_update_without_detach;
@@ -44,9 +43,10 @@ pub fn all() -> &'static [&'static dyn Rule] {
     RULES
 }
 
-/// Metadata of every diagnostic code memlint emits: the rules and `parse_error`.
+/// Metadata of every diagnostic code memlint emits: the rules, then `parse_error` and
+/// `unused_suppression`.
 pub fn all_meta() -> Vec<&'static RuleMeta> {
-    all().iter().map(|r| r.meta()).chain([&parse_error::META, &unused_suppression::META]).collect()
+    all().iter().map(|r| r.meta()).chain([&crate::source::PARSE_ERROR, &unused_suppression::META]).collect()
 }
 
 /// Metadata by id (`rc_cycle` or `memlint::rc_cycle`).
@@ -54,8 +54,6 @@ pub fn find(id: &str) -> Option<&'static RuleMeta> {
     let id = id.strip_prefix("memlint::").unwrap_or(id);
     all_meta().into_iter().find(|m| m.id == id)
 }
-
-pub(crate) use parse_error::META as PARSE_ERROR;
 
 /// Where a rule's documentation lives.
 pub fn docs_url(id: &str) -> String {

@@ -40,15 +40,15 @@ impl Rule for NoGradGuardDropped {
     }
 
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
-        for e in f.calls_of(CallKind::NoGradGuard).filter(|c| c.discarded) {
+        for e in f.calls_of(CallKind::NoGradGuard).filter(|c| c.discarded()) {
             let mut report = Report::new(
                 "no-grad guard dropped immediately",
-                e.span.clone(),
+                e.span().clone(),
                 "the guard is dropped at the end of this statement",
             )
             .help("bind the guard to a named variable: `let _guard = tch::no_grad_guard();`")
             .note("gradients are disabled only while the guard lives; `let _ = …` drops it at once");
-            if let Some(fix) = &e.fix_span {
+            if let Some(fix) = e.fix_span() {
                 report = report.suggest(Suggestion {
                     message: "keep the guard alive until the end of the scope".to_string(),
                     span: fix.clone(),

@@ -50,7 +50,7 @@ impl Rule for ParamRebuiltInLoop {
             cx.report(
                 Report::new(
                     "parameter rebuilt with a new id every iteration",
-                    e.span.clone(),
+                    e.span().clone(),
                     "a new `ParamId` each time",
                 )
                 .label(f.loop_header(l).clone(), TRAINING_LOOP)

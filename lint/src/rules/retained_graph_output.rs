@@ -147,12 +147,12 @@ fn message(f: &FnModel, c: &Candidate, names: &[String]) -> (String, String) {
     };
     match (f.through(*edge), how, b.kind()) {
         (Some(t), ..) => (
-            format!("graph-carrying tensor stored by `{}`, which outlives the iteration", t.callee),
+            format!("graph-carrying tensor stored by `{}`, which outlives the iteration", t.callee()),
             format!(
                 "{listed} passed to `{}`, which stores {} in `{}`",
-                t.callee,
+                t.callee(),
                 if names.len() > 1 { "them" } else { "it" },
-                t.target
+                t.target()
             ),
         ),
         (None, Store::Push, _) => (
@@ -197,14 +197,14 @@ fn report(f: &FnModel, cx: &Context<'_>, c: &Candidate, names: &[String]) -> Rep
     }
     // The chain of calls down to the store: one label per hop.
     for hop in through.into_iter().flat_map(crate::model::Through::hops) {
-        let text = match &hop.inner {
-            Some(next) => format!("`{}` passes it to `{}`", hop.callee, next.callee),
-            None => format!("`{}` stores it in `{}` here", hop.callee, hop.target),
+        let text = match hop.inner() {
+            Some(next) => format!("`{}` passes it to `{}`", hop.callee(), next.callee()),
+            None => format!("`{}` stores it in `{}` here", hop.callee(), hop.target()),
         };
-        if cx.file().is_some_and(|file| file.path == hop.file) {
-            report = report.label(hop.span.clone(), text);
+        if cx.file().is_some_and(|file| file.path == hop.file()) {
+            report = report.label(hop.span().clone(), text);
         } else {
-            report.elsewhere.push((hop.file.clone(), hop.line, text));
+            report.elsewhere.push((hop.file().to_path_buf(), hop.line(), text));
         }
     }
     // A state fed back into the next iteration (`hidden = cell(x, hidden)`): cutting it is

@@ -58,20 +58,20 @@ impl Rule for SoftUpdateWithoutDetach {
         // One report per function: the first update is primary, the others are labelled.
         // A blend of the old value with another tensor (another parameter's value, a captured
         // online tensor) through a sum; `t.clamp(..)` alone is not one.
-        let updates: Vec<_> = f.param_rewrites().iter().filter(|r| f.blend(&r.reads, &r.old).is_blend(1)).collect();
+        let updates: Vec<_> = f.param_rewrites().iter().filter(|r| f.blend(r.reads(), r.old()).is_blend(1)).collect();
         let Some(first) = updates.first() else { return };
         let message = match updates.len() {
             1 => "parameter rewritten from autodiff ops on its old value".to_string(),
             n => format!("{n} parameters rewritten from autodiff ops on their old values"),
         };
-        let mut report = Report::new(message, first.span.clone(), "the new value is a graph node chained to the old one")
+        let mut report = Report::new(message, first.span().clone(), "the new value is a graph node chained to the old one")
             .help("detach the blended value (`(t * (1.0 - tau) + online.val() * tau).detach()`), or keep the target network on the inner backend (`model.valid()`)")
             .note("on an autodiff backend every update adds a node to a chain nothing consumes: memory and the time burn spends after each backward grow with every update");
         for e in updates.iter().skip(1).take(MAX_LABELS) {
-            report = report.label(e.span.clone(), "another update chained the same way");
+            report = report.label(e.span().clone(), "another update chained the same way");
         }
         for e in &updates {
-            let value = &e.value;
+            let value = e.value();
             let text = cx.snippet(value).trim().to_string();
             let simple = text.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
             let replacement = if simple { format!("{text}.detach()") } else { format!("({text}).detach()") };
