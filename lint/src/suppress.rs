@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Finding, Level, Suggestion};
 use crate::levels::Levels;
+use crate::rule::RuleMeta;
 use crate::source::SourceFile;
 
 /// Whether a comment covers one line or the whole file.
@@ -190,7 +191,7 @@ pub fn apply(files: &[Arc<SourceFile>], findings: Vec<Finding>, levels: &Levels)
         }
     }
 
-    let Some(meta) = crate::rules::find("unused_suppression") else { return kept };
+    let meta = &UNUSED_SUPPRESSION;
     let mut paths: Vec<&PathBuf> = parsed.keys().collect();
     paths.sort();
     for path in paths {
@@ -386,6 +387,42 @@ fn line_comments(text: &str) -> Vec<Range<usize>> {
 fn ident_before(b: &[u8], i: usize) -> bool {
     i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')
 }
+
+/// memlint's own diagnostic for a suppression comment that suppresses nothing; listed with the
+/// rules (`explain`, docs) but reported here, after suppressions are matched to findings.
+pub static UNUSED_SUPPRESSION: RuleMeta = RuleMeta {
+    id: "unused_suppression",
+    summary: "a suppression comment suppresses no finding",
+    default_level: Level::Warn,
+    docs: r#"### What it does
+Reports a `// memlint: allow(rule_id)` or `// memlint: allow-file(rule_id)` comment that
+suppresses no finding: the code it covered was fixed or moved, it names an unknown rule, an
+`allow-file` comment sits below the first item of the file, or the comment cannot be read.
+Suppressions of a rule that is allowed (`-A rule_id` or config) are not reported.
+
+### Why is this bad?
+A stale suppression hides the next real finding on that line, and a misspelled one never
+worked: the finding it was meant for is still reported, or was silently never there.
+
+### Example
+```rust
+for (x, y) in data {
+    let loss = model.forward(x)?.sub(y)?.sqr()?.mean_all()?;
+    // memlint: allow(accumulated_loss_tensor)
+    total += loss.to_scalar::<f32>()?;
+}
+```
+
+### Use instead
+Remove the comment (`cargo memlint --fix` does), or fix the rule id:
+```rust
+for (x, y) in data {
+    let loss = model.forward(x)?.sub(y)?.sqr()?.mean_all()?;
+    total += loss.to_scalar::<f32>()?;
+}
+```
+"#,
+};
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,6 @@ mod retained_graph_output;
 mod soft_update_without_detach;
 #[cfg(test)]
 mod testing;
-mod unused_suppression;
 
 use crate::rule::{Rule, RuleMeta};
 
@@ -46,7 +45,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
 /// Metadata of every diagnostic code memlint emits: the rules, then `parse_error` and
 /// `unused_suppression`.
 pub fn all_meta() -> Vec<&'static RuleMeta> {
-    all().iter().map(|r| r.meta()).chain([&crate::source::PARSE_ERROR, &unused_suppression::META]).collect()
+    all().iter().map(|r| r.meta()).chain([&crate::source::PARSE_ERROR, &crate::suppress::UNUSED_SUPPRESSION]).collect()
 }
 
 /// Metadata by id (`rc_cycle` or `memlint::rc_cycle`).
