@@ -79,10 +79,15 @@ impl Rule for MissingZeroGrad {
             // to pile up in the next one.
             let fresh = |step: &TrainingCall| it == Iteration::Call && f.is_local(step.receiver());
             for step in calls.iter().filter(|c| c.kind() == TrainingCallKind::Step && !fresh(c)) {
-                let cleared = clears.iter().any(|c| {
-                    step.path().starts_with(c.path())
-                        && (!f.spec().clear_per_optimizer || c.receiver() == step.receiver())
-                });
+                // Per optimizer where the framework clears per optimizer; but a clear or a step
+                // made inside a callee (receiver `helper()`) names no optimizer to compare.
+                let same_optimizer = |c: &TrainingCall| {
+                    !f.spec().clear_per_optimizer
+                        || c.receiver() == step.receiver()
+                        || c.receiver().ends_with("()")
+                        || step.receiver().ends_with("()")
+                };
+                let cleared = clears.iter().any(|c| step.path().starts_with(c.path()) && same_optimizer(c));
                 if cleared {
                     continue;
                 }
@@ -229,6 +234,36 @@ fn fit(agent: &mut Agent, opt: &mut O, data: &[(X, Y)]) {
             .replace("let g = loss.backward();", "agent.grads = loss.backward();")
             .replace("&g)", "&agent.grads)");
         assert_eq!(count("missing_zero_grad", None, &updated), 1);
+    }
+
+    /// The clear and the step happen in two helpers the loop calls: the one that runs
+    /// backward clears first.
+    const CLEAR_IN_A_HELPER: &str = r#"
+use tch::nn::{Module, OptimizerConfig};
+struct Ctx { net: tch::nn::Sequential, opt: tch::nn::Optimizer }
+fn backward_pass(ctx: &mut Ctx, x: &tch::Tensor) {
+    ctx.opt.zero_grad();
+    let loss = ctx.net.forward(x).mean(tch::Kind::Float);
+    loss.backward();
+}
+fn apply_update(ctx: &mut Ctx) {
+    ctx.opt.step();
+}
+fn train(ctx: &mut Ctx, xs: &[tch::Tensor]) {
+    for x in xs {
+        backward_pass(ctx, x);
+        apply_update(ctx);
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_clear_made_in_a_helper() {
+        assert_eq!(count("missing_zero_grad", None, CLEAR_IN_A_HELPER), 0);
+        // Without the clear the helpers pile gradients up.
+        let never = CLEAR_IN_A_HELPER.replace("    ctx.opt.zero_grad();\n", "");
+        assert_ne!(never, CLEAR_IN_A_HELPER);
+        assert!(count("missing_zero_grad", None, &never) >= 1);
     }
 
     #[test]
