@@ -1387,6 +1387,17 @@ impl Builder<'_> {
             self.exprs(c.args.iter(), false);
             return Val::plain();
         }
+        // `BaseOptimizer::zero_grad(self)`, `Optimizer::zero_grad(&mut opt)`: a method called
+        // with its receiver as the first argument.
+        if segs.len() >= 2
+            && let Some(recv) = c.args.first()
+            && self.g.spec.is_clear(last, c.args.len() - 1)
+        {
+            self.exprs(c.args.iter(), false);
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            self.record_call(TrainingCallKind::Clear, span, expr_text(strip_place(recv)));
+            return Val::plain();
+        }
         if frameworks::is_loss_function(last) {
             let args = self.exprs(c.args.iter(), true);
             return Val { reads: args.reads, producer: Producer::Forward { receiver: None }, op: true };

@@ -266,6 +266,40 @@ fn train(ctx: &mut Ctx, xs: &[tch::Tensor]) {
         assert!(count("missing_zero_grad", None, &never) >= 1);
     }
 
+    /// The crate wraps tch's optimizer in a trait whose `backward_step` clears through the
+    /// trait path (`BaseOptimizer::zero_grad(self)`), then runs backward and steps.
+    const CLEAR_BY_TRAIT_PATH: &str = r#"
+use tch::{COptimizer, Tensor};
+trait BaseOptimizer { fn zero_grad(&mut self); }
+impl BaseOptimizer for COptimizer {
+    fn zero_grad(&mut self) { Self::zero_grad(self).unwrap(); }
+}
+trait Optimizer { fn backward_step(&mut self, loss_fn: &mut dyn FnMut() -> Tensor, log: &mut Log) -> Tensor; }
+impl Optimizer for COptimizer {
+    fn backward_step(&mut self, loss_fn: &mut dyn FnMut() -> Tensor, _: &mut Log) -> Tensor {
+        let loss = loss_fn();
+        BaseOptimizer::zero_grad(self);
+        loss.backward();
+        self.step().unwrap();
+        loss
+    }
+}
+fn fit(opt: &mut COptimizer, net: &Net, xs: &[Tensor], log: &mut Log) {
+    for x in xs {
+        let mut loss_fn = || net.forward(x).mean(tch::Kind::Float);
+        opt.backward_step(&mut loss_fn, log);
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_clear_through_a_trait_path() {
+        assert_eq!(count("missing_zero_grad", None, CLEAR_BY_TRAIT_PATH), 0);
+        let never = CLEAR_BY_TRAIT_PATH.replace("        BaseOptimizer::zero_grad(self);\n", "");
+        assert_ne!(never, CLEAR_BY_TRAIT_PATH);
+        assert!(count("missing_zero_grad", None, &never) >= 1);
+    }
+
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("missing_zero_grad", None, PASSES), 0);
