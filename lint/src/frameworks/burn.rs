@@ -17,7 +17,7 @@ pub(super) static SPEC: Spec = Spec {
     cut_functions: &[],
     no_grad_functions: &[],
     no_grad_guards: &[],
-    no_grad_models: &["valid"],
+    no_grad_models: &["valid", "no_grad"],
     tape_methods: &[],
     fresh_tape_methods: &[],
     clear_per_optimizer: false,

@@ -119,6 +119,7 @@ impl Items<'_> {
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
         b.g.autodiff = self.impl_autodiff || (self.autodiff_by_type() && signature_mentions_autodiff(sig));
+        b.g.crate_untracks_models = self.spec.no_grad_models.iter().any(|m| self.crate_fns.zero_arg_calls.contains(*m));
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
         for input in &sig.inputs {
@@ -294,6 +295,7 @@ impl Builder<'_> {
                 additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
                 autodiff: false,
+                crate_untracks_models: false,
                 returns_plain: false,
             },
             offset,

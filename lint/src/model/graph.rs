@@ -347,6 +347,9 @@ pub struct FnModel {
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
     /// its `impl`'s generics, or `device.autodiff()` in its body).
     pub(super) autodiff: bool,
+    /// Somewhere in the crate a module is made untracked with the framework's no-grad method
+    /// (burn: `model.valid()`, `module.no_grad()`).
+    pub(super) crate_untracks_models: bool,
     /// Extra graph-carrying seeds found by the crate-level pass (calls of functions that
     /// return a graph-carrying value).
     pub(super) seeds: Vec<NodeIndex>,
@@ -624,6 +627,12 @@ impl FnModel {
     /// The function works on an autodiff backend (see [`Spec::autodiff_by_type`]).
     pub fn autodiff(&self) -> bool {
         self.autodiff
+    }
+
+    /// Whether the crate makes a module untracked anywhere (`target.valid()`,
+    /// `module.no_grad()`): code generic over the backend may then be handed untracked modules.
+    pub fn crate_untracks_models(&self) -> bool {
+        self.crate_untracks_models
     }
 
     /// Value nodes the function returns.

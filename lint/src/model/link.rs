@@ -169,6 +169,8 @@ pub struct CrateNames {
     /// (`fn apply(&self, mean: &[f32]) -> Vec<f32>`): a call to one of them returns no graph
     /// even when the name is one frameworks use for a forward pass.
     pub(super) plain_fns: HashSet<String>,
+    /// Methods called with no arguments somewhere in the crate (`.valid()`, `.no_grad()`).
+    pub(super) zero_arg_calls: HashSet<String>,
 }
 
 /// The declared return type of the function whose name ends at `from` in `text`, when it is
@@ -209,6 +211,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut other = HashSet::new();
     let mut grads_fields = HashSet::new();
     let (mut plain_fns, mut other_fns) = (HashSet::new(), HashSet::new());
+    let mut zero_arg_calls = HashSet::new();
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     for text in texts {
         let bytes = text.as_bytes();
@@ -230,6 +233,21 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     other_fns.insert(name.clone());
                 }
                 fns.insert(name);
+            }
+        }
+        // `.name()`: methods called without arguments.
+        let mut j = 0;
+        while let Some(pos) = text[j..].find("()") {
+            let at = j + pos;
+            j = at + 2;
+            let before = &text[..at];
+            let start = before
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |(p, c)| p + c.len_utf8());
+            if start > 0 && start < at && bytes[start - 1] == b'.' {
+                zero_arg_calls.insert(before[start..].to_string());
             }
         }
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
@@ -273,7 +291,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
     let plain_fields = plain.difference(&other).cloned().collect();
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
-    CrateNames { fns, plain_fields, grads_fields, plain_fns }
+    CrateNames { fns, plain_fields, grads_fields, plain_fns, zero_arg_calls }
 }
 
 /// Function lookup by name.
