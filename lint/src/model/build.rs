@@ -119,7 +119,6 @@ impl Items<'_> {
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
         b.g.autodiff = self.impl_autodiff || (self.autodiff_by_type() && signature_mentions_autodiff(sig));
-        b.g.crate_untracks_models = self.spec.no_grad_models.iter().any(|m| self.crate_fns.zero_arg_calls.contains(*m));
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
         for input in &sig.inputs {
@@ -295,6 +294,7 @@ impl Builder<'_> {
                 additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
                 autodiff: false,
+                untracks_models: false,
                 crate_untracks_models: false,
                 returns_plain: false,
             },
@@ -1210,6 +1210,7 @@ impl Builder<'_> {
             return Val { producer: Producer::Plain, ..recv };
         }
         if specs.iter().any(|s| s.no_grad_models.contains(&name.as_str())) {
+            self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..recv };
         }
         if name == common::AUTODIFF_DEVICE_METHOD && argc == 0 {
@@ -1217,8 +1218,7 @@ impl Builder<'_> {
             self.g.autodiff = true;
         }
         // A forward-named method the crate defines with a host return type is the crate's own.
-        let crate_plain = self.crate_fns.plain_fns.contains(&name);
-        if (frameworks::is_forward_method(&name) && !crate_plain)
+        if (frameworks::is_forward_method(&name) && !self.crate_fns.plain_fns.contains(&name))
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
         {
             return self.forward_call(m, recv, recv_span);
@@ -1631,7 +1631,7 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames {
 
 /// Whether a type holds no tensor: primitives, `String`, and tuples, `Result`, `Option`, `Vec`
 /// and arrays of those.
-pub(super) fn type_is_plain(ty: &syn::Type) -> bool {
+fn type_is_plain(ty: &syn::Type) -> bool {
     match ty {
         syn::Type::Tuple(t) => t.elems.iter().all(type_is_plain),
         syn::Type::Array(a) => type_is_plain(&a.elem),

@@ -347,6 +347,8 @@ pub struct FnModel {
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
     /// its `impl`'s generics, or `device.autodiff()` in its body).
     pub(super) autodiff: bool,
+    /// This function makes a module untracked with the framework's no-grad method.
+    pub(super) untracks_models: bool,
     /// Somewhere in the crate a module is made untracked with the framework's no-grad method
     /// (burn: `model.valid()`, `module.no_grad()`).
     pub(super) crate_untracks_models: bool,

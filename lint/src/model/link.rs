@@ -88,6 +88,11 @@ const MAX_ROUNDS: usize = 6;
 
 /// Runs the crate-level pass over the graphs of all files of a crate and re-propagates taint.
 pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+    // A crate fact every function may ask: does any function make a module untracked?
+    let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        g.crate_untracks_models = untracks;
+    }
     let index = Index::new(files);
     if index.by_name.is_empty() {
         return;
@@ -165,12 +170,10 @@ pub struct CrateNames {
     /// Names declared (as fields or parameters) with a gradient store's type
     /// (`zeroed: Gradients<f32, Cpu>`).
     pub(super) grads_fields: HashSet<String>,
-    /// Function names whose every definition in the crate declares a host return type
-    /// (`fn apply(&self, mean: &[f32]) -> Vec<f32>`): a call to one of them returns no graph
-    /// even when the name is one frameworks use for a forward pass.
+    /// Forward-pass names (`apply`, `forward`) whose every definition in the crate declares a
+    /// host return type (`fn apply(&self, mean: &[f32]) -> Vec<f32>`): a call to one of them is
+    /// the crate's own and returns no graph.
     pub(super) plain_fns: HashSet<String>,
-    /// Methods called with no arguments somewhere in the crate (`.valid()`, `.no_grad()`).
-    pub(super) zero_arg_calls: HashSet<String>,
 }
 
 /// The declared return type of the function whose name ends at `from` in `text`, when it is
@@ -200,8 +203,38 @@ fn declares_plain_return(text: &str, from: usize) -> Option<bool> {
     }
     let ret = &sig[arrow?..];
     let ret = ret.split(" where").next().unwrap_or(ret).trim();
-    let ty = syn::parse_str::<syn::Type>(ret).ok()?;
-    Some(super::build::type_is_plain(&ty))
+    // Words only, not a parse (this runs for every function of the crate): plain when every
+    // type named is a host type or a container of them (`Vec<f32>`, `Option<(f32, usize)>`),
+    // and for `Result<T, E>` only `T` counts.
+    let value = match ret.strip_prefix("Result<") {
+        Some(inner) => top_level_first_arg(inner),
+        None => ret,
+    };
+    let mut words = value.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
+    let mut any = false;
+    let plain = words.all(|w| {
+        any = true;
+        super::rust::is_host_type(w) || CONTAINERS.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
+    });
+    Some(plain && any)
+}
+
+/// Generic containers whose contents decide what they hold.
+const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", "collections", "boxed", "option"];
+
+/// `T` of `T, E>` (the text after `Result<`), at the top level of brackets.
+fn top_level_first_arg(inner: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' if depth == 0 => return &inner[..i],
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => return &inner[..i],
+            _ => {}
+        }
+    }
+    inner
 }
 
 /// Scans the crate's texts for [`CrateNames`].
@@ -211,7 +244,6 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut other = HashSet::new();
     let mut grads_fields = HashSet::new();
     let (mut plain_fns, mut other_fns) = (HashSet::new(), HashSet::new());
-    let mut zero_arg_calls = HashSet::new();
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     for text in texts {
         let bytes = text.as_bytes();
@@ -227,27 +259,13 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             if len > 0 {
                 let name = rest[..len].to_string();
                 let name_end = text.len() - rest.len() + len;
-                if declares_plain_return(text, name_end) == Some(true) {
+                // Only forward-named functions are asked about (see `plain_fns`).
+                if crate::frameworks::is_forward_method(&name) && declares_plain_return(text, name_end) == Some(true) {
                     plain_fns.insert(name.clone());
                 } else {
                     other_fns.insert(name.clone());
                 }
                 fns.insert(name);
-            }
-        }
-        // `.name()`: methods called without arguments.
-        let mut j = 0;
-        while let Some(pos) = text[j..].find("()") {
-            let at = j + pos;
-            j = at + 2;
-            let before = &text[..at];
-            let start = before
-                .char_indices()
-                .rev()
-                .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
-                .map_or(0, |(p, c)| p + c.len_utf8());
-            if start > 0 && start < at && bytes[start - 1] == b'.' {
-                zero_arg_calls.insert(before[start..].to_string());
             }
         }
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
@@ -291,7 +309,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
     let plain_fields = plain.difference(&other).cloned().collect();
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
-    CrateNames { fns, plain_fields, grads_fields, plain_fns, zero_arg_calls }
+    CrateNames { fns, plain_fields, grads_fields, plain_fns }
 }
 
 /// Function lookup by name.

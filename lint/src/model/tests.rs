@@ -126,7 +126,7 @@ fn crate_names_know_functions_that_return_host_values() {
     let names = super::link::crate_names([r#"
 impl Noise {
     pub fn apply<R: Rng + ?Sized>(&self, mean: &[f32], rng: &mut R) -> Vec<f32> { todo!() }
-    fn scores(&self, f: impl Fn(&[f32]) -> Tensor) -> (f32, usize) where Self: Sized { todo!() }
+    fn apply_t(&self, f: impl Fn(&[f32]) -> Tensor) -> (f32, usize) where Self: Sized { todo!() }
 }
 impl Net {
     fn forward(&self, x: &Tensor) -> Tensor { todo!() }
@@ -135,7 +135,7 @@ impl Net {
 impl Other { fn forward(&self) -> f32 { todo!() } }
 "#]);
     assert!(names.plain_fns.contains("apply"), "Vec<f32> is host data");
-    assert!(names.plain_fns.contains("scores"), "the `->` inside a parameter's type is not the return");
+    assert!(names.plain_fns.contains("apply_t"), "the `->` inside a parameter's type is not the return");
     assert!(!names.plain_fns.contains("act"), "a generic type may be a tensor");
     assert!(!names.plain_fns.contains("forward"), "one definition returns a tensor");
     assert!(names.fns.contains("forward") && names.fns.contains("act"));
