@@ -52,6 +52,11 @@ fn sweep(runs: u64, iterations: u64) {
             }
         );
     }
+    let alarms =
+        (0..runs).filter(|&seed| first_detection(cache_fill(seed).take(iterations as usize)).is_some()).count();
+    println!(
+        "a cache filling in 1 MiB steps under 5.25 MiB of batch noise (testing.rs's loop): {alarms} of {runs} runs alarmed"
+    );
     println!("slow smooth plateaus (1 MiB settling with time constant tau): runs alarmed of {runs}");
     for tau in [25.0, 100.0, 400.0] {
         let counts: Vec<usize> = NOISE_LEVELS
@@ -95,6 +100,23 @@ fn sweep(runs: u64, iterations: u64) {
             );
         }
     }
+}
+
+/// The clean loop of `testing.rs`'s false-alarm test: optimizer state from step 1, batch noise of
+/// 0.75..6 MiB, a cache growing by 1 MiB at random steps (1 in 10) up to 6 MiB, and a 3 MiB
+/// evaluation spike every 50 steps.
+fn cache_fill(seed: u64) -> impl Iterator<Item = u64> {
+    let mut rng = sim::Rng::new(seed);
+    let mut cache = 0u64;
+    (0u64..).map(move |i| {
+        let optimizer = if i == 0 { 0 } else { 8 << 20 };
+        let batch = rng.int(16, 127) * 48 * 1024;
+        if cache < (6 << 20) && rng.int(0, 9) == 0 {
+            cache += 1 << 20;
+        }
+        let eval = if i % 50 == 49 { 3 << 20 } else { 0 };
+        (40 << 20) + optimizer + batch + cache + eval
+    })
 }
 
 fn cost(runs: u64, iterations: u64) {
