@@ -52,10 +52,16 @@ pub const LEVELS: usize = 6;
 pub const FANOUT: usize = 4;
 /// Entries a level needs before it is tested.
 pub const MIN_POINTS: usize = 16;
+/// Entries a level needs before it is tested, for a series read every few iterations
+/// ([`Detector::sparse`]): 8 reads span at least as many iterations as [`MIN_POINTS`] samples
+/// of a series read every iteration when they are 2 or more iterations apart.
+pub const MIN_SPARSE_POINTS: usize = 8;
 /// Consecutive growing windows needed at the coarser levels: growth of block medians must last
 /// (a cache filled in a few steps stops growing before that).
 pub const LONG_PERSISTENCE: usize = 16;
-/// Minimum Mann–Kendall z of a growing window.
+/// Minimum Mann–Kendall z of a growing window. A window too short to reach it is consistent
+/// when every pair rises and noise would do that at most once in 8! = 40,320 orderings
+/// (about the chance of z ≥ 4).
 pub const MIN_TREND_Z: f64 = 4.0;
 /// Minimum ratio of the growth across a window to the noise around the fitted line.
 pub const MIN_SIGNAL_TO_NOISE: f64 = 4.0;
@@ -164,6 +170,8 @@ struct Level {
 #[derive(Debug, Clone)]
 pub struct Detector {
     config: DetectorConfig,
+    /// Entries a level needs before it is tested: [`MIN_POINTS`], or [`MIN_SPARSE_POINTS`].
+    min_points: usize,
     /// One-off jumps removed from the samples of level 0.
     jumps: Jumps,
     /// Level 0's current segment (jumps removed so far).
@@ -203,6 +211,7 @@ impl Detector {
         };
         Self {
             config,
+            min_points: MIN_POINTS,
             jumps: Jumps::default(),
             segment: 0,
             levels: vec![level; LEVELS],
@@ -211,6 +220,14 @@ impl Detector {
             last_fit: None,
             detection: None,
         }
+    }
+
+    /// A detector for a series read every few iterations (a costly source read at a lower
+    /// rate): its levels are tested from [`MIN_SPARSE_POINTS`] entries on, so strong growth is
+    /// declared after 8 + `persistence` − 1 reads. Feed it the iteration of each read: growth is
+    /// then per iteration, whatever the spacing.
+    pub fn sparse(config: DetectorConfig) -> Self {
+        Self { min_points: MIN_SPARSE_POINTS, ..Self::new(config) }
     }
 
     /// The earliest iteration (0-based) at which a leak can be declared with `config`.
@@ -277,7 +294,7 @@ impl Detector {
         }
         state.points.push_back(entry);
         state.segments.push_back(segment);
-        if state.points.len() < MIN_POINTS {
+        if state.points.len() < self.min_points {
             return None;
         }
         let evidence = self.test(level);
@@ -322,8 +339,9 @@ impl Detector {
         let (noise, runs_z) = residual_structure(points, segments, fit.slope, scratch, residuals);
         let line = noise <= growth * NEGLIGIBLE_STRUCTURE
             || (runs_z >= MIN_RUNS_Z && noise <= MAX_LACK_OF_FIT * local_noise(points, segments, scratch));
+        let consistent = trend.z >= MIN_TREND_Z || (trend.fit.tau == 1.0 && log_orderings(segments) >= LN_8_FACTORIAL);
         let growing = growth > config.tolerance_bytes as f64
-            && trend.z >= MIN_TREND_Z
+            && consistent
             && growth >= MIN_SIGNAL_TO_NOISE * noise
             && line
             && grows_throughout(points, segments, fit.slope, scratch);
@@ -476,6 +494,9 @@ struct Trend {
     variance: f64,
 }
 
+/// ln 8!: see [`MIN_TREND_Z`].
+const LN_8_FACTORIAL: f64 = 10.604_602_902_745_25;
+
 /// Theil–Sen slope, Kendall tau and Mann–Kendall z of `points` (x strictly increasing) over the
 /// pairs of entries of one segment (`segments` never decreases). `scratch` holds the pairwise
 /// slopes afterwards.
@@ -512,7 +533,20 @@ fn trend(points: &[(f64, f64)], segments: &[u64], scratch: &mut Vec<f64>) -> Tre
     let mut slopes = std::mem::take(scratch);
     let slope = median(&mut slopes);
     *scratch = slopes;
-    Trend { fit: Fit { slope, tau }, z: if variance > 0.0 { s / variance.sqrt() } else { 0.0 }, variance }
+    let z = if variance > 0.0 { s / variance.sqrt() } else { 0.0 };
+    Trend { fit: Fit { slope, tau }, z, variance }
+}
+
+/// Logarithm of the number of orderings of entries within their segments (Σ ln nₖ!): noise
+/// rises at every pair of every segment once in that many.
+fn log_orderings(segments: &[u64]) -> f64 {
+    let mut total = 0.0;
+    let mut run = 0;
+    for (i, s) in segments.iter().enumerate() {
+        run = if i > 0 && segments[i - 1] == *s { run + 1 } else { 1 };
+        total += (run as f64).ln();
+    }
+    total
 }
 
 /// Variance of the Mann–Kendall statistic of `n` entries of pure noise.
