@@ -189,8 +189,14 @@ pub fn projection(report: &ReportView) -> Result<Option<String>, RenderError> {
 }
 
 /// Bars per phase: memory added across it (delta) and its peak above the iteration's start,
-/// first iteration next to the steady state.
-pub fn phase_bars(table: &[PhaseRow], start_first: u64, start_steady: u64) -> Result<String, RenderError> {
+/// first iteration next to the steady state; `source` named in the caption when given (reports
+/// with phases of several sources).
+pub fn phase_bars(
+    table: &[PhaseRow],
+    start_first: u64,
+    start_steady: u64,
+    source: Option<&str>,
+) -> Result<String, RenderError> {
     let e = err("phase");
     let value = |row: &PhaseRow, first: bool| -> (f64, f64) {
         let (v, start) = if first { (row.first, start_first) } else { (row.steady, start_steady) };
@@ -205,7 +211,13 @@ pub fn phase_bars(table: &[PhaseRow], start_first: u64, start_steady: u64) -> Re
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("phases: memory added (bars) and peak above the iteration's start (ticks)", ("sans-serif", 18))
+            .caption(
+                match source {
+                    Some(source) => format!("phases of {source}: memory added (bars), peak above the start (ticks)"),
+                    None => "phases: memory added (bars) and peak above the iteration's start (ticks)".to_owned(),
+                },
+                ("sans-serif", 18),
+            )
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(72)

@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use memlint_runtime::phases::LineRow;
+use memlint_runtime::phases::{IterationRecord, LineRow, SourcePhases};
 use memlint_runtime::report::human_bytes;
+use memlint_runtime::summary::coverage;
 use memlint_runtime::view::ReportView;
 
 use crate::{RenderError, chart};
@@ -29,7 +30,7 @@ h1{font-size:20px}h2{font-size:16px;margin-top:28px}\
 pre{background:#f6f6f6;padding:10px;overflow-x:auto;font-size:12px}\
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
 td.code,th.code,td.text{text-align:left;font-family:monospace}tr.grows td{background:#fff3e0}\
-tr.peak td{background:#e3f2fd}.finding{color:#b71c1c}";
+tr.peak td{background:#e3f2fd}.finding{color:#b71c1c}figcaption{font-size:13px;color:#555}";
 
 /// The page of `report`.
 pub fn page(report: &ReportView) -> Result<String, RenderError> {
@@ -50,22 +51,31 @@ pub fn page(report: &ReportView) -> Result<String, RenderError> {
         let _ = writeln!(out, "<h2>Projection</h2>\n<figure class=\"projection\">{svg}</figure>");
     }
     if let Some(phases) = report.phases.as_ref().filter(|p| !p.table.is_empty()) {
-        let start = |first: bool| {
-            let mut starts: Vec<u64> = phases
-                .records
-                .iter()
-                .filter(|r| (r.iteration == 0) == first)
-                .map(|r| r.start_allocated_bytes)
-                .collect();
-            starts.sort_unstable();
-            starts.get(starts.len().saturating_sub(1) / 2).copied().unwrap_or(0)
-        };
         let _ = writeln!(out, "<h2>Phases</h2>");
+        // With several sources read at the marks, each chart names its source.
+        let secondary: Vec<&SourcePhases> = phases.secondary.iter().filter(|s| !s.table.is_empty()).collect();
+        let named = (!secondary.is_empty()).then_some(phases.source.as_str());
+        let (first, steady) = (median_start(&phases.records, true), median_start(&phases.records, false));
         let _ = writeln!(
             out,
             "<figure class=\"phases\">{}</figure>",
-            chart::phase_bars(&phases.table, start(true), start(false))?
+            chart::phase_bars(&phases.table, first, steady, named)?
         );
+        for source in secondary {
+            let (first, steady) = (median_start(&source.records, true), median_start(&source.records, false));
+            let _ = writeln!(
+                out,
+                "<figure class=\"phases\">{}<figcaption>{}: {}</figcaption></figure>",
+                chart::phase_bars(&source.table, first, steady, Some(&source.source))?,
+                escape(&source.source),
+                escape(&coverage(source))
+            );
+        }
+        let without: Vec<&str> =
+            phases.secondary.iter().filter(|s| s.table.is_empty()).map(|s| s.source.as_str()).collect();
+        if !without.is_empty() {
+            let _ = writeln!(out, "<p>No phase readings from {}.</p>", escape(&without.join(", ")));
+        }
     }
     if !report.lines.is_empty() {
         let _ = writeln!(out, "<h2>Lines</h2>\n{}", line_table(&report.lines));
@@ -73,6 +83,15 @@ pub fn page(report: &ReportView) -> Result<String, RenderError> {
     let _ = writeln!(out, "<h2>Summary</h2>\n<pre>{}</pre>", escape(&crate::summary(report)));
     out.push_str("</body></html>\n");
     Ok(out)
+}
+
+/// Bytes in use at the start of the first recorded iteration (`first`), or the median over the
+/// others.
+fn median_start(records: &[IterationRecord], first: bool) -> u64 {
+    let mut starts: Vec<u64> =
+        records.iter().filter(|r| (r.iteration == 0) == first).map(|r| r.start_allocated_bytes).collect();
+    starts.sort_unstable();
+    starts.get(starts.len().saturating_sub(1) / 2).copied().unwrap_or(0)
 }
 
 fn verdict_line(report: &ReportView) -> String {

@@ -1,11 +1,12 @@
-//! Renders memlint's JSON reports (schema versions 1 and 2) for people and for viewers they
+//! Renders memlint's JSON reports (schema versions 1 to 3) for people and for viewers they
 //! already use:
 //!
 //! - [`summary`]: the terminal summary (the same text `MEMLINT_SUMMARY=1` prints at the end of
 //!   a run), in the manner of PyTorch's `memory_summary()`;
 //! - [`html::page`]: one self-contained HTML page (inline SVG charts drawn with plotters, no
 //!   script, no network): the timeline of every source, the warm-up span, the fitted trend and
-//!   its projection to the memory limit, the phase bars and the line table;
+//!   its projection to the memory limit, the phase bars of each source read at the marks and the
+//!   line table;
 //! - [`perfetto::trace`]: Chrome trace-event JSON with a counter track per source and phase (and
 //!   line) slices, for Perfetto and `chrome://tracing`.
 //!

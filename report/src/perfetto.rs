@@ -1,13 +1,14 @@
 //! Chrome trace-event JSON (the format Perfetto and `chrome://tracing` open): one counter track
-//! per memory source, a counter of the readings inside recorded iterations, and slices for the
-//! recorded iterations, their phases and (with `lines`) their statements.
+//! per memory source, a counter of the readings inside recorded iterations per source read at
+//! the marks, and slices for the recorded iterations, their phases (with each secondary source's
+//! allocated bytes and delta in their arguments) and (with `lines`) their statements.
 //!
 //! Times are microseconds since the first iteration started. Readings inside recorded iterations
 //! carry their real times; per-iteration samples of other iterations are placed by linear
 //! interpolation between recorded iterations (or at the mean iteration time when the report has
 //! no recorded iterations, as in version 1 reports).
 
-use memlint_runtime::phases::{END, IterationRecord, Phases};
+use memlint_runtime::phases::{END, IterationRecord, PhaseValue, Phases, phase_values};
 use memlint_runtime::view::ReportView;
 use serde_json::{Value, json};
 
@@ -42,7 +43,27 @@ pub fn trace(report: &ReportView) -> Value {
             events.push(meta("thread_name", Some(TID_LINES), "lines"));
         }
         for record in &phases.records {
-            slices(&mut events, phases, record);
+            // The secondary sources' values of this iteration's phases, shown in its slices.
+            let others: Vec<(&str, Vec<(u32, PhaseValue)>)> = phases
+                .secondary
+                .iter()
+                .filter_map(|s| {
+                    let theirs = s.records.iter().find(|r| r.iteration == record.iteration)?;
+                    Some((s.source.as_str(), phase_values(&phases.marks, theirs)))
+                })
+                .collect();
+            slices(&mut events, phases, record, &others);
+        }
+        for source in &phases.secondary {
+            let counter = format!("{} inside iterations", source.source);
+            for record in &source.records {
+                events.push(json!({ "name": counter, "ph": "C", "ts": record.start_us, "pid": PID,
+                    "args": { "allocated": record.start_allocated_bytes } }));
+                for point in &record.points {
+                    events.push(json!({ "name": counter, "ph": "C", "ts": point.t_us, "pid": PID,
+                        "args": { "allocated": point.allocated_bytes } }));
+                }
+            }
         }
     }
     json!({
@@ -60,8 +81,14 @@ fn meta(kind: &str, tid: Option<u64>, name: &str) -> Value {
     event
 }
 
-/// The slices and inner readings of one recorded iteration.
-fn slices(events: &mut Vec<Value>, phases: &Phases, record: &IterationRecord) {
+/// The slices and inner readings of one recorded iteration; `others` are the phase values of
+/// the secondary sources read at its marks, added to the phase slices' arguments.
+fn slices(
+    events: &mut Vec<Value>,
+    phases: &Phases,
+    record: &IterationRecord,
+    others: &[(&str, Vec<(u32, PhaseValue)>)],
+) {
     let Some(end) = record.points.last() else { return };
     let counter = format!("{} inside iterations", phases.source);
     events.push(json!({ "name": counter, "ph": "C", "ts": record.start_us, "pid": PID,
@@ -96,8 +123,14 @@ fn slices(events: &mut Vec<Value>, phases: &Phases, record: &IterationRecord) {
             None => None,
         };
         if let Some(phase) = phase {
+            let mut args = args(phase_alloc, phase_peak);
+            for (source, values) in others {
+                if let Some((_, v)) = values.iter().find(|(mark, _)| *mark == point.mark) {
+                    args[*source] = json!({ "allocated": v.allocated_bytes, "delta": v.delta_bytes });
+                }
+            }
             events.push(json!({ "name": phase, "cat": "phase", "ph": "X", "ts": phase_start,
-                "dur": point.t_us.saturating_sub(phase_start), "pid": PID, "tid": TID_PHASES, "args": args(phase_alloc, phase_peak) }));
+                "dur": point.t_us.saturating_sub(phase_start), "pid": PID, "tid": TID_PHASES, "args": args }));
             (phase_start, phase_alloc, phase_peak) = (point.t_us, point.allocated_bytes, 0);
         }
     }

@@ -1,7 +1,10 @@
 //! The renderers on real reports: a version 1 report written by the guard before phases existed
-//! (`fixtures/v1_candle_leaky.json`: examples/candle_leaky.rs at 0499979, 60 steps) and a version
+//! (`fixtures/v1_candle_leaky.json`: examples/candle_leaky.rs at 0499979, 60 steps), a version
 //! 2 report with phases and lines (`fixtures/v2_candle_leaky_lines.json`: the same example with
-//! `#[mem_guard(lines)]`). Outputs are parsed back: SVG as XML (roxmltree), the trace as JSON.
+//! `#[mem_guard(lines)]`) and a version 3 report with the phases of two sources
+//! (`fixtures/v3_candle_leaky_lines_sources.json`: the same example, 60 steps, with
+//! `MEMLINT_READ_EVERY=1` so that the RSS is read at the marks too). Outputs are parsed back: SVG
+//! as XML (roxmltree), the trace as JSON.
 
 use std::path::Path;
 
@@ -91,6 +94,8 @@ fn version_2_reports_show_phases_lines_and_slices() {
     for label in ["forward", "loss", "backward+step", "end", "first iteration", "steady (median)"] {
         assert!(phase_labels.contains(label), "missing {label:?} in {phase_labels}");
     }
+    // One source read at the marks: the chart's caption names no source (as before version 3).
+    assert!(phase_labels.contains("phases: memory added (bars) and peak above the iteration's start (ticks)"));
     assert!(polylines(&charts[0]) >= 3);
     assert!(page.contains("<td class=\"code\">total = (total + &amp;loss)?;</td>"));
     assert!(page.contains("accumulated_loss_tensor: `total` accumulates"));
@@ -115,4 +120,69 @@ fn version_2_reports_show_phases_lines_and_slices() {
     assert_eq!(phases_of_1.len(), 4);
     let counters: Vec<&str> = events.iter().filter(|e| e["ph"] == "C").filter_map(|e| e["name"].as_str()).collect();
     assert!(counters.contains(&"host-allocator (host)") && counters.contains(&"host-allocator inside iterations"));
+    assert!(counters.iter().all(|c| c.starts_with("host-allocator")), "one source only");
+    assert!(events.iter().filter(|e| e["cat"] == "phase").all(|e| e["args"].as_object().unwrap().len() == 3));
+}
+
+#[test]
+fn version_3_reports_show_the_phases_of_every_source() {
+    let report = fixture("v3_candle_leaky_lines_sources.json");
+    assert_eq!(report.version, 3);
+    let phases = report.phases.as_ref().unwrap();
+    let [rss] = phases.secondary.as_slice() else { panic!("{:?}", phases.secondary) };
+    assert_eq!((rss.source.as_str(), rss.read_every), ("host-rss", 1));
+
+    // Summary: the primary table as in version 2, then the RSS one.
+    let text = summary(&report);
+    let primary = text.find("phases (host-allocator; first iteration vs median of 35 other recorded iterations):");
+    let secondary = text.find(
+        "phases (host-rss; first iteration vs median of 26 later recorded iterations; peak = highest reading at the marks):",
+    );
+    assert!(primary.is_some_and(|p| secondary.is_some_and(|s| p < s)), "{text}");
+    assert_eq!(text.matches(" backward+step (line 52) |").count(), 2, "{text}");
+    // The RSS grows in page-sized steps at backward+step in steady state (the leak).
+    assert!(text.contains(" backward+step (line 52) |   11.5 MiB |  11.5 MiB |   +564 KiB |      13.1 MiB |     13.1 MiB |     +64.0 KiB"), "{text}");
+
+    // Page: a timeline per source, the projection, phase bars per source naming it.
+    let page = html::page(&report).unwrap();
+    let charts = svgs(&page);
+    assert_eq!(charts.len(), 5, "2 timelines, projection, 2 phase charts");
+    let captions: Vec<String> = charts[3..].iter().map(|c| texts(c).join("|")).collect();
+    assert!(captions[0].contains("phases of host-allocator: memory added (bars), peak above the start (ticks)"));
+    assert!(captions[1].contains("phases of host-rss: memory added (bars), peak above the start (ticks)"));
+    for label in ["forward", "loss", "backward+step", "end"] {
+        assert!(captions[1].contains(label), "missing {label:?} in {}", captions[1]);
+    }
+    assert!(page.contains(
+        "<figcaption>host-rss: first iteration vs median of 26 later recorded iterations; peak = highest reading at the marks</figcaption>"
+    ));
+
+    // Trace: a counter track of the RSS inside iterations, and the RSS's values in the phase
+    // slices of the iterations it was read at the marks.
+    let trace = perfetto::trace(&report);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let inside = events.iter().filter(|e| e["ph"] == "C" && e["name"] == "host-rss inside iterations").count();
+    assert_eq!(inside, rss.records.iter().map(|r| 1 + r.points.len()).sum::<usize>());
+    let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "phase").collect();
+    assert_eq!(slices.len(), phases.records.len() * 4);
+    let with_rss: Vec<&&serde_json::Value> = slices.iter().filter(|e| e["args"].get("host-rss").is_some()).collect();
+    assert_eq!(with_rss.len(), rss.records.len() * 4, "each phase of each iteration read at the marks");
+    // Iteration 20's backward+step slice carries the RSS reading at its mark.
+    let record = rss.records.iter().find(|r| r.iteration == 20).unwrap();
+    let mark = phases.marks.iter().position(|m| m.phase.as_deref() == Some("backward+step")).unwrap() as u32;
+    let points = &record.points;
+    let at = points.iter().position(|p| p.mark == mark).unwrap();
+    let (t0, t1) = (phases.records.iter().find(|r| r.iteration == 20).unwrap().start_us, points.last().unwrap().t_us);
+    let slice = with_rss
+        .iter()
+        .find(|e| e["name"] == "backward+step" && e["ts"].as_u64().is_some_and(|t| t >= t0 && t <= t1))
+        .unwrap();
+    assert_eq!(slice["args"]["host-rss"]["allocated"], points[at].allocated_bytes);
+    // Its delta runs from the previous phase's mark (lines in between are merged).
+    let merged_start = points[..at]
+        .iter()
+        .rev()
+        .find(|p| phases.marks.get(p.mark as usize).is_some_and(|m| m.phase.is_some()))
+        .map_or(record.start_allocated_bytes, |p| p.allocated_bytes);
+    assert_eq!(slice["args"]["host-rss"]["delta"], points[at].allocated_bytes as i64 - merged_start as i64);
 }

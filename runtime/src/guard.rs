@@ -258,6 +258,8 @@ impl Run {
         self.sampler = Some(primary);
         let config = *self.detector.config();
         self.secondaries = Secondaries::new(secondary, config, shell.primary_cost());
+        let names: Vec<&'static str> = self.secondaries.kinds().iter().map(|k| k.source_name()).collect();
+        self.phases.set_secondary(&names);
         self.shell = Some(shell);
     }
 
@@ -285,6 +287,13 @@ impl Run {
             let start = if self.phases.will_record(iteration) { self.read_sources() } else { None };
             let t_us = self.t_us();
             self.phases.begin(iteration, t_us, start.map(|r| r.allocated));
+            if self.phases.active()
+                && self.secondary_points(None)
+                && let Some(sampler) = self.sampler.as_mut()
+            {
+                // The primary's peak starts after the secondary reads (the RSS read allocates).
+                sampler.begin_iteration();
+            }
         }
     }
 
@@ -322,9 +331,34 @@ impl Run {
         if let Some(reading) = self.read_sources() {
             self.phases.point(mark, t_us, reading);
         }
+        self.secondary_points(Some(mark));
         if let Some(sampler) = self.sampler.as_mut() {
             sampler.begin_iteration();
         }
+    }
+
+    /// Reads the secondary sources that are read at the marks of this recorded iteration (see
+    /// `phases.rs`) at `mark`, or at its start (`None`); returns whether any was read.
+    fn secondary_points(&mut self, mark: Option<u32>) -> bool {
+        let due = match mark {
+            None => self.phases.secondary_begin(&self.secondaries.rates()),
+            Some(_) => self.phases.secondary_active(),
+        };
+        if due.is_empty() {
+            return false;
+        }
+        let own = self.own_bytes();
+        for &index in &due {
+            let Some((kind, result)) = self.secondaries.read_now(index) else { continue };
+            let own = if kind.on_device() { 0 } else { own };
+            let allocated = result.ok().map(|r| r.allocated.saturating_sub(own));
+            let t_us = self.t_us();
+            match mark {
+                None => self.phases.secondary_start(index, t_us, allocated),
+                Some(mark) => self.phases.secondary_point(index, mark, t_us, allocated),
+            }
+        }
+        true
     }
 
     /// Ends the current iteration: samples, feeds the detector, checks the budget.
@@ -353,6 +387,7 @@ impl Run {
             let segments = self.phases.iteration_peak();
             let t_us = self.t_us();
             self.phases.point(END, t_us, Reading { allocated, reserved: reading.reserved, peak });
+            self.secondary_points(Some(END));
             peak = match (peak, segments) {
                 (Some(p), Some(s)) => Some(p.max(s)),
                 (p, s) => p.or(s),
@@ -548,7 +583,7 @@ impl Run {
             errors: self.errors.clone(),
             sources,
             blind,
-            phases: self.phases.report(self.kind.as_str(), o.lines),
+            phases: self.phases.report(self.kind.as_str(), o.lines, &self.secondaries.rates()),
             lines: self.line_rows(o.lines),
         }
     }
@@ -558,7 +593,7 @@ impl Run {
         if !lines {
             return Vec::new();
         }
-        let Some(phases) = self.phases.report(self.kind.as_str(), true) else { return Vec::new() };
+        let Some(phases) = self.phases.primary(self.kind.as_str(), true) else { return Vec::new() };
         let findings: Vec<(u32, String)> =
             self.site.static_findings.iter().map(|f| (f.line, format!("{}: {}", f.rule, f.message))).collect();
         line_table(&phases, &findings)
@@ -938,6 +973,98 @@ mod tests {
             phases: None,
             lines: Vec::new(),
         }
+    }
+
+    /// Memory the fake sources below report, set by the test loop.
+    static MEMORY: AtomicU64 = AtomicU64::new(0);
+
+    /// A device source (no own bytes subtracted) reading `scale × MEMORY`.
+    struct Fake(BackendKind, u64);
+
+    impl Sample for Fake {
+        fn kind(&self) -> BackendKind {
+            self.0
+        }
+        fn device(&self) -> String {
+            "cuda:0".to_owned()
+        }
+        fn begin_iteration(&mut self) {}
+        fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
+            let bytes = MEMORY.load(Ordering::Relaxed) * self.1;
+            Ok(Reading { allocated: bytes, reserved: None, peak: Some(bytes) })
+        }
+        fn capacity(&mut self) -> Option<Capacity> {
+            None
+        }
+    }
+
+    /// A loop with a primary source and two secondary ones: the cheap one is read at the marks
+    /// of the first iteration and of the recorded iterations after the rates are chosen, the
+    /// dear one (read every 1024th iteration) at the first iteration's marks only.
+    #[test]
+    fn marks_read_the_secondary_sources_that_are_read_every_iteration() {
+        static MARKS: [Mark; 2] = [
+            Mark { line: 5, phase: "forward", code: "let y = m.forward(&x)?;" },
+            Mark { line: 6, phase: "backward+step", code: "opt.backward_step(&y)?;" },
+        ];
+        static SITE: Site = Site {
+            function: "train",
+            file: "src/train.rs",
+            source_path: "",
+            line: 1,
+            loop_at: Some((4, 5)),
+            options: Options { marks: &MARKS, ..Options::DEFAULT },
+            static_findings: &[],
+        };
+        let mut run = Run::new(&SITE);
+        run.kind = BackendKind::Cuda;
+        run.sampler = Some(Box::new(Fake(BackendKind::Cuda, 1)));
+        let opened = |kind, scale, cost| sources::Opened { sampler: Box::new(Fake(kind, scale)), cost };
+        let secondary = vec![
+            opened(BackendKind::NvmlProcess, 2, std::time::Duration::from_nanos(1)),
+            opened(BackendKind::CudaDevice, 3, std::time::Duration::from_secs(1)),
+        ];
+        run.secondaries = Secondaries::new(secondary, *run.detector.config(), std::time::Duration::ZERO);
+        run.phases.set_secondary(&["nvml-process", "cuda-device"]);
+        let mut base = 1000;
+        for i in 0..40u64 {
+            // The first iteration creates 500 bytes of state in `backward+step`.
+            let state = if i == 0 { 500 } else { 0 };
+            run.begin();
+            if i < 10 {
+                // A 20 ms step while the rates are chosen (after warm-up).
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            MEMORY.store(base + 100, Ordering::Relaxed);
+            run.mark(0);
+            MEMORY.store(base + 100 + state, Ordering::Relaxed);
+            run.mark(1);
+            base += state;
+            MEMORY.store(base, Ordering::Relaxed);
+            run.end();
+        }
+        let report = run.report("returned");
+        let phases = report.phases.expect("phases");
+        assert_eq!(phases.records.len(), 33, "0..32 and 32");
+        let [cheap, dear] = &phases.secondary[..] else { panic!("{:?}", phases.secondary) };
+        assert_eq!((cheap.source.as_str(), dear.source.as_str()), ("nvml-process", "cuda-device"));
+        if std::env::var_os("MEMLINT_READ_EVERY").is_none() {
+            assert_eq!((cheap.read_every, dear.read_every), (1, sources::MAX_READ_EVERY));
+            let iterations: Vec<u64> = cheap.records.iter().map(|r| r.iteration).collect();
+            assert_eq!(iterations, [0].into_iter().chain(10..=32).collect::<Vec<_>>());
+            assert_eq!(dear.records.len(), 1, "the dear source at the first iteration only");
+            assert!(dear.table.iter().all(|r| r.first.is_some() && r.steady.is_none()));
+        }
+        // Each source's rows follow its own readings (2× and 3× the primary's).
+        for (source, scale) in [(cheap, 2), (dear, 3)] {
+            let step = source.table.iter().find(|r| r.phase == "backward+step").unwrap();
+            assert_eq!(step.first.unwrap().delta_bytes, 500 * scale, "{}", source.source);
+            assert_eq!(step.first.unwrap().allocated_bytes, 1600 * scale as u64);
+        }
+        let steady: Vec<i64> = cheap.table.iter().map(|r| r.steady.unwrap().delta_bytes).collect();
+        assert_eq!(steady, [200, 0, -200], "forward, backward+step, end");
+        let primary: Vec<i64> = phases.table.iter().map(|r| r.steady.unwrap().delta_bytes).collect();
+        assert_eq!(primary, [100, 0, -100]);
     }
 
     #[test]

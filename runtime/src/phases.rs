@@ -11,6 +11,14 @@
 //! From the records: the phase table (first iteration vs the median of the others: allocated at
 //! the end of each phase, the peak inside it, the delta across it) and the line table (per
 //! statement: memory added and peak).
+//!
+//! The secondary sources (`sources.rs`) are read at the same marks when they are cheap enough:
+//! every one in the first iteration (its cost is paid once, and that iteration is outside the
+//! step timing that chooses the rates), then in the recorded iterations after the rates are
+//! chosen those read every iteration (`read_every` 1). A source read at a lower rate (NVML on a
+//! fast loop) has the first iteration only. Their high-water marks are not reset at the marks
+//! (that would change their own series), so their points carry no peak: the peak of a phase is
+//! then the highest reading at its marks.
 
 use serde::{Deserialize, Serialize};
 
@@ -140,6 +148,31 @@ pub struct LineRow {
     pub static_findings: Vec<String>,
 }
 
+/// The readings of one secondary source at the marks, and its phase table (schema 3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourcePhases {
+    /// Its name in `sources[]` (`host-rss`, `host-allocator`, `cuda-pool`, `nvml-process`, …).
+    pub source: String,
+    /// Its rate at the end of the run (`sources[].read_every`; 0: never chosen). A source read
+    /// every iteration is read at the marks of the recorded iterations after the rates are
+    /// chosen; every source is read at the marks of the first iteration.
+    #[serde(default)]
+    pub read_every: u64,
+    /// Its phase table (`steady` null when it was read at the first iteration's marks only).
+    #[serde(default)]
+    pub table: Vec<PhaseRow>,
+    /// The iterations it was read at the marks (points without peaks).
+    #[serde(default)]
+    pub records: Vec<IterationRecord>,
+}
+
+impl SourcePhases {
+    /// Recorded iterations after the first, which the steady medians are taken over.
+    pub fn steady_records(&self) -> usize {
+        self.records.iter().filter(|r| r.iteration > 0).count()
+    }
+}
+
 /// The `phases` object of the JSON report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phases {
@@ -156,6 +189,10 @@ pub struct Phases {
     /// The recorded iterations (see `DENSE`/`STRIDE` in the docs).
     #[serde(default)]
     pub records: Vec<IterationRecord>,
+    /// The secondary sources' readings at the same marks, in the order of `sources[]` (schema 3;
+    /// empty before).
+    #[serde(default)]
+    pub secondary: Vec<SourcePhases>,
 }
 
 /// Whether `iteration` is recorded.
@@ -172,11 +209,29 @@ pub(crate) struct Recorder {
     records: Vec<IterationRecord>,
     /// Highest peak of the segments of the current iteration closed so far.
     segment_peak: Option<u64>,
+    /// The secondary sources' readings, in the order of `Secondaries`.
+    secondary: Vec<SecondaryRecorder>,
+}
+
+/// The readings of one secondary source at the marks.
+#[derive(Debug)]
+struct SecondaryRecorder {
+    /// Its name in `sources[]`.
+    source: &'static str,
+    /// It is read at the marks of the current iteration.
+    active: bool,
+    records: Vec<IterationRecord>,
 }
 
 impl Recorder {
     pub(crate) fn new(marks: &'static [Mark]) -> Self {
-        Self { marks, active: false, records: Vec::new(), segment_peak: None }
+        Self { marks, active: false, records: Vec::new(), segment_peak: None, secondary: Vec::new() }
+    }
+
+    /// Names the secondary sources, in the order of `Secondaries`, once they are opened.
+    pub(crate) fn set_secondary(&mut self, sources: &[&'static str]) {
+        self.secondary =
+            sources.iter().map(|&source| SecondaryRecorder { source, active: false, records: Vec::new() }).collect();
     }
 
     /// Whether this run has marks at all.
@@ -200,6 +255,9 @@ impl Recorder {
     pub(crate) fn begin(&mut self, iteration: u64, t_us: u64, start: Option<u64>) {
         self.segment_peak = None;
         self.active = false;
+        for s in &mut self.secondary {
+            s.active = false;
+        }
         if let (true, Some(bytes)) = (self.will_record(iteration), start) {
             self.active = true;
             self.records.push(IterationRecord {
@@ -232,6 +290,68 @@ impl Recorder {
         }
     }
 
+    /// Opens the records of the secondary sources read at the marks of the current iteration,
+    /// given their rates (`Secondaries::rates`, 0 until chosen): every one in the first
+    /// iteration, then those read every iteration. Returns their indices (none when the
+    /// iteration is not recorded). The records exist before the sources are read, so the guard's
+    /// own bytes stay the same through the iteration.
+    pub(crate) fn secondary_begin(&mut self, rates: &[u64]) -> Vec<usize> {
+        let Some(iteration) = self.records.last().filter(|_| self.active).map(|r| r.iteration) else {
+            return Vec::new();
+        };
+        let capacity = self.marks.len() + 1;
+        let due: Vec<usize> =
+            (0..self.secondary.len().min(rates.len())).filter(|&i| iteration == 0 || rates[i] == 1).collect();
+        for &i in &due {
+            let s = &mut self.secondary[i];
+            s.active = true;
+            s.records.push(IterationRecord {
+                iteration,
+                start_us: 0,
+                start_allocated_bytes: 0,
+                points: Vec::with_capacity(capacity),
+            });
+        }
+        due
+    }
+
+    /// The reading of secondary source `index` at the start of the current iteration (`None`, a
+    /// failed read: it is not recorded in this iteration).
+    pub(crate) fn secondary_start(&mut self, index: usize, t_us: u64, start: Option<u64>) {
+        let Some(s) = self.secondary.get_mut(index).filter(|s| s.active) else { return };
+        match (start, s.records.last_mut()) {
+            (Some(bytes), Some(record)) => {
+                record.start_us = t_us;
+                record.start_allocated_bytes = bytes;
+            }
+            _ => {
+                s.records.pop();
+                s.active = false;
+            }
+        }
+    }
+
+    /// The secondary sources read at the marks of the current iteration.
+    pub(crate) fn secondary_active(&self) -> Vec<usize> {
+        (0..self.secondary.len()).filter(|&i| self.secondary[i].active).collect()
+    }
+
+    /// A reading of secondary source `index` at `mark` (or [`END`]); a failed read (`None`)
+    /// drops its record of the current iteration.
+    pub(crate) fn secondary_point(&mut self, index: usize, mark: u32, t_us: u64, allocated: Option<u64>) {
+        let Some(s) = self.secondary.get_mut(index).filter(|s| s.active) else { return };
+        match (allocated, s.records.last_mut()) {
+            (Some(allocated_bytes), Some(record)) => {
+                record.points.push(PointRecord { mark, t_us, allocated_bytes, peak_bytes: None });
+                s.active = mark != END;
+            }
+            _ => {
+                s.records.pop();
+                s.active = false;
+            }
+        }
+    }
+
     /// The highest peak seen at the marks of the current iteration (the iteration's peak is the
     /// larger of this and the end reading's).
     pub(crate) fn iteration_peak(&self) -> Option<u64> {
@@ -240,12 +360,34 @@ impl Recorder {
 
     /// Heap bytes held by the records (subtracted from host readings).
     pub(crate) fn heap_bytes(&self) -> u64 {
-        let points: usize = self.records.iter().map(|r| r.points.capacity()).sum();
-        (self.records.capacity() * size_of::<IterationRecord>() + points * size_of::<PointRecord>()) as u64
+        let all = std::iter::once(&self.records).chain(self.secondary.iter().map(|s| &s.records));
+        let (records, points) = all.fold((0, 0), |(records, points), r| {
+            (records + r.capacity(), points + r.iter().map(|r| r.points.capacity()).sum::<usize>())
+        });
+        let secondary = self.secondary.capacity() * size_of::<SecondaryRecorder>();
+        (records * size_of::<IterationRecord>() + points * size_of::<PointRecord>() + secondary) as u64
     }
 
-    /// The `phases` object, or `None` without marks.
-    pub(crate) fn report(&self, source: &str, lines_mode: bool) -> Option<Phases> {
+    /// The `phases` object with the secondary sources' readings (`rates`: their rates at the
+    /// end of the run), or `None` without marks.
+    pub(crate) fn report(&self, source: &str, lines_mode: bool, rates: &[u64]) -> Option<Phases> {
+        let mut phases = self.primary(source, lines_mode)?;
+        phases.secondary = self
+            .secondary
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SourcePhases {
+                source: s.source.to_owned(),
+                read_every: rates.get(i).copied().unwrap_or(0),
+                table: phase_table(&phases.marks, &s.records),
+                records: s.records.clone(),
+            })
+            .collect();
+        Some(phases)
+    }
+
+    /// The `phases` object of the primary source alone, or `None` without marks.
+    pub(crate) fn primary(&self, source: &str, lines_mode: bool) -> Option<Phases> {
         if !self.enabled() {
             return None;
         }
@@ -259,7 +401,14 @@ impl Recorder {
             })
             .collect();
         let table = phase_table(&marks, &self.records);
-        Some(Phases { source: source.to_owned(), lines_mode, marks, table, records: self.records.clone() })
+        Some(Phases {
+            source: source.to_owned(),
+            lines_mode,
+            marks,
+            table,
+            records: self.records.clone(),
+            secondary: Vec::new(),
+        })
     }
 }
 
@@ -289,6 +438,15 @@ fn segments(marks: &[MarkInfo], record: &IterationRecord, by_phase: bool) -> Vec
         }
     }
     out
+}
+
+/// Per phase of one recorded iteration: the mark that ends it ([`END`] for `end`) and its
+/// allocated bytes at the end, peak inside and delta across (as in the phase table).
+pub fn phase_values(marks: &[MarkInfo], record: &IterationRecord) -> Vec<(u32, PhaseValue)> {
+    segments(marks, record, true)
+        .into_iter()
+        .map(|s| (s.mark, PhaseValue { allocated_bytes: s.allocated, peak_bytes: s.peak, delta_bytes: s.delta }))
+        .collect()
 }
 
 /// Median of `values` (lower median for an even count); `None` when empty.
@@ -454,7 +612,14 @@ mod tests {
             start = r.points.last().unwrap().allocated_bytes;
             records.push(r);
         }
-        Phases { source: "host-allocator".into(), lines_mode: true, marks: marks(), table: Vec::new(), records }
+        Phases {
+            source: "host-allocator".into(),
+            lines_mode: true,
+            marks: marks(),
+            table: Vec::new(),
+            records,
+            secondary: Vec::new(),
+        }
     }
 
     #[test]
@@ -509,13 +674,89 @@ mod tests {
             assert_eq!(r.iteration_peak(), if r.active() { Some(180) } else { None });
             r.point(END, i * 10 + 9, reading(100, 150));
         }
-        let report = r.report("host-allocator", false).unwrap();
+        let report = r.report("host-allocator", false, &[]).unwrap();
         assert_eq!(report.records.len(), DENSE as usize + 1); // 0..32 and 32
         assert_eq!(report.records[0].points.len(), 2);
         assert_eq!(
             report.table[0].steady.unwrap(),
             PhaseValue { allocated_bytes: 150, peak_bytes: 180, delta_bytes: 50 }
         );
-        assert!(Recorder::new(&[]).report("x", false).is_none());
+        assert!(Recorder::new(&[]).report("x", false, &[]).is_none());
+    }
+
+    /// Two secondary sources: a cheap one (read every iteration once the rates are chosen) and a
+    /// dear one (read every 64th iteration): both are read at the first iteration's marks, only
+    /// the cheap one later; a failed read drops that source's record of the iteration.
+    #[test]
+    fn secondary_sources_are_read_at_the_marks_when_cheap() {
+        static MARKS: [Mark; 2] = [
+            Mark { line: 3, phase: "forward", code: "let y = m.forward(&x)?;" },
+            Mark { line: 4, phase: "backward+step", code: "opt.backward_step(&y)?;" },
+        ];
+        let mut r = Recorder::new(&MARKS);
+        r.set_secondary(&["host-rss", "nvml-process"]);
+        let reading = |allocated| Reading { allocated, reserved: None, peak: Some(allocated) };
+        // Rates are chosen at the end of iteration 9 (the warm-up): 0 until then.
+        let rates = |i: u64| if i < 10 { [0, 0] } else { [1, 64] };
+        let mut read = Vec::new();
+        for i in 0..40u64 {
+            // The first iteration creates 5000 bytes of state in `backward+step`.
+            let state = if i == 0 { 5000 } else { 0 };
+            let base = 100 + if i == 0 { 0 } else { 5000 };
+            r.begin(i, i * 10, Some(base));
+            let due = r.secondary_begin(&rates(i));
+            for &s in &due {
+                r.secondary_start(s, i * 10, Some(10 * base));
+            }
+            read.push((i, due));
+            for (mark, (delta, peak)) in [(0u32, (1000, 1200)), (1, (1000 + state, 3000))] {
+                r.point(
+                    mark,
+                    i * 10 + 1 + u64::from(mark),
+                    Reading { peak: Some(base + peak), ..reading(base + delta) },
+                );
+                for s in r.secondary_active() {
+                    // A failed read of the cheap source at iteration 20.
+                    let failed = s == 0 && i == 20 && mark == 1;
+                    r.secondary_point(s, mark, i * 10 + 2, (!failed).then_some(10 * (base + delta)));
+                }
+            }
+            r.point(END, i * 10 + 9, reading(base + state));
+            for s in r.secondary_active() {
+                r.secondary_point(s, END, i * 10 + 9, Some(10 * (base + state)));
+            }
+            assert!(r.secondary_active().is_empty());
+        }
+        assert_eq!(read[0].1, [0, 1], "every source at the first iteration");
+        assert!(read[1..10].iter().all(|(_, due)| due.is_empty()), "none while the step is timed: {read:?}");
+        assert_eq!(read[10].1, [0]);
+        assert_eq!(read[32].1, [0]);
+        assert!(read[33..].iter().all(|(_, due)| due.is_empty()), "iterations 33..40 are not recorded");
+        let report = r.report("host-allocator", false, &[1, 64]).unwrap();
+        let [rss, nvml] = &report.secondary[..] else { panic!("{:?}", report.secondary) };
+        assert_eq!((rss.source.as_str(), rss.read_every, nvml.read_every), ("host-rss", 1, 64));
+        // The cheap one: iterations 0 and 10..=32 without 20 (failed); the dear one: iteration 0.
+        let iterations: Vec<u64> = rss.records.iter().map(|r| r.iteration).collect();
+        assert_eq!(iterations, [0].into_iter().chain((10..=32).filter(|&i| i != 20)).collect::<Vec<_>>());
+        assert_eq!(rss.steady_records(), 22);
+        assert_eq!(nvml.records.len(), 1);
+        assert!(rss.records.iter().flat_map(|r| &r.points).all(|p| p.peak_bytes.is_none()));
+        // Tables: the same phases as the primary; a peak is the highest reading at the marks.
+        let names = |t: &[PhaseRow]| t.iter().map(|r| r.phase.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&rss.table), names(&report.table));
+        let step = &rss.table[1];
+        assert_eq!(step.first.unwrap(), PhaseValue { allocated_bytes: 61000, peak_bytes: 61000, delta_bytes: 50000 });
+        assert_eq!(step.steady.unwrap(), PhaseValue { allocated_bytes: 61000, peak_bytes: 61000, delta_bytes: 0 });
+        assert_eq!(rss.table[2].steady.unwrap().delta_bytes, -10000);
+        assert_eq!(nvml.table[1].first.unwrap().delta_bytes, 50000);
+        assert!(nvml.table.iter().all(|r| r.steady.is_none()), "first iteration only");
+        // The primary's peak comes from its own high-water mark.
+        assert_eq!(report.table[1].steady.unwrap().peak_bytes, 8100);
+        // Per-iteration values, as the Perfetto slices show them.
+        let values = phase_values(&report.marks, &rss.records[1]);
+        assert_eq!(values.iter().map(|v| v.0).collect::<Vec<_>>(), [0, 1, END]);
+        assert_eq!(values[0].1.delta_bytes, 10000);
+        // The secondary records count as the guard's own memory.
+        assert!(r.heap_bytes() > Recorder::new(&MARKS).heap_bytes() + 22 * size_of::<IterationRecord>() as u64);
     }
 }

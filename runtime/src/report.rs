@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
 use serde::Serialize;
 
-/// Version of the JSON report schema. Bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the JSON report schema, raised whenever the field set changes (2: `sources[]`,
+/// `blind[]`, `phases`, `lines`; 3: `phases.secondary[]`). Readers take every version.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A static finding embedded at compile time: a likely cause of a leak in the guarded function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -128,7 +129,8 @@ pub struct Report {
     /// Where the guard could not see, or saw growth that the primary source did not (schema 2).
     #[serde(default)]
     pub blind: Vec<String>,
-    /// Readings after each phase of the loop body and the phase table (schema 2), or null.
+    /// Readings after each phase of the loop body and the phase table (schema 2; per secondary
+    /// source in `phases.secondary[]` since schema 3), or null.
     pub phases: Option<crate::phases::Phases>,
     /// Per-statement table of `#[mem_guard(lines)]` (schema 2); empty without `lines`.
     pub lines: Vec<crate::phases::LineRow>,

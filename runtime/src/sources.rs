@@ -412,6 +412,31 @@ impl Secondaries {
     }
 }
 
+/// For the phase marks (`phases.rs`): which sources are read every iteration, and reads outside
+/// their schedules.
+impl Secondaries {
+    /// Each source's kind, in order.
+    pub fn kinds(&self) -> Vec<BackendKind> {
+        self.sources.iter().map(|s| s.kind).collect()
+    }
+
+    /// Each source's rate, in order: 0 until the rates are chosen (after warm-up), then read
+    /// every this many iterations (1: every iteration).
+    pub fn rates(&self) -> Vec<u64> {
+        self.sources.iter().map(|s| s.read_every).collect()
+    }
+
+    /// Reads source `index` now, outside its schedule: the reading is not in its series and its
+    /// cost not in its accounting. `None` when there is no such source.
+    pub fn read_now(
+        &mut self,
+        index: usize,
+    ) -> Option<(BackendKind, Result<crate::sampler::Reading, crate::sampler::SampleError>)> {
+        let s = self.sources.get_mut(index)?;
+        Some((s.kind, s.opened.sampler.read()))
+    }
+}
+
 impl Secondary {
     /// Reads the source at `iteration`; true when its detector declares a leak now.
     fn read(&mut self, iteration: u64, own: u64) -> bool {

@@ -1,13 +1,14 @@
 //! The terminal summary of a report, in the manner of PyTorch's `memory_summary()`: per source
-//! current and peak allocated and reserved; the phase table (first iteration vs steady state);
-//! the lines that grow and that hold the peak; the verdict and the projection.
+//! current and peak allocated and reserved; the phase table (first iteration vs steady state) of
+//! the primary source and of each secondary source read at the marks; the lines that grow and
+//! that hold the peak; the verdict and the projection.
 //!
 //! Printed on stderr at the end of a guarded run with `MEMLINT_SUMMARY=1`, and by
 //! `cargo memlint report`.
 
 use std::fmt::Write;
 
-use crate::phases::{LineRow, PhaseValue, steady_net_growth};
+use crate::phases::{LineRow, PhaseRow, PhaseValue, SourcePhases, steady_net_growth};
 use crate::report::{human_bytes, human_seconds};
 use crate::view::{ReportView, SourceView};
 
@@ -127,6 +128,42 @@ fn phases(out: &mut String, report: &ReportView) {
     if phases.table.is_empty() {
         return;
     }
+    let recorded = phases.records.len();
+    let _ = writeln!(
+        out,
+        "phases ({}; first iteration vs median of {} other recorded iterations):",
+        phases.source,
+        recorded.saturating_sub(1)
+    );
+    phase_table(out, &phases.table);
+    for source in phases.secondary.iter().filter(|s| !s.table.is_empty()) {
+        let _ = writeln!(out, "phases ({}; {}):", source.source, coverage(source));
+        phase_table(out, &source.table);
+    }
+    let without: Vec<&str> =
+        phases.secondary.iter().filter(|s| s.table.is_empty()).map(|s| s.source.as_str()).collect();
+    if !without.is_empty() {
+        let _ = writeln!(out, "no phase readings from {}", without.join(", "));
+    }
+}
+
+/// What a secondary source's phase table covers, in words (for the summary and the HTML page).
+pub fn coverage(source: &SourcePhases) -> String {
+    let steady = source.steady_records();
+    let what = if steady > 0 {
+        format!("first iteration vs median of {steady} later recorded iterations")
+    } else {
+        match source.read_every {
+            0 => "first iteration only: the run ended before the read rates were chosen".to_owned(),
+            1 => "first iteration only".to_owned(),
+            n => format!("first iteration only: read once every {n} iterations, too costly for every mark"),
+        }
+    };
+    format!("{what}; peak = highest reading at the marks")
+}
+
+/// The rows of a phase table: allocated, peak and delta in the first iteration and steady state.
+fn phase_table(out: &mut String, table_rows: &[PhaseRow]) {
     let cells = |v: Option<PhaseValue>| -> [String; 3] {
         match v {
             Some(v) => {
@@ -135,8 +172,7 @@ fn phases(out: &mut String, report: &ReportView) {
             None => ["-".into(), "-".into(), "-".into()],
         }
     };
-    let rows: Vec<Vec<String>> = phases
-        .table
+    let rows: Vec<Vec<String>> = table_rows
         .iter()
         .map(|row| {
             let name = match row.line {
@@ -149,13 +185,6 @@ fn phases(out: &mut String, report: &ReportView) {
             cells_row
         })
         .collect();
-    let recorded = phases.records.len();
-    let _ = writeln!(
-        out,
-        "phases ({}; first iteration vs median of {} other recorded iterations):",
-        phases.source,
-        recorded.saturating_sub(1)
-    );
     table(
         out,
         &["phase", "1st: alloc", "1st: peak", "1st: delta", "steady: alloc", "steady: peak", "steady: delta"],
@@ -258,5 +287,41 @@ mod tests {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
         assert!(!text.contains("phases"));
+    }
+
+    /// Secondary sources: a table per source read at the marks, its coverage in the header, and
+    /// the sources without readings named.
+    #[test]
+    fn each_secondary_source_gets_its_phase_table() {
+        let record = |iteration: u64, start: u64| {
+            serde_json::json!({"iteration": iteration, "start_us": 0, "start_allocated_bytes": start, "points": [
+                {"mark": 0, "t_us": 1, "allocated_bytes": start + 2048, "peak_bytes": null},
+                {"mark": 4294967295u32, "t_us": 2, "allocated_bytes": start, "peak_bytes": null}]})
+        };
+        let text = serde_json::json!({"version": 3, "function": "train", "samples": [], "phases": {
+            "source": "cuda", "marks": [{"line": 7, "phase": "forward", "code": "m.forward(&x)?;"}],
+            "table": [{"phase": "forward", "line": 7, "first": {"allocated_bytes": 1, "peak_bytes": 1, "delta_bytes": 1}}],
+            "records": [record(0, 1)],
+            "secondary": [
+                {"source": "host-allocator", "read_every": 1, "records": [record(0, 4096), record(12, 8192)]},
+                {"source": "nvml-process", "read_every": 64, "records": [record(0, 1 << 20)]},
+                {"source": "host-rss", "read_every": 2, "records": []}]}});
+        let mut report = ReportView::parse("r", &text.to_string()).unwrap();
+        // Tables are computed when the report is written; here from the records.
+        let marks = report.phases.as_ref().unwrap().marks.clone();
+        for s in &mut report.phases.as_mut().unwrap().secondary {
+            s.table = crate::phases::phase_table(&marks, &s.records);
+        }
+        let text = render(&report);
+        for expected in [
+            "phases (cuda; first iteration vs median of 0 other recorded iterations):",
+            "phases (host-allocator; first iteration vs median of 1 later recorded iterations; peak = highest reading at the marks):",
+            " forward (line 7) |   6.00 KiB |  6.00 KiB |  +2.00 KiB |      10.0 KiB |     10.0 KiB |     +2.00 KiB",
+            "phases (nvml-process; first iteration only: read once every 64 iterations, too costly for every mark; peak = highest reading at the marks):",
+            " forward (line 7) |   1.00 MiB |  1.00 MiB |  +2.00 KiB |             - |            - |             -",
+            "no phase readings from host-rss",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
     }
 }

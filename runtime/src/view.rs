@@ -1,6 +1,6 @@
 //! A JSON report as read back from a file: owned, every field optional, so reports of schema
-//! version 1 (no phases, lines or sources) and version 2 read alike. The renderers
-//! (`MEMLINT_SUMMARY`, `cargo memlint report`) work on this.
+//! version 1 (no phases, lines or sources), version 2 and version 3 (phases of the secondary
+//! sources) read alike. The renderers (`MEMLINT_SUMMARY`, `cargo memlint report`) work on this.
 
 use serde::Deserialize;
 
@@ -111,7 +111,7 @@ pub struct ReportView {
     pub errors: Vec<String>,
     /// Every source (version 2 with several sources); empty otherwise.
     pub sources: Vec<SourceView>,
-    /// Phases (version 2).
+    /// Phases (version 2; with `secondary[]` since version 3).
     pub phases: Option<Phases>,
     /// Lines (version 2, `lines`).
     pub lines: Vec<LineRow>,

@@ -35,10 +35,11 @@ pub fn only_report(function: &str) -> serde_json::Value {
     read(&paths[0])
 }
 
-/// Checks the fields every report must have (schema version 2: version 1's fields, plus one
-/// entry per source, the primary one first and equal to the top-level series, and blind notes).
+/// Checks the fields every report must have (schema version 3: version 1's fields, plus one
+/// entry per source, the primary one first and equal to the top-level series, blind notes, and
+/// in loop mode the phases of each secondary source).
 pub fn check_schema(report: &serde_json::Value) {
-    assert_eq!(report["version"], 2);
+    assert_eq!(report["version"], 3);
     let sources = report["sources"].as_array().expect("sources array");
     assert!(!sources.is_empty(), "no source in {report}");
     assert_eq!(sources[0]["primary"], true);
@@ -54,6 +55,12 @@ pub fn check_schema(report: &serde_json::Value) {
     }
     assert!(report["blind"].is_array());
     assert!(report.get("phases").is_some() && report["lines"].is_array(), "phases and lines in {report}");
+    if let Some(phases) = report["phases"].as_object() {
+        let secondary = phases["secondary"].as_array().expect("phases.secondary array");
+        let names: Vec<&serde_json::Value> = secondary.iter().map(|s| &s["source"]).collect();
+        let expected: Vec<&serde_json::Value> = sources.iter().skip(1).map(|s| &s["source"]).collect();
+        assert_eq!(names, expected, "one phase entry per secondary source, in order");
+    }
     for key in [
         "function",
         "file",
