@@ -82,7 +82,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The JSON report (e.g. `target/memlint/train-1234-0.json`), schema version 1 or 2.
+    /// The JSON report (e.g. `target/memlint/train-1234-0.json`), schema version 1, 2 or 3.
     pub report: PathBuf,
     /// Also write a self-contained HTML page (timeline, projection, phases, lines) to FILE.
     #[arg(long, value_name = "FILE")]
