@@ -551,6 +551,7 @@ impl Run {
         entries.extend(self.secondaries.reports(self.site.options.warmup, seconds));
         let mut blind: Vec<String> = self.shell.as_ref().map_or_else(Vec::new, |s| s.unavailable().to_vec());
         blind.extend(sources::blind_notes(self.kind, verdict.leak, &self.secondaries.leaking()));
+        blind.extend(sources::empty_primary_note(self.kind, self.site.options.warmup, &self.samples, &entries));
         (entries, blind)
     }
 
@@ -641,6 +642,13 @@ impl Run {
             }
             if report.verdict.leak && !self.leak_shown {
                 self.show(&report, Event::Leak);
+            }
+            // Never silently blind: a device source that saw nothing at all is said once.
+            if !self.leak_shown
+                && let Some(note) =
+                    sources::empty_primary_note(self.kind, self.site.options.warmup, &self.samples, &report.sources)
+            {
+                notice_once(&format!("memlint: `{}`: {note}", self.site.function));
             }
             if report.budget_breach.is_some() && !self.budget_shown {
                 self.show(&report, Event::Budget);

@@ -571,6 +571,42 @@ pub fn blind_notes(primary: BackendKind, primary_leak: bool, leaking: &[(Backend
         .collect()
 }
 
+/// The note for a device primary source that held nothing in any iteration after warm-up (the
+/// CUDA pool under libtorch, whose caching allocator takes device memory with `cudaMalloc`): the
+/// guard could not judge device memory every iteration, and says how the other device sources
+/// were read instead. `None` when the primary source saw memory or is not a device source.
+pub fn empty_primary_note(
+    primary: BackendKind,
+    warmup: u64,
+    samples: &[SampleRecord],
+    others: &[SourceReport],
+) -> Option<String> {
+    let after: Vec<&SampleRecord> = samples.iter().filter(|s| s.iteration >= warmup).collect();
+    if !primary.on_device() || after.is_empty() || after.iter().any(|s| s.allocated_bytes > 0) {
+        return None;
+    }
+    let device: Vec<String> = others
+        .iter()
+        .filter(|o| !o.primary && BackendKind::parse(o.source).is_some_and(BackendKind::on_device))
+        .map(|o| {
+            let cost = o.run_read_cost_ns.unwrap_or(o.read_cost_ns) as f64 / 1e3;
+            format!(
+                "{} read every {} iterations ({} reads here; a verdict needs about 10; {cost:.0} µs per read)",
+                o.source,
+                o.read_every,
+                o.samples.len()
+            )
+        })
+        .collect();
+    let seen = if device.is_empty() { "no other device source could be opened".to_owned() } else { device.join("; ") };
+    Some(format!(
+        "{} held 0 B in every iteration: the framework allocates device memory outside it (libtorch \
+         does), so device memory was not judged every iteration: {seen}. Pin a source that sees it \
+         with MEMLINT_SOURCE=nvml-process (or cuda-device) to read it every iteration",
+        primary.source_name()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -763,6 +799,46 @@ mod tests {
     }
 
     /// A pool that stays flat while the process's device memory grows: the secondary source
+    /// A CUDA pool that held nothing after warm-up (libtorch allocates outside it) is named as
+    /// blind even when nothing was flagged, with how the other device sources were read.
+    #[test]
+    fn an_empty_device_primary_is_reported_as_blind() {
+        let sample = |iteration, allocated_bytes| SampleRecord {
+            iteration,
+            allocated_bytes,
+            reserved_bytes: Some(0),
+            peak_bytes: Some(0),
+        };
+        let empty: Vec<SampleRecord> = (0..300).map(|i| sample(i, 0)).collect();
+        let nvml = SourceReport {
+            source: "nvml-process",
+            device: "nvml:0".to_owned(),
+            primary: false,
+            read_every: 1024,
+            read_cost_ns: 18_644,
+            run_read_cost_ns: None,
+            run_read_max_ns: None,
+            sample_stride: 1,
+            samples: Vec::new(),
+            verdict: Verdict::default(),
+            errors: 0,
+        };
+        let note = empty_primary_note(BackendKind::Cuda, 10, &empty, std::slice::from_ref(&nvml))
+            .expect("an empty pool is blind");
+        assert!(note.starts_with("cuda-pool held 0 B in every iteration"), "{note}");
+        assert!(note.contains("nvml-process read every 1024 iterations (0 reads here"), "{note}");
+        assert!(note.contains("MEMLINT_SOURCE=nvml-process"), "{note}");
+        // Memory in the pool after warm-up, a host primary, or nothing after warm-up: no note.
+        let mut used = empty.clone();
+        used[200].allocated_bytes = 1;
+        assert_eq!(empty_primary_note(BackendKind::Cuda, 10, &used, &[]), None);
+        assert_eq!(empty_primary_note(BackendKind::HostRss, 10, &empty, &[]), None);
+        assert_eq!(empty_primary_note(BackendKind::Cuda, 300, &empty, &[]), None);
+        // Zero only during warm-up (lazy first allocation) is not blind.
+        let late: Vec<SampleRecord> = (0..300).map(|i| sample(i, if i < 10 { 0 } else { 4096 })).collect();
+        assert_eq!(empty_primary_note(BackendKind::Cuda, 10, &late, &[]), None);
+    }
+
     /// declares the leak, and the notes say that the primary one is blind to it.
     #[test]
     fn a_flat_primary_with_a_growing_secondary_is_reported_as_blind() {
