@@ -648,7 +648,13 @@ impl Run {
                 && let Some(note) =
                     sources::empty_primary_note(self.kind, self.site.options.warmup, &self.samples, &report.sources)
             {
-                notice_once(&format!("memlint: `{}`: {note}", self.site.function));
+                // Once per guarded function: the read counts in the text differ from call to call.
+                static NAMED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+                let mut named = NAMED.lock().unwrap_or_else(|p| p.into_inner());
+                if !named.contains(&self.site.function) {
+                    named.push(self.site.function);
+                    eprintln!("memlint: `{}`: {note}", self.site.function);
+                }
             }
             if report.budget_breach.is_some() && !self.budget_shown {
                 self.show(&report, Event::Budget);
