@@ -1,4 +1,5 @@
-//! dfdx (0.13).
+//! dfdx (0.13), with the fallible `try_*` forms of its calls (`try_backward`, `try_zero_grads`,
+//! `try_alloc_grads`).
 //!
 //! The tape travels in the tensor's type; `backward()` adds into the `Gradients` the tape was
 //! started with, so they pile up until `model.zero_grads(&mut grads)`.
@@ -8,10 +9,15 @@ use super::{Call, Spec};
 pub(super) static SPEC: Spec = Spec {
     name: "dfdx",
     crate_names: &["dfdx", "dfdx_core", "dfdx_nn"],
-    backward: &[Call::with("backward", &[0])],
+    backward: &[Call::with("backward", &[0]), Call::with("try_backward", &[0])],
     backward_step: &[],
     step: &[Call::with("update", &[2])],
-    clear: &[Call::with("zero_grads", &[1]), Call::with("alloc_grads", &[0])],
+    clear: &[
+        Call::with("zero_grads", &[1]),
+        Call::with("try_zero_grads", &[1]),
+        Call::with("alloc_grads", &[0]),
+        Call::with("try_alloc_grads", &[0]),
+    ],
     cut_methods: &["detach", "array", "as_vec", "split_tape", "retaped"],
     cut_functions: &[],
     no_grad_functions: &[],
@@ -29,7 +35,7 @@ pub(super) static SPEC: Spec = Spec {
     param_rebuild: &[],
     param_type: "",
     explicit_grads: true,
-    grads_alloc_methods: &["alloc_grads"],
+    grads_alloc_methods: &["alloc_grads", "try_alloc_grads"],
     detach_changes_type: true,
     host_number_types: &[],
     scalar_fix: "{}.array()",

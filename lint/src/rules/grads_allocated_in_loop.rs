@@ -131,4 +131,30 @@ fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
     fn accepts_the_fixed_code() {
         assert_eq!(count("grads_allocated_in_loop", None, PASSES), 0);
     }
+
+    /// dfdx's fallible forms: `try_alloc_grads`, `traced(grads.clone())`, `try_backward`,
+    /// `try_zero_grads` (gradient accumulation over `k` examples, a store copied per example).
+    const FALLIBLE: &str = r#"
+use dfdx::prelude::*;
+fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)], k: usize) -> Result<(), E> {
+    let mut grads = model.try_alloc_grads()?;
+    for (i, (x, y)) in data.iter().enumerate() {
+        let out = model.try_forward_mut(x.clone().traced(grads.clone()))?;
+        let loss = mse_loss(out, y.clone());
+        grads = loss.try_backward()?;
+        if i % k == 0 {
+            opt.update(model, &grads).unwrap();
+            model.try_zero_grads(&mut grads)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_copy_per_iteration_with_the_fallible_calls() {
+        assert_eq!(count("grads_allocated_in_loop", None, FALLIBLE), 1);
+        let traced_once = FALLIBLE.replace("traced(grads.clone())", "traced(grads)");
+        assert_eq!(count("grads_allocated_in_loop", None, &traced_once), 0);
+    }
 }
