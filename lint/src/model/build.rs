@@ -694,6 +694,18 @@ impl Builder<'_> {
 
     fn local(&mut self, local: &syn::Local) {
         let init = local.init.as_ref();
+        // `let model: QNet<Autodiff<NdArray>> = …`: the function works on an autodiff backend,
+        // as when a parameter has that type.
+        if self.g.spec.autodiff_by_type
+            && self.g.framework_known
+            && !self.g.autodiff
+            && let Pat::Type(t) = &local.pat
+        {
+            use syn::visit::Visit;
+            let mut v = AutodiffNames(false);
+            v.visit_type(&t.ty);
+            self.g.autodiff = v.0;
+        }
         // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
         if let Some(init) = init
             && self.is_no_grad_guard(&init.expr)

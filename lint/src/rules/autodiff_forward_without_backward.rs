@@ -118,4 +118,25 @@ fn rollout<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32
     fn accepts_the_fixed_code() {
         assert_eq!(count("autodiff_forward_without_backward", None, PASSES), 0);
     }
+
+    /// The backend is named by a local's annotation, not by the function's signature.
+    const ANNOTATED_LOCAL: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+fn main() {
+    let device = Default::default();
+    let model: QNet<Autodiff<NdArray>> = QNet::new(&device);
+    let mut state = reset();
+    for _ in 0..1000 {
+        let q = model.forward(state.clone());
+        state = step(q.argmax(1).into_scalar());
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_local_annotated_with_an_autodiff_backend() {
+        assert_eq!(count("autodiff_forward_without_backward", None, ANNOTATED_LOCAL), 1);
+        let inner = ANNOTATED_LOCAL.replace("QNet<Autodiff<NdArray>>", "QNet<NdArray>");
+        assert_eq!(count("autodiff_forward_without_backward", None, &inner), 0);
+    }
 }
