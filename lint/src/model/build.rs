@@ -488,6 +488,7 @@ impl Builder<'_> {
             no_grad: self.no_grad > 0,
             via: None,
             discarded,
+            path: self.path.clone(),
         });
     }
 

@@ -410,9 +410,17 @@ pub struct VocabCall {
     pub(super) via: Option<String>,
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
     pub(super) discarded: bool,
+    /// Branches the call sits in (as for [`TrainingCall::path`]).
+    pub(super) path: Vec<usize>,
 }
 
 impl VocabCall {
+    /// Branches the call sits in: a call runs on every iteration where another runs if the
+    /// other's path is a prefix of this one's.
+    pub fn path(&self) -> &[usize] {
+        &self.path
+    }
+
     pub fn kind(&self) -> CallKind {
         self.kind
     }

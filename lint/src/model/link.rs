@@ -547,6 +547,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             no_grad: false,
             via: Some(callee.to_string()),
             discarded: false,
+            path: site.path.clone(),
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{CallKind, FnModel, Taint};
+use crate::model::{CallKind, FnModel, Iteration, Taint, TrainingCall, TrainingCallKind};
 use crate::rule::{Applies, Rule, RuleMeta};
 
 pub struct AutodiffForwardWithoutBackward;
@@ -62,17 +62,47 @@ impl Rule for AutodiffForwardWithoutBackward {
                 continue;
             }
             let Some(l) = e.in_loop() else { continue };
-            // A loop that runs backward (or a body that does) sweeps the graph store.
-            if f.iteration_of(Some(l)).is_some() {
-                continue;
-            }
+            // A loop that runs backward (or a body that does) sweeps the graph store, when the
+            // backward runs on every iteration where the forward's rollout does. A backward only
+            // on some (`if buffer.len() > warmup { learn() }`, the rollout loop outside the `if`)
+            // leaves every forward before the first one in the store.
+            let conditional = match f.iteration_of(Some(l)) {
+                None => false,
+                // The forward in the training loop itself: a backward skipped on some of its
+                // iterations is usually a guard (a non-finite loss), not a warm-up; only a
+                // rollout loop nested in it is judged.
+                Some(Iteration::Loop(outer)) if outer == l => continue,
+                Some(Iteration::Call) => continue,
+                Some(it) => {
+                    let backwards: Vec<&TrainingCall> = f
+                        .training_calls()
+                        .iter()
+                        .filter(|c| {
+                            matches!(c.kind(), TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
+                                && f.iteration_of(c.in_loop()) == Some(it)
+                        })
+                        .collect();
+                    if backwards.iter().any(|b| e.path().starts_with(b.path())) {
+                        continue;
+                    }
+                    true
+                }
+            };
             let label = match e.via() {
                 Some(callee) => format!("`{callee}` runs a forward pass on an autodiff model"),
                 None => "forward pass on an autodiff model".to_string(),
             };
+            let (message, loop_label) = if conditional {
+                (
+                    "forward pass on an autodiff model on iterations that may run no backward",
+                    "backward runs only on some iterations of this loop",
+                )
+            } else {
+                ("forward pass on an autodiff model in a loop without backward", "this loop never runs backward")
+            };
             cx.report(
-                Report::new("forward pass on an autodiff model in a loop without backward", e.span().clone(), label)
-                    .label(f.loop_header(l).clone(), "this loop never runs backward")
+                Report::new(message, e.span().clone(), label)
+                    .label(f.loop_header(l).clone(), loop_label)
                     .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
                     .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration"),
             );
@@ -132,6 +162,73 @@ fn main() {
     }
 }
 "#;
+
+    /// A rollout on the autodiff model whose backward waits for a warm-up of transitions.
+    const WARM_UP: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, episodes: usize) {
+    for _ in 0..episodes {
+        let mut state = env.reset();
+        for _ in 0..200 {
+            let q = agent.model.forward(state.clone());
+            state = env.step(q.argmax(1).into_scalar());
+            agent.buffer.push(state.clone());
+        }
+        if agent.buffer.len() > 2_000 {
+            let loss = agent.loss();
+            let grads = loss.backward();
+            agent.model = agent.optim.step(1e-3, agent.model.clone(), GradientsParams::from_grads(grads, &agent.model));
+        }
+    }
+}
+"#;
+
+    const TOGETHER: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, episodes: usize) {
+    for _ in 0..episodes {
+        if agent.ready() {
+            let mut state = env.reset();
+            for _ in 0..200 {
+                let q = agent.model.forward(state.clone());
+                state = env.step(q.argmax(1).into_scalar());
+            }
+            let grads = agent.loss().backward();
+            agent.model = agent.optim.step(1e-3, agent.model.clone(), GradientsParams::from_grads(grads, &agent.model));
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn reports_forwards_while_backward_waits_for_a_warm_up() {
+        assert_eq!(count("autodiff_forward_without_backward", None, WARM_UP), 1);
+        // Backward every episode sweeps what the rollout left.
+        let every = WARM_UP.replace("if agent.buffer.len() > 2_000 {", "{");
+        assert_eq!(count("autodiff_forward_without_backward", None, &every), 0);
+        // The rollout under the same condition as the backward: both run together.
+        assert_eq!(count("autodiff_forward_without_backward", None, TOGETHER), 0);
+    }
+
+    /// The training loop itself skips backward on a non-finite loss: a guard, not a warm-up.
+    const GUARDED: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(model: &mut Net<B>, optim: &mut O, batches: Vec<(Tensor<B, 2>, Tensor<B, 2>)>) {
+    for (x, y) in batches {
+        let loss = (model.forward(x) - y).powf_scalar(2.0).mean();
+        let value = loss.clone().into_scalar();
+        if value.is_finite() {
+            let grads = loss.backward();
+            *model = optim.step(1e-3, model.clone(), GradientsParams::from_grads(grads, &*model));
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_backward_skipped_by_a_guard_in_the_same_loop() {
+        assert_eq!(count("autodiff_forward_without_backward", None, GUARDED), 0);
+    }
 
     #[test]
     fn reports_a_local_annotated_with_an_autodiff_backend() {
