@@ -2,74 +2,21 @@
 //! higher in the `step` phase), a line that holds the peak (a large temporary), a line that keeps
 //! memory every iteration, and a static finding shown beside its line.
 
-use candle_core::backprop::GradStore;
-use candle_core::{DType, Device, Module, Result, Tensor, Var};
-use candle_nn::{Linear, VarBuilder, VarMap, linear, loss};
+use candle_core::{DType, Module, Result, Tensor};
+use candle_nn::loss;
+
+#[path = "common/momentum_mlp.rs"]
+mod momentum_mlp;
+use momentum_mlp::{BATCH, INPUTS, Setup, batch};
 
 #[global_allocator]
 static ALLOC: memlint::TrackingAllocator = memlint::TrackingAllocator::new();
 
-const INPUTS: usize = 128;
 const HIDDEN: usize = 128;
-const CLASSES: usize = 8;
-const BATCH: usize = 32;
-/// f32 parameters of the MLP: its momentum state has as many.
-const PARAMS: usize = INPUTS * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES;
-
-struct Mlp {
-    hidden: Linear,
-    out: Linear,
-}
-
-impl Module for Mlp {
-    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        self.out.forward(&self.hidden.forward(xs)?.relu()?)
-    }
-}
-
-/// SGD with momentum whose state is created at the first step (as PyTorch's optimizers do).
-struct Momentum {
-    vars: Vec<Var>,
-    velocity: Option<Vec<Tensor>>,
-}
-
-impl Momentum {
-    fn step(&mut self, grads: &GradStore) -> Result<()> {
-        if self.velocity.is_none() {
-            let state = self.vars.iter().map(|v| v.zeros_like()).collect::<Result<Vec<_>>>()?;
-            self.velocity = Some(state);
-        }
-        let velocity = self.velocity.as_mut().expect("created above");
-        for (var, v) in self.vars.iter().zip(velocity.iter_mut()) {
-            if let Some(g) = grads.get(var) {
-                *v = ((&*v * 0.9)? + g)?;
-                var.set(&(var.as_tensor() - (&*v * 0.01)?)?)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-struct Setup {
-    model: Mlp,
-    opt: Momentum,
-    teacher: Tensor,
-}
+const PARAMS: usize = momentum_mlp::params(HIDDEN);
 
 fn setup() -> Result<Setup> {
-    let device = Device::Cpu;
-    let varmap = VarMap::new();
-    let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
-    let model = Mlp { hidden: linear(INPUTS, HIDDEN, vb.pp("hidden"))?, out: linear(HIDDEN, CLASSES, vb.pp("out"))? };
-    let opt = Momentum { vars: varmap.all_vars(), velocity: None };
-    let teacher = Tensor::randn(0f32, 1.0, (INPUTS, CLASSES), &device)?;
-    Ok(Setup { model, opt, teacher })
-}
-
-fn batch(teacher: &Tensor) -> Result<(Tensor, Tensor)> {
-    let xs = Tensor::randn(0f32, 1.0, (BATCH, INPUTS), teacher.device())?;
-    let ys = xs.matmul(teacher)?.argmax(1)?;
-    Ok((xs, ys))
+    momentum_mlp::setup(HIDDEN)
 }
 
 #[memlint::mem_guard(report = "target/memlint-test/phases.json")]
