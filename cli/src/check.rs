@@ -130,6 +130,30 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         ws
     };
 
+    // Files under a crate's `src/` that no `mod` reaches are never compiled: leave them out.
+    for g in &mut groups {
+        let root = match g.package {
+            Some(i) => Some(ws.members[i].root().to_path_buf()),
+            None => g.files.first().and_then(|f| workspace::manifest_dir_near(f)),
+        };
+        let Some(root) = root else { continue };
+        let absolute = |f: &PathBuf| if f.is_absolute() { f.clone() } else { cwd.join(f) };
+        let all: Vec<PathBuf> = g.files.iter().map(absolute).collect();
+        let kept: std::collections::HashSet<PathBuf> =
+            cargo_memlint::modtree::compiled(&absolute(&root), all, |f| std::fs::read_to_string(f).ok())
+                .into_iter()
+                .collect();
+        let before = g.files.len();
+        g.files.retain(|f| kept.contains(&absolute(f)));
+        if args.verbose > 0 && g.files.len() < before {
+            eprintln!(
+                "memlint: {} file(s) under {} left out: no `mod` declares them",
+                before - g.files.len(),
+                root.display()
+            );
+        }
+    }
+
     // Config: the workspace's table, then the package's, then the command line.
     let ws_config = if ws.members.is_empty() {
         None

@@ -7,5 +7,6 @@
 
 pub mod baseline;
 pub mod config;
+pub mod modtree;
 pub mod output;
 pub mod workspace;

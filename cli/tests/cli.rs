@@ -117,6 +117,33 @@ fn unparsable_and_non_utf8_files_are_reported_not_fatal() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A module file no `mod` declares is not compiled: its findings are left out, in path mode and
+/// in package mode alike; the declared module with the same code is still reported.
+#[test]
+fn files_no_mod_declares_are_not_linted() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-orphan-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"orphan\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ncandle-core = \"0.11\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub mod train;\n// pub mod old_train;\n").unwrap();
+    let leaky = std::fs::read_to_string(fixture().join("src/lib.rs")).unwrap();
+    std::fs::write(dir.join("src/train.rs"), &leaky).unwrap();
+    std::fs::write(dir.join("src/old_train.rs"), &leaky).unwrap();
+    for args in [
+        &["--message-format", "short", "--framework", "candle", "src"][..],
+        &["--message-format", "short", "--framework", "candle"][..],
+    ] {
+        let out = memlint(args, &dir);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("train.rs:14:9: warning[memlint::retained_graph_output]"), "{args:?}: {stdout}");
+        assert!(!stdout.contains("old_train.rs"), "{args:?}: {stdout}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn explain_prints_rule_docs() {
     let out = memlint(&["explain", "memlint::missing_zero_grad"], &fixture());

@@ -1,0 +1,176 @@
+//! Which files under a crate's `src/` the compiler would build: those reached through `mod`
+//! declarations from `src/lib.rs`, `src/main.rs` and `src/bin/`. A file no `mod` names (an old
+//! module left in the folder, one whose `mod` line is commented out) is never compiled, so its
+//! findings would be about code that does not run.
+//!
+//! Resolution is by name and deliberately generous: a file is reached when any reached file of
+//! the crate declares a module of its name (`mod agent;` reaches `src/agent.rs`,
+//! `src/agent/mod.rs` and `src/x/agent.rs` alike), or names it in `#[path = "…"]`. Only files
+//! that nothing could reach are left out; files outside `src/`, and crates whose `src/` has no
+//! root among the files, are kept whole.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The files of one crate (rooted at `root`) that are compiled, in their order; `read` gives a
+/// file's text (a file that cannot be read declares nothing).
+pub fn compiled(root: &Path, files: Vec<PathBuf>, read: impl Fn(&Path) -> Option<String>) -> Vec<PathBuf> {
+    let src = root.join("src");
+    let in_src = |f: &Path| f.starts_with(&src);
+    let is_root = |f: &Path| {
+        f == src.join("lib.rs")
+            || f == src.join("main.rs")
+            || f.parent().is_some_and(|d| d == src.join("bin"))
+            || f.parent().and_then(Path::parent).is_some_and(|d| d == src.join("bin"))
+    };
+    if !files.iter().any(|f| is_root(f)) {
+        return files;
+    }
+    let mut reached: HashSet<&Path> = files.iter().filter(|f| !in_src(f) || is_root(f)).map(PathBuf::as_path).collect();
+    let mut names: HashSet<String> = HashSet::new();
+    let mut paths: HashSet<PathBuf> = HashSet::new();
+    let mut scanned: HashSet<&Path> = HashSet::new();
+    loop {
+        let mut grew = false;
+        for f in files.iter().filter(|f| reached.contains(f.as_path())) {
+            if scanned.insert(f) {
+                let text = read(f).unwrap_or_default();
+                declarations(&text, f, &mut names, &mut paths);
+            }
+        }
+        for f in &files {
+            if !reached.contains(f.as_path())
+                && (paths.contains(f) || module_name(f).is_some_and(|n| names.contains(n)))
+            {
+                reached.insert(f);
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    files.iter().filter(|f| reached.contains(f.as_path())).cloned().collect()
+}
+
+/// The module name a file defines: its stem, or its folder's name for `mod.rs`.
+fn module_name(file: &Path) -> Option<&str> {
+    match file.file_stem()?.to_str()? {
+        "mod" => file.parent()?.file_name()?.to_str(),
+        stem => Some(stem),
+    }
+}
+
+/// `mod name;` lines (any visibility) and the `#[path = "…"]` files declared in `text`.
+fn declarations(text: &str, file: &Path, names: &mut HashSet<String>, paths: &mut HashSet<PathBuf>) {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let mut pending_path: Option<PathBuf> = None;
+    for line in text.lines() {
+        let mut line = line.trim();
+        if line.starts_with("//") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("#[path") {
+            let quoted = rest.split('"').nth(1);
+            pending_path = quoted.map(|p| normalize(&dir.join(p)));
+            continue;
+        }
+        // `#[cfg(feature = "cuda")] mod gpu;`: attributes before the item on its line.
+        while line.starts_with("#[")
+            && let Some(end) = line.find(']')
+            && !line[end + 1..].trim().is_empty()
+        {
+            line = line[end + 1..].trim_start();
+        }
+        let decl = line.strip_prefix("pub ").or_else(|| line.strip_prefix("pub(crate) ")).unwrap_or(line);
+        let decl = decl.strip_prefix("pub(super) ").unwrap_or(decl);
+        if let Some(rest) = decl.strip_prefix("mod ")
+            && let Some(name) = rest.strip_suffix(';')
+        {
+            names.insert(name.trim().trim_start_matches("r#").to_string());
+            if let Some(p) = pending_path.take() {
+                paths.insert(p);
+            }
+        } else if !line.starts_with("#[") {
+            pending_path = None;
+        }
+    }
+}
+
+/// `a/b/../c.rs` → `a/c.rs`, without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn run(files: &[(&str, &str)]) -> Vec<String> {
+        let texts: HashMap<PathBuf, String> =
+            files.iter().map(|(p, t)| (Path::new("/c").join(p), (*t).to_string())).collect();
+        let list: Vec<PathBuf> = files.iter().map(|(p, _)| Path::new("/c").join(p)).collect();
+        compiled(Path::new("/c"), list, |f| texts.get(f).cloned())
+            .into_iter()
+            .map(|p| p.strip_prefix("/c").unwrap().display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn files_no_mod_names_are_left_out() {
+        let kept = run(&[
+            (
+                "src/main.rs",
+                "mod agent;\n// mod old_agent;\npub(crate) mod model;\n#[cfg(feature = \"gpu\")] mod gpu;\n",
+            ),
+            ("src/gpu.rs", ""),
+            ("src/agent.rs", "pub mod memory;\n"),
+            ("src/agent/memory.rs", ""),
+            ("src/model/mod.rs", "#[path = \"../extra/layers.rs\"]\nmod layers;\n"),
+            ("src/extra/layers.rs", ""),
+            ("src/old_agent.rs", "fn leaky() {}"),
+            ("src/scratch.rs", ""),
+            ("examples/demo.rs", ""),
+        ]);
+        assert_eq!(
+            kept,
+            [
+                "src/main.rs",
+                "src/gpu.rs",
+                "src/agent.rs",
+                "src/agent/memory.rs",
+                "src/model/mod.rs",
+                "src/extra/layers.rs",
+                "examples/demo.rs"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_crate_without_a_root_among_the_files_is_kept_whole() {
+        let kept = run(&[("src/agent.rs", ""), ("src/old.rs", "")]);
+        assert_eq!(kept, ["src/agent.rs", "src/old.rs"]);
+    }
+
+    #[test]
+    fn binaries_under_src_bin_are_roots() {
+        let kept = run(&[
+            ("src/lib.rs", ""),
+            ("src/bin/train.rs", "mod cli;\n"),
+            ("src/bin/cli.rs", ""),
+            ("src/unused.rs", ""),
+        ]);
+        assert_eq!(kept, ["src/lib.rs", "src/bin/train.rs", "src/bin/cli.rs"]);
+    }
+}
