@@ -41,6 +41,9 @@ pub struct Summary {
     /// Runs a forward pass on an autodiff model (burn) and no backward: each call grows the
     /// autodiff graph store until some later backward sweeps it.
     forwards_autodiff: bool,
+    /// Runs a forward pass and no backward, on whatever backend it is given (`impl<B: Backend>`):
+    /// a forward on an autodiff model when an autodiff caller hands it one.
+    forwards: bool,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -70,6 +73,7 @@ impl Summary {
             clears: self.clears && other.clears,
             framework: if self.framework == other.framework { self.framework } else { None },
             forwards_autodiff: self.forwards_autodiff && other.forwards_autodiff,
+            forwards: self.forwards && other.forwards,
             stores: self
                 .stores
                 .iter()
@@ -429,10 +433,10 @@ fn summarize(g: &FnModel) -> Summary {
             stores.push(StoredParam { param: i, span, target, target_name, inner });
         }
     }
-    let forwards_autodiff = g.autodiff
-        && !runs_backward
+    let forwards = !runs_backward
         && g.calls_of(super::graph::CallKind::Forward)
             .any(|e| !e.no_grad && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL)));
+    let forwards_autodiff = g.autodiff && forwards;
     let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     Summary {
         returns_graph,
@@ -442,6 +446,7 @@ fn summarize(g: &FnModel) -> Summary {
         clears,
         framework,
         forwards_autodiff,
+        forwards,
         stores,
     }
 }
@@ -506,7 +511,16 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     if !s.returns_graph {
         g.seeds.retain(|&n| n != site.result);
     }
-    if !s.forwards_autodiff {
+    // A generic callee's forward runs on an autodiff model when this (autodiff) caller hands it
+    // one: not when the receiver or an argument is a model made inert (`model.valid()`).
+    let inert = |n: NodeIndex| g.graph[n].taint.has(Taint::INERT_MODEL);
+    let handed_inert = site.receiver.is_some_and(inert)
+        || site
+            .args
+            .iter()
+            .any(|a| matches!(a.producer, super::graph::Producer::InertModel) || a.reads.iter().any(|&n| inert(n)));
+    let forwards = s.forwards_autodiff || (s.forwards && g.autodiff && !handed_inert);
+    if !forwards {
         g.vocab_calls
             .retain(|e| !(e.kind == super::graph::CallKind::Forward && e.via.is_some() && e.span == site.span));
     }
@@ -537,7 +551,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     if s.clears && same_framework {
         add_call(g, TrainingCallKind::Clear);
     }
-    if s.forwards_autodiff && !g.calls_of(super::graph::CallKind::Forward).any(|e| e.span == site.span) {
+    if forwards && !g.calls_of(super::graph::CallKind::Forward).any(|e| e.span == site.span) {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
             span: site.span.clone(),

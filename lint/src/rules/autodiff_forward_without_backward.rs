@@ -230,6 +230,41 @@ fn fit<B: AutodiffBackend>(model: &mut Net<B>, optim: &mut O, batches: Vec<(Tens
         assert_eq!(count("autodiff_forward_without_backward", None, GUARDED), 0);
     }
 
+    /// A helper generic over any backend runs the forward; the autodiff caller hands it the
+    /// autodiff model.
+    const GENERIC_HELPER: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+impl<B: Backend> QNet<B> {
+    fn act(&self, state: Tensor<B, 1>) -> usize {
+        self.forward(state).argmax(0).into_scalar().to_usize()
+    }
+}
+fn play<B: Backend>(net: &QNet<B>, env: &mut Env) {
+    let mut state = env.reset();
+    while !env.done() {
+        state = env.step(net.act(state.clone()));
+    }
+}
+fn rollout<B: AutodiffBackend>(net: &QNet<B>, env: &mut Env, steps: usize) {
+    let mut state = env.reset();
+    for _ in 0..steps {
+        state = env.step(net.act(state.clone()));
+    }
+    play(&net.valid(), env);
+}
+"#;
+
+    #[test]
+    fn reports_a_generic_helper_given_the_autodiff_model() {
+        // `rollout` is reported (its loop calls `act` on the autodiff model); `play` is generic
+        // and is handed the inert `net.valid()`.
+        assert_eq!(count("autodiff_forward_without_backward", None, GENERIC_HELPER), 1);
+        let inner = GENERIC_HELPER
+            .replace("net.act(state.clone()));\n    }\n    play", "net.valid().act(state.clone()));\n    }\n    play");
+        assert_ne!(inner, GENERIC_HELPER);
+        assert_eq!(count("autodiff_forward_without_backward", None, &inner), 0);
+    }
+
     #[test]
     fn reports_a_local_annotated_with_an_autodiff_backend() {
         assert_eq!(count("autodiff_forward_without_backward", None, ANNOTATED_LOCAL), 1);
