@@ -896,6 +896,14 @@ impl FnModel {
         })
     }
 
+    /// Whether a value of `binding` is passed to a call of one of the crate's own functions
+    /// (`opt.tell(solutions, losses)`): that function decides what becomes of it.
+    pub fn handed_to_crate_call(&self, binding: BindingId) -> bool {
+        self.call_sites
+            .iter()
+            .any(|site| site.args.iter().any(|a| a.reads.iter().any(|&n| self.binding_of(n) == Some(binding))))
+    }
+
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an
     /// on-policy update, or reassigned with a fresh value): what it holds does not outlive it.
     pub fn cleared_within(&self, binding: BindingId, iteration: Iteration) -> bool {

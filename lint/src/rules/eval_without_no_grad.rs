@@ -16,7 +16,8 @@ In tch code, finds a loop that runs no backward (evaluation, inference) and keep
 computed by a forward pass with gradients enabled in a collection declared outside the loop
 (`outputs.push(net.forward(&x))`). Model code is left alone: `forward` methods, functions that
 return a graph-carrying value to their caller, and loops over the model's own parts
-(`for layer in &self.layers`, `for i in 0..self.n_layers`) chain activations on purpose. Sums and reassignments in evaluation loops are not
+(`for layer in &self.layers`, `for i in 0..self.n_layers`) chain activations on purpose, and a
+collection handed to one of the crate's own functions is that function's business. Sums and reassignments in evaluation loops are not
 reported yet (they are indistinguishable from layer chaining without types).
 
 ### Why is this bad?
@@ -78,6 +79,11 @@ impl Rule for EvalWithoutNoGrad {
             if returns_graph && !returns_collection {
                 continue;
             }
+            // Handed to one of the crate's functions (an optimizer's `tell(solutions, losses)`
+            // that runs backward on them): that function decides, not this loop.
+            if f.handed_to_crate_call(binding) {
+                continue;
+            }
             let b = f.binding(binding);
             let outlives = match b.kind() {
                 crate::model::BindingKind::Local => !f.loop_within(b.decl_loop(), l),
@@ -135,6 +141,47 @@ fn predict(net: &dyn tch::nn::Module, xs: &[Tensor]) -> Vec<Tensor> {
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("eval_without_no_grad", None, PASSES), 0);
+    }
+
+    /// Losses collected over candidate solutions and handed to one of the crate's optimizers
+    /// (a gradient one whose `tell` runs backward, or an evolution strategy that reads them).
+    const HANDED_TO_OPTIMIZER: &str = r#"
+use tch::Tensor;
+trait Ask { fn tell(&mut self, losses: Vec<Tensor>); }
+struct Es { opt: Box<dyn Ask> }
+impl Ask for Adam {
+    fn tell(&mut self, losses: Vec<Tensor>) {
+        self.opt.zero_grad();
+        Tensor::stack(&losses, 0).mean(tch::Kind::Float).backward();
+        self.opt.step();
+    }
+}
+impl Ask for Cmaes {
+    fn tell(&mut self, losses: Vec<Tensor>) {
+        self.fitness = losses.iter().map(|l| f64::try_from(l).unwrap()).collect();
+    }
+}
+fn round(es: &mut Es, net: &dyn tch::nn::Module, xs: &[Tensor]) {
+    let mut losses = Vec::new();
+    for x in xs {
+        losses.push(net.forward(x).mean(tch::Kind::Float));
+    }
+    es.opt.tell(losses);
+}
+"#;
+
+    #[test]
+    fn accepts_a_collection_handed_to_the_crates_own_function() {
+        assert_eq!(count("eval_without_no_grad", None, HANDED_TO_OPTIMIZER), 0);
+        // Kept in the function instead (returned to the caller): reported.
+        let kept = HANDED_TO_OPTIMIZER
+            .replace(
+                "fn round(es: &mut Es, net: &dyn tch::nn::Module, xs: &[Tensor]) {",
+                "fn round(es: &mut Es, net: &dyn tch::nn::Module, xs: &[Tensor]) -> Vec<Tensor> {",
+            )
+            .replace("    es.opt.tell(losses);\n}", "    losses\n}");
+        assert_ne!(kept, HANDED_TO_OPTIMIZER);
+        assert_eq!(count("eval_without_no_grad", None, &kept), 1);
     }
 
     /// An encoder that returns every layer's output: the loop runs once per layer of the
