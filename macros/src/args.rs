@@ -8,7 +8,27 @@ use syn::{Error, LitInt, LitStr, Result};
 /// The accepted forms, listed in every argument error.
 pub const ACCEPTED: &str = "accepted arguments: loop = \"label\", warmup = <iterations>, \
 window = <iterations>, tolerance = \"1MiB\", horizon = \"8h\" | \"1000000 iterations\", budget = \"70GiB\", on_leak = \"warn\" | \"panic\", \
-device = \"auto\" | \"host\" | \"cuda:N\", report = \"path/to/report.json\", lines";
+device = \"auto\" | \"host\" | \"cuda:N\", source = \"nvml-process\" | \"cuda-device\" | \"cuda-pool\" | \"cubecl\" | \"host-allocator\" | \"host-rss\", \
+report = \"path/to/report.json\", lines";
+
+/// Source names `source = ".."` takes (the runtime's names and short forms, as `MEMLINT_SOURCE`).
+const SOURCES: &[&str] = &[
+    "auto",
+    "nvml-process",
+    "nvml",
+    "cuda-device",
+    "mem-get-info",
+    "cuda-pool",
+    "cuda",
+    "pool",
+    "cubecl",
+    "burn",
+    "host-allocator",
+    "allocator",
+    "heap",
+    "host-rss",
+    "rss",
+];
 
 /// Where to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +59,8 @@ pub struct Args {
     pub on_leak_panic: Option<bool>,
     pub device: Option<Device>,
     pub report: Option<String>,
+    /// `source = "nvml-process"`: the pinned primary source.
+    pub source: Option<String>,
     /// `lines`: read memory after every statement of the sampled loop's body.
     pub lines: Option<bool>,
 }
@@ -126,6 +148,20 @@ impl Args {
                     )
                 })?;
                 set_once(&mut self.device, device, &meta)
+            }
+            "source" => {
+                let lit: LitStr = value(&meta, "source = \"nvml-process\"")?.parse()?;
+                let name = lit.value().trim().to_ascii_lowercase();
+                if !SOURCES.contains(&name.as_str()) {
+                    return Err(Error::new(
+                        lit.span(),
+                        format!(
+                            "unknown source `{}`; expected \"nvml-process\", \"cuda-device\", \"cuda-pool\", \"cubecl\", \"host-allocator\", \"host-rss\" or \"auto\"",
+                            lit.value()
+                        ),
+                    ));
+                }
+                set_once(&mut self.source, name, &meta)
             }
             "report" => {
                 let lit: LitStr = value(&meta, "report = \"target/memlint/train.json\"")?.parse()?;

@@ -131,6 +131,9 @@ fn options(args: &Args, marks: &[MarkSpec]) -> TokenStream {
     if let Some(path) = &args.report {
         fields.push(quote!(report: ::core::option::Option::Some(#path),));
     }
+    if let Some(name) = args.source.as_deref().filter(|n| *n != "auto") {
+        fields.push(quote!(source: ::core::option::Option::Some(#name),));
+    }
     quote!(::memlint::__private::Options { #(#fields)* ..::memlint::__private::Options::DEFAULT })
 }
 

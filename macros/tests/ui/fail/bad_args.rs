@@ -22,4 +22,7 @@ fn warmup_string() {}
 #[memlint::mem_guard(budget)]
 fn budget_without_value() {}
 
+#[memlint::mem_guard(source = "gpu-ram")]
+fn bad_source() {}
+
 fn main() {}
