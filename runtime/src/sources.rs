@@ -602,7 +602,8 @@ pub fn empty_primary_note(
     Some(format!(
         "{} held 0 B in every iteration: the framework allocates device memory outside it (libtorch \
          does), so device memory was not judged every iteration: {seen}. Pin a source that sees it \
-         with MEMLINT_SOURCE=nvml-process (or cuda-device) to read it every iteration",
+         with #[mem_guard(source = \"nvml-process\")] or MEMLINT_SOURCE=nvml-process (or \
+         cuda-device) to read it every iteration",
         primary.source_name()
     ))
 }
