@@ -74,7 +74,7 @@ fn phase_table_shows_the_lazily_created_optimizer_state() {
     let mut s = setup().unwrap();
     train_phases(&mut s, 40).unwrap();
     let report = read("target/memlint-test/phases.json");
-    assert_eq!(report["version"], 4);
+    assert_eq!(report["version"], 5);
     let phases = &report["phases"];
     assert_eq!(phases["source"], "host-allocator");
     let table = phases["table"].as_array().unwrap();

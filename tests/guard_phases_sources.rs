@@ -78,7 +78,7 @@ fn both_sources_have_a_phase_table() {
     train(&mut s, STEPS).unwrap();
     let path = "target/memlint-test/phase-sources.json";
     let report = read(path);
-    assert_eq!(report["version"], 4);
+    assert_eq!(report["version"], 5);
     let phases = &report["phases"];
     assert_eq!(phases["source"], "host-allocator");
     let heap = phases["table"].as_array().unwrap();

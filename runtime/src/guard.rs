@@ -28,18 +28,23 @@ use std::time::Instant;
 
 use crate::cost::{HorizonSpec, Severity, negligible, severity};
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
+use crate::pace::{Counters, Pace};
 use crate::phases::{END, Mark, Recorder, line_table};
 use crate::report::{
     BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, SourceReport, StaticFinding, Verdict, human_bytes,
-    human_seconds, write_atomic,
+    human_seconds,
 };
 use crate::sampler::{BackendKind, Capacity, DeviceChoice, Reading, Sample};
 use crate::sources::{self, Secondaries, Shell};
 
-/// Samples kept per run before every other one is dropped (and the stride doubles).
-const MAX_SAMPLES: usize = 1 << 16;
+/// Samples kept per run before every other one is dropped (and the stride doubles): enough for
+/// any plot, and a report that stays small to write (the series is in it twice).
+const MAX_SAMPLES: usize = 1 << 12;
 /// Iterations after which a running report is first written (then at doubling counts).
 const FIRST_FLUSH: u64 = 256;
+/// Iterations timed (the first one excepted) before the pace is first chosen, when the warm-up
+/// is shorter.
+const MIN_TIMED_ITERATIONS: u64 = 5;
 /// Sampling errors kept per run.
 const MAX_ERRORS: usize = 16;
 
@@ -150,7 +155,7 @@ fn report_path(site: &Site) -> PathBuf {
     }
 }
 
-fn notice_once(notice: &str) {
+pub(crate) fn notice_once(notice: &str) {
     static SHOWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let mut shown = SHOWN.lock().unwrap_or_else(|p| p.into_inner());
     if !shown.iter().any(|s| s == notice) {
@@ -184,7 +189,15 @@ struct Run {
     stride: u64,
     /// Completed iterations.
     iterations: u64,
+    /// A sampled iteration is open (its start reset the peak; its end reads the sources).
     in_iteration: bool,
+    /// How often to sample (`pace.rs`), and the iterations left to skip before the next
+    /// sampled one; a skipped iteration is open.
+    pace: Pace,
+    skip: u64,
+    skipping: bool,
+    /// Sampled iterations completed.
+    sampled: u64,
     /// Start of the first iteration.
     started: Option<Instant>,
     last_allocated: u64,
@@ -225,6 +238,10 @@ impl Run {
             stride: 1,
             iterations: 0,
             in_iteration: false,
+            pace: Pace::new(o.warmup.max(MIN_TIMED_ITERATIONS)),
+            skip: 0,
+            skipping: false,
+            sampled: 0,
             started: None,
             last_allocated: 0,
             budget_breach: None,
@@ -276,7 +293,7 @@ impl Run {
         self.device = primary.device();
         self.sampler = Some(primary);
         let config = *self.detector.config();
-        self.secondaries = Secondaries::new(secondary, config, shell.primary_cost());
+        self.secondaries = Secondaries::new(secondary, config);
         let names: Vec<&'static str> = self.secondaries.kinds().iter().map(|k| k.source_name()).collect();
         self.phases.set_secondary(&names);
         self.shell = Some(shell);
@@ -287,6 +304,40 @@ impl Run {
         if let (Some(primary), Some(shell)) = (self.sampler.take(), self.shell.take()) {
             let secondaries = std::mem::replace(&mut self.secondaries, Secondaries::empty());
             sources::give_back(shell.join(primary, secondaries.into_opened()));
+        }
+    }
+
+    /// The cheap path of a tick: ends a skipped iteration and, when the next one is skipped too,
+    /// opens it; true when nothing else is to be done.
+    #[inline]
+    fn skip_tick(&mut self) -> bool {
+        if self.skipping {
+            self.skipping = false;
+            self.iterations += 1;
+        }
+        if self.skip == 0 || self.in_iteration {
+            return false;
+        }
+        self.skip -= 1;
+        self.skipping = true;
+        true
+    }
+
+    /// Starts the next iteration after a sampled one ended: sampled, or the first skipped one.
+    fn begin_next(&mut self) {
+        if self.skip > 0 {
+            self.skip -= 1;
+            self.skipping = true;
+        } else {
+            self.begin();
+        }
+    }
+
+    /// Ends a skipped iteration at the loop's exit (a sampled one goes through `end`).
+    fn end_skipped(&mut self) {
+        if self.skipping {
+            self.skipping = false;
+            self.iterations += 1;
         }
     }
 
@@ -431,7 +482,7 @@ impl Run {
             if self.is_negligible(hit.growth_bytes_per_iteration) {
                 // A few bytes per iteration for years: not worth a report. Start over, so a
                 // real leak that begins later is still seen.
-                self.detector = Detector::new(detector_config(&self.site.options));
+                self.detector = self.new_detector();
             } else {
                 event = Some(Event::Leak);
                 self.leak_source.get_or_insert(self.kind);
@@ -451,13 +502,39 @@ impl Run {
                 event = Some(Event::Budget);
             }
         }
-        if event.is_some() || self.iterations >= self.next_flush {
+        self.sampled += 1;
+        let flush = self.iterations >= self.next_flush;
+        self.choose_pace(flush);
+        if event.is_some() || flush {
             self.next_flush = self.next_flush.saturating_mul(2);
             let from = Instant::now();
-            self.write("running");
+            self.write_running();
             self.write_ns += from.elapsed().as_nanos() as u64;
         }
         event
+    }
+
+    /// Chooses the pace again when it is due (`pace.rs`), and how many iterations to skip before
+    /// the next sampled one: sampled iterations are the multiples of the rate.
+    fn choose_pace(&mut self, flush: bool) {
+        let counters = Counters {
+            iterations: self.iterations,
+            sampled: self.sampled,
+            tick_ns: self.own_ns.saturating_sub(self.secondary_ns + self.write_ns),
+        };
+        let chosen = self.pace.after_sample(Instant::now(), counters, flush, self.secondaries.len());
+        let every = self.pace.every_at(self.iterations);
+        if let Some(choice) = chosen {
+            self.secondaries.set_rates(choice.secondary_share, every);
+        }
+        self.secondaries.regrid(every);
+        self.skip = self.iterations.next_multiple_of(every) - self.iterations;
+    }
+
+    /// A detector for the primary source at the current pace.
+    fn new_detector(&self) -> Detector {
+        let config = detector_config(&self.site.options);
+        if self.pace.every() > 1 { Detector::sparse(config) } else { Detector::new(config) }
     }
 
     fn record(&mut self, iteration: u64, reading: Reading) {
@@ -619,6 +696,7 @@ impl Run {
                 write_seconds: self.write_ns as f64 * 1e-9,
                 marks_seconds: self.marks_ns as f64 * 1e-9,
             },
+            pace: self.pace.report(),
             sample_stride: self.stride,
             samples: self.samples.clone(),
             verdict,
@@ -643,21 +721,33 @@ impl Run {
         line_table(&phases, &findings)
     }
 
-    /// Writes the JSON report; a failure is printed, never raised.
+    /// Writes the final JSON report here, after the ones handed to the writer thread; a failure
+    /// is printed, never raised.
     fn write(&mut self, outcome: &'static str) -> Option<Report> {
         self.sampler.as_ref()?;
         let report = self.report(outcome);
-        if let Err(e) = write_atomic(&self.path, &report) {
+        if let Err(e) = crate::writer::write_now(&self.path, &report) {
             notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
         }
+        Some(report)
+    }
+
+    /// Hands the report of the run so far to the writer thread (`writer.rs`).
+    fn write_running(&mut self) -> Option<Report> {
+        self.sampler.as_ref()?;
+        let report = self.report("running");
+        crate::writer::write_later(self.path.clone(), report.clone());
         Some(report)
     }
 
     /// Reacts to an event: prints the diagnostic; returns the panic message for `on_leak = "panic"`.
     /// A slow leak (severity `warning`: memory runs out only beyond the horizon) never panics.
     fn react(&mut self, event: Event) -> Option<String> {
-        let report = self.write("running")?;
-        let message = self.show(&report, event)?;
+        let from = Instant::now();
+        let shown = self.write_running().and_then(|report| Some((self.show(&report, event)?, report)));
+        // Counted with the writes: a one-off cost, not the cost of a sampled iteration.
+        self.write_ns += from.elapsed().as_nanos() as u64;
+        let (message, report) = shown?;
         let slow = event == Event::Leak && report.verdict.severity == Some(Severity::Warning.as_str());
         (self.site.options.on_leak == OnLeak::Panic && !slow).then_some(message)
     }
@@ -845,9 +935,12 @@ impl Guard {
     #[inline]
     pub fn tick(&mut self) {
         if let Some(run) = self.run.as_deref_mut() {
+            if run.skip_tick() {
+                return;
+            }
             let from = Instant::now();
             let panic = run.end().and_then(|event| run.react(event));
-            run.begin();
+            run.begin_next();
             run.charge(from);
             if let Some(message) = panic {
                 panic!("{message}");
@@ -868,6 +961,7 @@ impl Guard {
     #[inline]
     pub fn loop_exit(&mut self) {
         if let Some(run) = self.run.as_deref_mut() {
+            run.end_skipped();
             let from = Instant::now();
             let panic = run.end().and_then(|event| run.react(event));
             run.charge(from);
@@ -889,6 +983,7 @@ impl Drop for Guard {
             let outcome = if std::thread::panicking() { "panicked" } else { "returned" };
             // An iteration cut short by `return`/`?`/panic is not a sample.
             run.in_iteration = false;
+            run.skipping = false;
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 run.finish(outcome);
                 run.release_sources();
@@ -964,10 +1059,12 @@ impl CallScope {
         }
         register(state);
         let mut run = state.run.lock().unwrap_or_else(|p| p.into_inner());
-        let from = Instant::now();
         let run = run.get_or_insert_with(|| Run::new(state.site));
-        run.begin();
-        run.charge(from);
+        if !run.skip_tick() {
+            let from = Instant::now();
+            run.begin_next();
+            run.charge(from);
+        }
         Self { state: Some(state) }
     }
 }
@@ -979,8 +1076,13 @@ impl Drop for CallScope {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut guard = state.run.lock().unwrap_or_else(|p| p.into_inner());
             let Some(run) = guard.as_mut() else { return };
+            if run.skipping {
+                run.end_skipped();
+                return;
+            }
             if panicking {
                 run.in_iteration = false;
+                run.skipping = false;
                 run.finish("panicked");
                 return;
             }
@@ -995,9 +1097,25 @@ impl Drop for CallScope {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::SCHEMA_VERSION;
+
+    /// A report of a run that found nothing, for tests elsewhere in the crate.
+    pub(crate) fn empty_report() -> Report {
+        static SITE: Site = Site {
+            function: "train",
+            file: "src/train.rs",
+            source_path: "",
+            line: 1,
+            loop_at: Some((4, 5)),
+            options: Options::DEFAULT,
+            static_findings: &[],
+        };
+        let mut report = leak_report(&SITE);
+        report.verdict = Verdict::default();
+        report
+    }
 
     fn leak_report(site: &'static Site) -> Report {
         Report {
@@ -1019,6 +1137,7 @@ mod tests {
             elapsed_seconds: 3.7,
             guard_seconds: 0.0,
             guard_time: Default::default(),
+            pace: Default::default(),
             sample_stride: 1,
             samples: Vec::new(),
             verdict: Verdict {
@@ -1071,6 +1190,70 @@ mod tests {
     /// A loop with a primary source and two secondary ones: the cheap one is read at the marks
     /// of the first iteration and of the recorded iterations after the rates are chosen, the
     /// dear one (read every 1024th iteration) at the first iteration's marks only.
+    /// Memory the source below reports (apart from `MEMORY`: tests run in parallel).
+    static PACED_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+    struct PacedSource;
+
+    impl Sample for PacedSource {
+        fn kind(&self) -> BackendKind {
+            BackendKind::Cuda
+        }
+        fn device(&self) -> String {
+            "cuda:0".to_owned()
+        }
+        fn begin_iteration(&mut self) {}
+        fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
+            let bytes = PACED_MEMORY.load(Ordering::Relaxed);
+            Ok(Reading { allocated: bytes, reserved: None, peak: Some(bytes) })
+        }
+        fn capacity(&mut self) -> Option<Capacity> {
+            None
+        }
+    }
+
+    /// A loop of `n` iterations driven as `Guard::tick` and `Guard::loop_exit` drive it.
+    fn drive(run: &mut Run, n: u64, memory: impl Fn(u64) -> u64) {
+        for i in 0..n {
+            PACED_MEMORY.store(memory(i), Ordering::Relaxed);
+            if !run.skip_tick() {
+                run.end();
+                run.begin_next();
+            }
+        }
+        PACED_MEMORY.store(memory(n), Ordering::Relaxed);
+        run.end_skipped();
+        run.end();
+    }
+
+    #[test]
+    fn a_paced_run_samples_the_multiples_of_its_rate_and_counts_every_iteration() {
+        static SITE: Site = Site {
+            function: "paced",
+            file: "src/train.rs",
+            source_path: "",
+            line: 1,
+            loop_at: Some((2, 3)),
+            options: Options::DEFAULT,
+            static_findings: &[],
+        };
+        let mut run = Run::new(&SITE);
+        run.kind = BackendKind::Cuda;
+        run.sampler = Some(Box::new(PacedSource));
+        run.pace = Pace::pinned(4);
+        // The memory in use during iteration i is 1 MiB per iteration: a leak.
+        drive(&mut run, 403, |i| i << 20);
+        assert_eq!(run.iterations, 403, "skipped iterations are counted");
+        let sampled: Vec<u64> = run.samples.iter().map(|s| s.iteration).collect();
+        assert_eq!(sampled, (0..403).step_by(4).collect::<Vec<_>>());
+        // The sample of iteration i is read at its end, when i + 1 MiB are in use.
+        assert!(run.samples.iter().all(|s| s.allocated_bytes == (s.iteration + 1) << 20));
+        let report = run.report("returned");
+        assert_eq!(report.pace.sample_every, 4);
+        assert!(report.verdict.leak, "{:?}", report.verdict);
+        assert!((report.verdict.growth_bytes_per_iteration - (1 << 20) as f64).abs() < 1.0);
+    }
+
     #[test]
     fn marks_read_the_secondary_sources_that_are_read_every_iteration() {
         static MARKS: [Mark; 2] = [
@@ -1094,7 +1277,7 @@ mod tests {
             opened(BackendKind::NvmlProcess, 2, std::time::Duration::from_nanos(1)),
             opened(BackendKind::CudaDevice, 3, std::time::Duration::from_secs(1)),
         ];
-        run.secondaries = Secondaries::new(secondary, *run.detector.config(), std::time::Duration::ZERO);
+        run.secondaries = Secondaries::new(secondary, *run.detector.config());
         run.phases.set_secondary(&["nvml-process", "cuda-device"]);
         let mut base = 1000;
         for i in 0..40u64 {

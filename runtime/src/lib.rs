@@ -12,6 +12,7 @@ pub mod backends;
 pub mod cost;
 pub mod detector;
 mod guard;
+pub mod pace;
 pub mod phases;
 pub mod plan;
 pub mod report;
@@ -20,6 +21,7 @@ pub mod sources;
 pub mod summary;
 pub mod testing;
 pub mod view;
+mod writer;
 
 pub use alloc::{AllocStats, TrackingAllocator};
 pub use backends::watched::{Watched, unwatch_all, watch};
@@ -27,6 +29,7 @@ pub use guard::{OnLeak, enabled, report_dir};
 pub use plan::{Plan, PlanError, Planner};
 pub use sampler::{BackendKind, DeviceChoice};
 pub use testing::{GrowthCheck, assert_no_growth, assert_peak_below};
+pub use writer::wait_for_reports;
 
 /// What `#[mem_guard]` expands to. Not a stable API.
 #[doc(hidden)]

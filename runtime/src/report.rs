@@ -8,8 +8,9 @@ use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, Na
 use serde::Serialize;
 
 /// Version of the JSON report schema, raised whenever the field set changes (2: `sources[]`,
-/// `blind[]`, `phases`, `lines`; 3: `phases.secondary[]`). Readers take every version.
-pub const SCHEMA_VERSION: u32 = 4;
+/// `blind[]`, `phases`, `lines`; 3: `phases.secondary[]`; 4: `guard_seconds`, `guard_time`;
+/// 5: `pace`). Readers take every version.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// A static finding embedded at compile time: a likely cause of a leak in the guarded function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -30,7 +31,8 @@ pub struct GuardTime {
     pub primary_seconds: f64,
     /// Reading the secondary sources at their rates.
     pub secondary_seconds: f64,
-    /// Writing the report while the run goes on (at 256, 512, … iterations and on detection).
+    /// Writing the report while the run goes on (at 256, 512, … iterations and on detection),
+    /// with the diagnostic printed on detection.
     pub write_seconds: f64,
     /// Reading the sources at the marks of recorded iterations (phases, lines).
     pub marks_seconds: f64,
@@ -130,6 +132,8 @@ pub struct Report {
     pub guard_seconds: f64,
     /// Where that time went (schema 4).
     pub guard_time: GuardTime,
+    /// How often the primary source was read to stay inside the time budget (schema 5).
+    pub pace: crate::pace::PaceReport,
     /// Every `sample_stride`-th iteration is in `samples` (1 unless the run was very long).
     pub sample_stride: u64,
     /// One sample per iteration (see `sample_stride`).

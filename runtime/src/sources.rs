@@ -22,17 +22,15 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::detector::{Detector, DetectorConfig, iterations_until, overall_fit};
+use crate::pace::on_grid;
 use crate::report::{SampleRecord, SourceReport, Verdict, human_bytes};
 use crate::sampler::{BackendKind, DeviceChoice, Sample};
 
-/// Share of a step that the guard's source reads may take together (0.1 %).
-pub const OVERHEAD_BUDGET: f64 = 0.001;
+pub use crate::pace::OVERHEAD_BUDGET;
 /// The lowest rate: a secondary source is read at least every this many iterations.
 pub const MAX_READ_EVERY: u64 = 1024;
-/// Iterations timed (after the first) to learn the step time, when warm-up is shorter.
-const MIN_TIMED_STEPS: u64 = 4;
 /// Samples kept per source before every other one is dropped.
-const MAX_SOURCE_SAMPLES: usize = 1 << 14;
+const MAX_SOURCE_SAMPLES: usize = 1 << 12;
 
 /// One opened source and its measured read cost.
 pub struct Opened {
@@ -289,16 +287,12 @@ struct Secondary {
 pub struct Secondaries {
     sources: Vec<Secondary>,
     config: DetectorConfig,
-    /// When the rates are chosen (iterations completed).
-    decide_at: u64,
-    last_end: Option<Instant>,
-    steps: Vec<Duration>,
-    primary_cost: Duration,
 }
 
 impl Secondaries {
-    /// Secondary sources for a run whose primary detector has `config`.
-    pub fn new(opened: Vec<Opened>, config: DetectorConfig, primary_cost: Duration) -> Self {
+    /// Secondary sources for a run whose primary detector has `config`; read once their rates
+    /// are set ([`Secondaries::set_rates`]).
+    pub fn new(opened: Vec<Opened>, config: DetectorConfig) -> Self {
         let sources = opened
             .into_iter()
             .map(|opened| Secondary {
@@ -319,19 +313,22 @@ impl Secondaries {
                 share: Duration::ZERO,
             })
             .collect();
-        Self {
-            sources,
-            config,
-            decide_at: config.warmup.max(MIN_TIMED_STEPS + 1),
-            last_end: None,
-            steps: Vec::new(),
-            primary_cost,
-        }
+        Self { sources, config }
     }
 
     /// No secondary sources.
     pub fn empty() -> Self {
-        Self::new(Vec::new(), DetectorConfig::default(), Duration::ZERO)
+        Self::new(Vec::new(), DetectorConfig::default())
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
     }
 
     /// Takes the samplers back out (to cache them when the run ends).
@@ -344,18 +341,13 @@ impl Secondaries {
         self.sources.iter().map(|s| s.samples.capacity() * size_of::<SampleRecord>()).sum::<usize>() as u64
     }
 
-    /// Ends iteration `iteration` (0-based): times the step until the rates are chosen, then
-    /// reads the sources due. `own` = the guard's own host bytes. Returns the kinds of the
-    /// sources whose detector declared a leak at this iteration.
+    /// Ends iteration `iteration` (0-based), a sampled one: reads the sources due, once their
+    /// rates are set. `own` = the guard's own host bytes. Returns the kinds of the sources whose
+    /// detector declared a leak at this iteration.
     pub fn end(&mut self, iteration: u64, own: u64) -> Vec<BackendKind> {
-        let completed = iteration + 1;
-        if completed <= self.decide_at {
-            self.time_step(completed);
-            return Vec::new();
-        }
         let mut found = Vec::new();
         for s in &mut self.sources {
-            if !iteration.is_multiple_of(s.read_every) {
+            if s.read_every == 0 || !iteration.is_multiple_of(s.read_every) {
                 continue;
             }
             if s.read(iteration, own) {
@@ -365,33 +357,34 @@ impl Secondaries {
         found
     }
 
-    fn time_step(&mut self, completed: u64) {
-        let now = Instant::now();
-        if let Some(last) = self.last_end {
-            self.steps.push(now - last);
-        }
-        self.last_end = Some(now);
-        if completed == self.decide_at {
-            self.decide();
-        }
-    }
-
-    /// Chooses each source's rate from the median step time and the read costs.
-    fn decide(&mut self) {
-        let mut steps = std::mem::take(&mut self.steps);
-        steps.sort();
-        let step = steps.get(steps.len() / 2).copied().unwrap_or_default();
-        let budget = step.mul_f64(OVERHEAD_BUDGET).saturating_sub(self.primary_cost);
-        let share = budget / self.sources.len().max(1) as u32;
+    /// Sets each source's rate from its share of a step (`pace.rs`), on the grid of the
+    /// primary's sampled iterations (every `every`-th). The first call also gives each source
+    /// the detector for its rate; later calls (the pace is chosen again as the run goes on) keep
+    /// the detectors and rates, and only move rates that fall off the grid.
+    pub fn set_rates(&mut self, share: Duration, every: u64) {
         let forced = forced_rate();
         let config = DetectorConfig { warmup: 0, ..self.config };
         for s in &mut self.sources {
-            s.share = if forced.is_some() { Duration::MAX } else { share };
-            s.read_every = forced.unwrap_or_else(|| read_every(s.opened.cost, share));
-            // A source read every few iterations is judged from fewer reads (see
-            // `Detector::sparse`): with the 0.1 % budget an NVML listing may be read only
-            // every 512 iterations, and 18 reads would take 9,000.
-            s.detector = if s.read_every > 1 { Detector::sparse(config) } else { Detector::new(config) };
+            if s.read_every == 0 {
+                s.share = if forced.is_some() { Duration::MAX } else { share };
+                s.read_every = on_grid(forced.unwrap_or_else(|| read_every(s.opened.cost, share)), every);
+                // A source read every few iterations is judged from fewer reads (see
+                // `Detector::sparse`): with the 0.1 % budget an NVML listing may be read only
+                // every 512 iterations, and 18 reads would take 9,000.
+                s.detector = if s.read_every > 1 { Detector::sparse(config) } else { Detector::new(config) };
+            } else {
+                s.read_every = on_grid(s.read_every, every);
+            }
+        }
+    }
+
+    /// Moves the rates set so far onto the grid of the primary's sampled iterations (every
+    /// `every`-th), when the pace changes.
+    pub fn regrid(&mut self, every: u64) {
+        for s in &mut self.sources {
+            if s.read_every != 0 && !s.read_every.is_multiple_of(every) {
+                s.read_every = on_grid(s.read_every, every);
+            }
         }
     }
 
@@ -638,10 +631,21 @@ mod tests {
         }
     }
 
+    /// What the guard does at the end of the warm-up (iteration 10): chooses the pace from the
+    /// mean step and the primary's cost per sampled iteration, and sets the rates. These tests
+    /// read the primary every iteration, so the pace must choose 1.
+    fn choose_at_warmup(secondaries: &mut Secondaries, iteration: u64, step: Duration, tick: Duration) {
+        if iteration == 10 {
+            let choice = crate::pace::choose(step, tick, secondaries.len());
+            assert_eq!(choice.every, 1);
+            secondaries.set_rates(choice.secondary_share, choice.every);
+        }
+    }
+
     /// The H100 case: a 1.7 ms step leaking 4 MiB per step outside the CUDA pool (the pool stays
     /// flat). Reads are costed as measured there (pool 0.26 µs; NVML 250 µs; `cuMemGetInfo`
     /// 20 µs; RSS 50 µs), so within the 0.1 % budget NVML is read every 1,024 iterations and
-    /// `cuMemGetInfo` every 64 (or 128 when the sleeping steps time longer): the device-wide
+    /// `cuMemGetInfo` every 64: the device-wide
     /// source flags the leak within 10 of its reads, and the note says the pool is blind to it.
     #[test]
     fn a_sparsely_read_source_flags_a_large_leak_within_ten_reads() {
@@ -655,12 +659,11 @@ mod tests {
         ];
         let mut primary = fake(BackendKind::Cuda, 0);
         let mut primary_detector = Detector::new(config);
-        let mut secondaries = Secondaries::new(opened, config, Duration::from_nanos(260));
+        let mut secondaries = Secondaries::new(opened, config);
         let mut found = Vec::new();
         for i in 0..4_000 {
-            if i < 12 {
-                std::thread::sleep(Duration::from_micros(1_700));
-            }
+            // The pool read's 0.26 µs is the primary's cost per sampled iteration here.
+            choose_at_warmup(&mut secondaries, i, Duration::from_micros(1_700), Duration::from_nanos(260));
             iteration.store(i, std::sync::atomic::Ordering::Relaxed);
             assert!(primary_detector.observe(i, primary.read().unwrap().allocated).is_none());
             found.extend(secondaries.end(i, 0).into_iter().map(|k| (i, k)));
@@ -703,12 +706,10 @@ mod tests {
         let nvml =
             Growing { kind: BackendKind::NvmlProcess, base: 2 << 30, growth: 4 << 20, iteration: iteration.clone() };
         let opened = vec![Opened { sampler: Box::new(nvml), cost: Duration::from_micros(500) }];
-        let mut secondaries = Secondaries::new(opened, config, Duration::ZERO);
+        let mut secondaries = Secondaries::new(opened, config);
         let mut found = None;
         for i in 0..8_000 {
-            if i < 12 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            choose_at_warmup(&mut secondaries, i, Duration::from_millis(1), Duration::ZERO);
             iteration.store(i, std::sync::atomic::Ordering::Relaxed);
             if !secondaries.end(i, 0).is_empty() {
                 found.get_or_insert(i);
@@ -825,13 +826,10 @@ mod tests {
         ];
         let mut primary = fake(BackendKind::Cuda, 64 << 20, 0);
         let mut primary_detector = Detector::new(config);
-        let mut secondaries = Secondaries::new(opened, config, Duration::ZERO);
+        let mut secondaries = Secondaries::new(opened, config);
         let mut found = Vec::new();
         for i in 0..200 {
-            if i < 12 {
-                // A 1 ms step while the rates are chosen.
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            choose_at_warmup(&mut secondaries, i, Duration::from_millis(1), Duration::ZERO);
             iteration.store(i, std::sync::atomic::Ordering::Relaxed);
             let r = primary.read().unwrap();
             assert!(primary_detector.observe(i, r.allocated).is_none(), "the flat pool never leaks");
@@ -870,12 +868,10 @@ mod tests {
             Opened { sampler: Box::new(cheap), cost: Duration::from_nanos(1) },
             Opened { sampler: Box::new(dear), cost: Duration::from_secs(1) },
         ];
-        let mut secondaries = Secondaries::new(opened, config, Duration::ZERO);
+        let mut secondaries = Secondaries::new(opened, config);
         for i in 0..2048 {
-            if i < 12 {
-                // A 1 ms step while the rates are chosen: the budget is 1 µs per step.
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            // A 1 ms step: the budget is 1 µs per step.
+            choose_at_warmup(&mut secondaries, i, Duration::from_millis(1), Duration::ZERO);
             secondaries.end(i, 0);
         }
         let reports = secondaries.reports(10, None);

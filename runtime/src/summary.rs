@@ -43,6 +43,11 @@ pub fn render(report: &ReportView) -> String {
             report.guard_seconds / report.elapsed_seconds * 100.0
         );
     }
+    if report.pace.sample_every > 1 {
+        let why =
+            if report.pace.pinned { "pinned by MEMLINT_SAMPLE_EVERY" } else { "to stay within 0.1 % of the step" };
+        let _ = writeln!(out, "memory read every {} iterations ({why})", report.pace.sample_every);
+    }
     sources(&mut out, &report.source_list());
     phases(&mut out, report);
     lines(&mut out, report);

@@ -1,6 +1,6 @@
 //! A JSON report as read back from a file: owned, every field optional, so reports of schema
 //! version 1 (no phases, lines or sources), version 2, version 3 (phases of the secondary
-//! sources) and version 4 (the guard's own time) read alike. The renderers (`MEMLINT_SUMMARY`, `cargo memlint report`) work on this.
+//! sources), version 4 (the guard's own time) and version 5 (the pace) read alike. The renderers (`MEMLINT_SUMMARY`, `cargo memlint report`) work on this.
 
 use serde::Deserialize;
 
@@ -55,6 +55,30 @@ pub struct FindingView {
     pub message: String,
 }
 
+/// The pace of a version 5 report: the primary source read every `sample_every` iterations.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct PaceView {
+    /// 1: every iteration.
+    #[serde(default = "one")]
+    pub sample_every: u64,
+    /// Pinned by `MEMLINT_SAMPLE_EVERY`.
+    #[serde(default)]
+    pub pinned: bool,
+    /// Mean step, seconds (0 when never timed).
+    #[serde(default)]
+    pub step_seconds: f64,
+}
+
+impl Default for PaceView {
+    fn default() -> Self {
+        Self { sample_every: 1, pinned: false, step_seconds: 0.0 }
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
 /// One memory source of a version 2 report (`sources[]`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -104,6 +128,9 @@ pub struct ReportView {
     /// Wall time inside the guard itself, seconds (version 4; 0 before).
     #[serde(default)]
     pub guard_seconds: f64,
+    /// How often the primary source was read (version 5; every iteration before).
+    #[serde(default)]
+    pub pace: PaceView,
     /// Samples of the primary source.
     pub samples: Vec<SampleView>,
     /// Verdict of the primary source.

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 /// The reports this process wrote for `function` under `MEMLINT_REPORT_DIR`, oldest first.
 pub fn reports_for(function: &str) -> Vec<PathBuf> {
+    // Reports written while a run goes on are written by a background thread.
+    memlint::wait_for_reports();
     let prefix = format!("{function}-{}-", std::process::id());
     let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(memlint::report_dir())
         .map(|dir| {
@@ -35,11 +37,19 @@ pub fn only_report(function: &str) -> serde_json::Value {
     read(&paths[0])
 }
 
-/// Checks the fields every report must have (schema version 3: version 1's fields, plus one
-/// entry per source, the primary one first and equal to the top-level series, blind notes, and
-/// in loop mode the phases of each secondary source).
+/// Checks the fields every report must have (schema version 5: version 1's fields, plus one
+/// entry per source, the primary one first and equal to the top-level series, blind notes, in
+/// loop mode the phases of each secondary source, the guard's own time and its pace).
 pub fn check_schema(report: &serde_json::Value) {
-    assert_eq!(report["version"], 4);
+    assert_eq!(report["version"], 5);
+    // The pace: a power of two up to 64 unless pinned; chosen from a measured step.
+    let pace = &report["pace"];
+    let every = pace["sample_every"].as_u64().expect("pace.sample_every");
+    assert!(every >= 1 && (pace["pinned"] == true || (every.is_power_of_two() && every <= 64)), "{pace}");
+    if pace["choices"].as_u64().expect("pace.choices") > 0 {
+        assert!(pace["step_seconds"].as_f64().unwrap() > 0.0, "{pace}");
+        assert!(pace["budget_seconds"].as_f64().unwrap() > 0.0, "{pace}");
+    }
     // The guard's own time: measured, positive once an iteration ran, and a part of the run.
     let (own, elapsed) =
         (report["guard_seconds"].as_f64().expect("guard_seconds"), report["elapsed_seconds"].as_f64().unwrap());

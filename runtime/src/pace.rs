@@ -1,0 +1,278 @@
+//! How often the guard samples, so that it stays inside its time budget.
+//!
+//! The guard's own work per sampled iteration (driver calls, the detector, phase records,
+//! bookkeeping) costs a few microseconds on a GPU machine (about 7–10 µs measured inside an H100
+//! candle loop, against 1–2 µs on an empty loop: the caches are cold after a GPU step). Against a
+//! 1.7 ms step that is 0.5 %, five times the budget of [`OVERHEAD_BUDGET`]. So the guard measures
+//! both, the mean step and its own mean cost per sampled iteration, and samples every
+//! `every`-th iteration (a power of two, at most [`MAX_EVERY`]); the other iterations cost one
+//! counter update. Half the budget goes to the primary source when secondary sources exist,
+//! the rest is shared by them (`sources.rs`), each read at a multiple of `every`.
+//!
+//! ```text
+//!  iterations 1..decide_at: every iteration sampled, timed ──► first choice
+//!  the next DENSE iterations: sampled all the same
+//!  at each report flush (256, 512, …): the interval since the last choice ──► choice again
+//! ```
+//!
+//! The first [`DENSE`] iterations after the first choice are sampled all the same, so that a
+//! leak present from the start is flagged as fast as with every iteration sampled; the budget
+//! holds over a run, not in its first few dozen iterations.
+//!
+//! `MEMLINT_SAMPLE_EVERY=n` pins the rate (1: every iteration, the fastest detection).
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Share of a step that the guard may take (0.1 %).
+pub const OVERHEAD_BUDGET: f64 = 0.001;
+/// Iterations after the first choice that are sampled whatever the pace: a leak present from
+/// the start is then judged from every iteration (flagged within about 30 after warm-up), and
+/// their cost, paid once per run, stays out of a long run's budget.
+pub const DENSE: u64 = 32;
+/// The lowest automatic rate of the primary source: a leak still shows within a few hundred
+/// iterations. Beyond it the guard goes over budget, and the report says by how much.
+pub const MAX_EVERY: u64 = 64;
+
+/// The pace chosen for a run, as the report gives it (schema 5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct PaceReport {
+    /// The primary source is read every this many iterations (1: every iteration).
+    pub sample_every: u64,
+    /// Set by `MEMLINT_SAMPLE_EVERY` rather than chosen.
+    pub pinned: bool,
+    /// Mean step (one iteration, guard included) over the last timed interval, seconds.
+    pub step_seconds: f64,
+    /// Mean guard time per sampled iteration over that interval, secondary reads and report
+    /// writes excepted, seconds.
+    pub tick_seconds: f64,
+    /// The budget per iteration (step × 0.1 %), seconds.
+    pub budget_seconds: f64,
+    /// Times the rate was chosen.
+    pub choices: u32,
+}
+
+/// A point the next interval is measured from.
+#[derive(Debug, Clone, Copy)]
+struct Checkpoint {
+    at: Instant,
+    iterations: u64,
+    sampled: u64,
+    tick_ns: u64,
+}
+
+/// What the guard measured over an interval: iterations completed, iterations sampled and the
+/// guard's own time in them (see [`PaceReport::tick_seconds`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Counters {
+    pub iterations: u64,
+    pub sampled: u64,
+    pub tick_ns: u64,
+}
+
+/// The sampling rate of one run.
+#[derive(Debug)]
+pub struct Pace {
+    every: u64,
+    pinned: bool,
+    /// Completed iterations at which the first choice is made.
+    decide_at: u64,
+    from: Option<Checkpoint>,
+    report: PaceReport,
+}
+
+/// The choice for one interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Choice {
+    /// The primary is read every this many iterations.
+    pub every: u64,
+    /// Each secondary source's share of a step, for `sources::read_every`.
+    pub secondary_share: Duration,
+}
+
+impl Pace {
+    /// A pace that decides after `decide_at` completed iterations (at least 2: the first
+    /// iteration opens the sources and is not timed); pinned by `MEMLINT_SAMPLE_EVERY`.
+    pub fn new(decide_at: u64) -> Self {
+        let pinned = pinned_rate();
+        let every = pinned.unwrap_or(1);
+        Self {
+            every,
+            pinned: pinned.is_some(),
+            decide_at: decide_at.max(2),
+            from: None,
+            report: PaceReport { sample_every: every, pinned: pinned.is_some(), ..PaceReport::default() },
+        }
+    }
+
+    /// A pace pinned at `every` (as `MEMLINT_SAMPLE_EVERY` does), for tests.
+    #[cfg(test)]
+    pub(crate) fn pinned(every: u64) -> Self {
+        Self {
+            every,
+            pinned: true,
+            decide_at: 2,
+            from: None,
+            report: PaceReport { sample_every: every, pinned: true, ..PaceReport::default() },
+        }
+    }
+
+    /// The current rate.
+    #[inline]
+    pub fn every(&self) -> u64 {
+        self.every
+    }
+
+    /// The rate for the iteration after `completed` iterations: 1 until [`DENSE`] iterations
+    /// after the first choice (unless pinned).
+    #[inline]
+    pub fn every_at(&self, completed: u64) -> u64 {
+        if self.pinned || completed >= self.decide_at + DENSE { self.every } else { 1 }
+    }
+
+    /// What the report says.
+    pub fn report(&self) -> PaceReport {
+        self.report
+    }
+
+    /// Called at the end of each sampled iteration with the run's counters; `flush` when the
+    /// report is about to be written while running. Returns a new choice when one is made.
+    pub fn after_sample(&mut self, now: Instant, c: Counters, flush: bool, secondaries: usize) -> Option<Choice> {
+        if c.iterations == 1 || self.from.is_none() {
+            // The first iteration opened the sources (milliseconds): time from its end.
+            self.from = Some(Checkpoint { at: now, iterations: c.iterations, sampled: c.sampled, tick_ns: c.tick_ns });
+            return None;
+        }
+        let due = if self.report.choices == 0 { c.iterations >= self.decide_at } else { flush };
+        if !due {
+            return None;
+        }
+        let from = self.from?;
+        let (iterations, sampled) = (c.iterations - from.iterations, c.sampled - from.sampled);
+        if iterations == 0 || sampled == 0 {
+            return None;
+        }
+        let step = (now - from.at) / iterations.min(u32::MAX as u64) as u32;
+        let tick = Duration::from_nanos(c.tick_ns.saturating_sub(from.tick_ns) / sampled);
+        self.from = Some(Checkpoint { at: now, iterations: c.iterations, sampled: c.sampled, tick_ns: c.tick_ns });
+        let mut choice = choose(step, tick, secondaries);
+        if self.pinned {
+            choice.every = self.every;
+        }
+        self.every = choice.every;
+        self.report = PaceReport {
+            sample_every: choice.every,
+            pinned: self.pinned,
+            step_seconds: step.as_secs_f64(),
+            tick_seconds: tick.as_secs_f64(),
+            budget_seconds: step.as_secs_f64() * OVERHEAD_BUDGET,
+            choices: self.report.choices + 1,
+        };
+        Some(choice)
+    }
+}
+
+/// The rate of the primary source and the secondary sources' share, for a mean step `step` and
+/// a guard cost of `tick` per sampled iteration, with `secondaries` secondary sources.
+pub fn choose(step: Duration, tick: Duration, secondaries: usize) -> Choice {
+    let budget = step.mul_f64(OVERHEAD_BUDGET);
+    let primary = if secondaries == 0 { budget } else { budget / 2 };
+    let every = if tick <= primary {
+        1
+    } else if primary.is_zero() {
+        MAX_EVERY
+    } else {
+        let ratio = tick.as_secs_f64() / primary.as_secs_f64();
+        (ratio.ceil() as u64).next_power_of_two().min(MAX_EVERY)
+    };
+    let left = budget.saturating_sub(tick / every as u32);
+    let secondary_share = left / secondaries.max(1) as u32;
+    Choice { every, secondary_share }
+}
+
+/// Rounds a secondary rate `n` up to a multiple of the primary's `every`, so that its reads fall
+/// on sampled iterations.
+pub fn on_grid(n: u64, every: u64) -> u64 {
+    let every = every.max(1);
+    n.max(1).div_ceil(every) * every
+}
+
+/// The `MEMLINT_SAMPLE_EVERY` pin.
+fn pinned_rate() -> Option<u64> {
+    std::env::var("MEMLINT_SAMPLE_EVERY").ok()?.trim().parse().ok().filter(|&n| n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn a_cheap_guard_samples_every_iteration() {
+        // 20 ms step: 20 µs budget, 10 µs for the primary with secondaries.
+        let c = choose(20_000 * US, 8 * US, 2);
+        assert_eq!(c.every, 1);
+        assert_eq!(c.secondary_share, 6 * US);
+    }
+
+    #[test]
+    fn a_short_step_is_sampled_at_a_power_of_two_within_the_budget() {
+        // The H100 candle MLP: 1.7 ms step, 10 µs per sampled tick, no secondary source.
+        let c = choose(1_700 * US, 10 * US, 0);
+        assert_eq!(c.every, 8);
+        assert!((10 * US) / c.every as u32 <= (1_700 * US).mul_f64(OVERHEAD_BUDGET));
+        // With secondaries the primary has half the budget.
+        assert_eq!(choose(1_700 * US, 10 * US, 1).every, 16);
+    }
+
+    #[test]
+    fn the_rate_is_capped_and_the_secondaries_then_get_nothing() {
+        let c = choose(10 * US, 10 * US, 1);
+        assert_eq!(c.every, MAX_EVERY);
+        assert_eq!(c.secondary_share, Duration::ZERO);
+        assert_eq!(choose(Duration::ZERO, US, 0).every, MAX_EVERY);
+    }
+
+    #[test]
+    fn secondary_rates_land_on_sampled_iterations() {
+        assert_eq!(on_grid(3, 4), 4);
+        assert_eq!(on_grid(8, 4), 8);
+        assert_eq!(on_grid(5, 1), 5);
+        assert_eq!(on_grid(0, 0), 1);
+    }
+
+    #[test]
+    fn the_first_choice_waits_for_the_timed_iterations_and_later_ones_for_flushes() {
+        let mut pace = Pace { every: 1, pinned: false, decide_at: 4, from: None, report: PaceReport::default() };
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let c = |iterations, sampled, tick_ns| Counters { iterations, sampled, tick_ns };
+        // Iteration 1 ends at 10 ms (its own time is not timed).
+        assert_eq!(pace.after_sample(at(10), c(1, 1, 5_000_000), false, 0), None);
+        assert_eq!(pace.after_sample(at(12), c(2, 2, 5_010_000), false, 0), None);
+        assert_eq!(pace.after_sample(at(14), c(3, 3, 5_020_000), false, 0), None);
+        // 3 iterations of 2 ms, 10 µs each: budget 2 µs → every 8.
+        let choice = pace.after_sample(at(16), c(4, 4, 5_030_000), false, 0).expect("a choice at decide_at");
+        assert_eq!(choice.every, 8);
+        assert_eq!(pace.every(), 8);
+        assert_eq!(pace.report().choices, 1);
+        // Not again until a flush; then over the interval since the choice (steps now 20 ms).
+        assert_eq!(pace.after_sample(at(176), c(12, 5, 5_040_000), false, 0), None);
+        let again = pace.after_sample(at(336), c(20, 6, 5_050_000), true, 0).expect("a choice at a flush");
+        assert_eq!(again.every, 1);
+        assert_eq!(pace.report().choices, 2);
+        assert!((pace.report().step_seconds - 0.02).abs() < 1e-9);
+    }
+
+    #[test]
+    fn iterations_right_after_the_first_choice_are_all_sampled() {
+        let pace = Pace { every: 8, pinned: false, decide_at: 10, from: None, report: PaceReport::default() };
+        assert_eq!(pace.every_at(10), 1);
+        assert_eq!(pace.every_at(10 + DENSE - 1), 1);
+        assert_eq!(pace.every_at(10 + DENSE), 8);
+        let pinned = Pace { pinned: true, ..pace };
+        assert_eq!(pinned.every_at(0), 8);
+    }
+}
