@@ -52,6 +52,8 @@ class Repo:
     fix_commit: str | None
     loops: str
     corpus_file: str
+    # Why the repository is not scored (kept in its file so the split order stays as registered).
+    excluded: str | None = None
 
     @property
     def slug(self) -> str:
@@ -147,7 +149,10 @@ def parse_repo(entry: dict, where: str, corpus_file: str) -> Repo:
     loops = entry.get("loops", "")
     if not isinstance(loops, str):
         raise EvalError(f"{where} ({name}): loops must be a string")
-    return Repo(name, commit, framework, half, paths, fix.lower() if fix else None, loops, corpus_file)
+    excluded = entry.get("excluded")
+    if excluded is not None and (not isinstance(excluded, str) or not excluded.strip()):
+        raise EvalError(f"{where} ({name}): excluded must be a non-empty reason")
+    return Repo(name, commit, framework, half, paths, fix.lower() if fix else None, loops, corpus_file, excluded)
 
 
 def load_corpus(corpus_dir: Path) -> list[Repo]:
@@ -516,6 +521,10 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise EvalError(f"not in the corpus: {', '.join(sorted(unknown))}")
         selected = [r for r in repos if not args.repo or r.name in args.repo]
+        for r in selected:
+            if r.excluded:
+                sys.stderr.write(f"note: {r.name} is not scored: {r.excluded}\n")
+        selected = [r for r in selected if not r.excluded]
         if args.half in HALVES:
             selected = [r for r in selected if r.half == args.half]
         results = []

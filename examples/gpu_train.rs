@@ -280,6 +280,8 @@ fn main() -> Result<()> {
     let (mut plain, mut guarded, mut lines) = (Vec::new(), Vec::new(), Vec::new());
     // The guard's own time in each guarded round, from its report: per step and as a share.
     let mut own: Vec<(f64, f64)> = Vec::new();
+    // The pace each guarded round ended with (`sample_every`).
+    let mut paces: Vec<u64> = Vec::new();
     for _ in 0..rounds {
         let t = Instant::now();
         train_unguarded(&mut s, per_round)?;
@@ -296,6 +298,7 @@ fn main() -> Result<()> {
             && e > 0.0
         {
             own.push((g / n, g / e));
+            paces.push(v["pace"]["sample_every"].as_u64().unwrap_or(0));
         }
         let t = Instant::now();
         train_timed_lines(&mut s, per_round)?;
@@ -340,6 +343,7 @@ fn main() -> Result<()> {
             share[own.len() - 1] * 100.0,
             per_step[m] / p * 100.0
         );
+        println!("pace of the guarded rounds (sample_every): {paces:?}");
     }
     // One long guarded run: the guard's own time once the early phase records and the
     // doubling report writes are spread over a training-length loop.
@@ -360,6 +364,7 @@ fn main() -> Result<()> {
                 g / long as f64 * 1e6,
                 g / wall * 100.0
             );
+            println!("  pace: {}", v["pace"]);
             let part = |k: &str| v["guard_time"][k].as_f64().unwrap_or(f64::NAN) / long as f64 * 1e6;
             println!(
                 "  of which per step: primary reads and peak resets {:.2} µs, secondary reads {:.2} µs, reports written while running {:.2} µs, reads at the marks {:.2} µs; the rest (detector, phase starts and ends) {:.2} µs",
