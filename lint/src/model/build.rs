@@ -783,14 +783,52 @@ impl Builder<'_> {
                 init.is_some_and(|i| allocates_grads(&i.expr, self.g.spec)).then(|| common::GRADS_TYPE.to_string())
             })
             .or_else(|| init.and_then(|i| self.type_through_unwrap(&i.expr)));
+        // `let (ctx, step) = f()?` with `fn f() -> Result<(Ctx, usize)>`: `step` is a host number.
+        let host_elems = init.and_then(|i| self.tuple_host_elems(&local.pat, &i.expr));
         for ident in names {
             let decl = self.span(ident.span());
+            let host_elem = host_elems.as_ref().is_some_and(|h| h.iter().any(|e| *e == ident));
+            let value = if host_elem { None } else { value };
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
             if let Some(b) = self.g.bindings.last_mut() {
-                b.host = host;
+                b.host = host || host_elem;
                 b.ty = ty.clone();
             }
         }
+    }
+
+    /// The identifiers a tuple pattern binds to host-typed elements of a call to a crate
+    /// function that returns a tuple (see `CrateNames::tuple_fns`).
+    fn tuple_host_elems<'p>(&self, pat: &'p Pat, init: &Expr) -> Option<Vec<&'p syn::Ident>> {
+        let Pat::Tuple(t) = strip_pat_type(pat) else { return None };
+        let mut e = init;
+        loop {
+            e = match e {
+                Expr::Try(t) => &t.expr,
+                Expr::Await(a) => &a.base,
+                Expr::Paren(p) => &p.expr,
+                _ => break,
+            };
+        }
+        let name = match e {
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => p.path.segments.last()?.ident.to_string(),
+                _ => return None,
+            },
+            Expr::MethodCall(m) => m.method.to_string(),
+            _ => return None,
+        };
+        let mask = self.crate_fns.tuple_fns.get(&name)?;
+        if mask.len() != t.elems.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        for (p, &host) in t.elems.iter().zip(mask) {
+            if host {
+                pat_idents(p, &mut out);
+            }
+        }
+        Some(out)
     }
 
     /// Binds the identifiers of `pat` to `val` (match arms, `for` patterns, `if let`, closures).

@@ -341,6 +341,10 @@ pub struct CrateNames {
     /// Names of the crate's own `macro_rules!` macros that take expressions or blocks: their
     /// arguments are walked as code.
     pub(super) macros: HashSet<String>,
+    /// Functions whose every definition in the crate returns a tuple (`-> Result<(Vec<Ctx>,
+    /// usize)>`), with which of its elements have host types: `let (ctx, step) = f()?` binds
+    /// `step` to a host number whatever `ctx` holds.
+    pub(super) tuple_fns: HashMap<String, Vec<bool>>,
 }
 
 impl CrateNames {
@@ -406,6 +410,26 @@ fn autodiff_aliases(aliases: &[(&str, &str)]) -> HashSet<String> {
 /// written and is a host type (`-> Vec<f32>`, `-> (f32, usize)`); `None` when it is not or
 /// cannot be told.
 fn declares_plain_return(text: &str, from: usize) -> Option<bool> {
+    let ret = return_type(text, from)?;
+    // Words only, not a parse (this runs for every function of the crate): plain when every
+    // type named is a host type or a container of them (`Vec<f32>`, `Option<(f32, usize)>`),
+    // and for `Result<T, E>` only `T` counts.
+    let value = match ret.strip_prefix("Result<") {
+        Some(inner) => top_level_first_arg(inner),
+        None => ret,
+    };
+    let mut words = value.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
+    let mut any = false;
+    let plain = words.all(|w| {
+        any = true;
+        super::rust::is_host_type(w) || CONTAINERS.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
+    });
+    Some(plain && any)
+}
+
+/// The return type written in the signature that starts after a function's name at `from`
+/// (`None` without one): after the `->` outside the parameters' parentheses and generics.
+fn return_type(text: &str, from: usize) -> Option<&str> {
     // The signature runs to the body or the `;` of a trait declaration.
     let end = text[from..].find(['{', ';']).map_or(text.len(), |p| from + p);
     let sig = &text[from..end];
@@ -428,27 +452,58 @@ fn declares_plain_return(text: &str, from: usize) -> Option<bool> {
         k += 1;
     }
     let ret = &sig[arrow?..];
-    let ret = ret.split(" where").next().unwrap_or(ret).trim();
-    // Words only, not a parse (this runs for every function of the crate): plain when every
-    // type named is a host type or a container of them (`Vec<f32>`, `Option<(f32, usize)>`),
-    // and for `Result<T, E>` only `T` counts.
-    let value = match ret.strip_prefix("Result<") {
-        Some(inner) => top_level_first_arg(inner),
-        None => ret,
-    };
-    let mut words = value.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
-    let mut any = false;
-    let plain = words.all(|w| {
-        any = true;
-        super::rust::is_host_type(w) || CONTAINERS.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
-    });
-    Some(plain && any)
+    Some(ret.split(" where").next().unwrap_or(ret).trim())
 }
 
 /// Generic containers whose contents decide what they hold.
 const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", "collections", "boxed", "option"];
 
 /// `T` of `T, E>` (the text after `Result<`), at the top level of brackets.
+/// Which elements of a function's tuple return type are host types: the signature from the end
+/// of the function's name at `from`, its return type stripped of `Result<`/`Option<` (for
+/// `Result<T, E>` only `T`). `None` when the function returns no tuple.
+fn tuple_host_mask(text: &str, from: usize) -> Option<Vec<bool>> {
+    let mut ret = return_type(text, from)?;
+    loop {
+        let inner = ["Result<", "Option<"].iter().find_map(|w| {
+            let at = ret.find(w)?;
+            // `anyhow::Result<`, `std::io::Result<`: a path before the wrapper.
+            ret[..at].chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':').then(|| &ret[at + w.len()..])
+        });
+        match inner {
+            Some(inner) => ret = top_level_first_arg(inner).trim(),
+            None => break,
+        }
+    }
+    let body = ret.strip_prefix('(')?.strip_suffix(')')?;
+    let mut elems = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in body.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                elems.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    elems.push(&body[start..]);
+    elems.retain(|e| !e.trim().is_empty());
+    if elems.len() < 2 {
+        return None;
+    }
+    let host = |e: &str| {
+        let mut words = e.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).peekable();
+        words.peek().is_some()
+            && words.all(|w| {
+                super::rust::is_host_type(w) || CONTAINERS.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
+            })
+    };
+    Some(elems.into_iter().map(host).collect())
+}
+
 fn top_level_first_arg(inner: &str) -> &str {
     let mut depth = 0i32;
     for (i, c) in inner.char_indices() {
@@ -473,6 +528,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut other = HashSet::default();
     let mut grads_fields = HashSet::default();
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
+    // `None`: a definition that returns no tuple, or tuples that disagree.
+    let mut tuple_fns: HashMap<String, Option<Vec<bool>>> = HashMap::default();
     let mut aliases = Vec::new();
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     let mut macros = HashSet::default();
@@ -503,6 +560,14 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     plain_fns.insert(name.clone());
                 } else {
                     other_fns.insert(name.clone());
+                }
+                let mask = tuple_host_mask(text, name_end).filter(|m| m.iter().any(|&h| h));
+                match tuple_fns.get_mut(&name) {
+                    Some(known) if *known != mask => *known = None,
+                    Some(_) => {}
+                    None => {
+                        tuple_fns.insert(name.clone(), mask);
+                    }
                 }
                 fns.insert(name);
             }
@@ -545,7 +610,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fields = plain.difference(&other).cloned().collect();
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
-    CrateNames { fns, plain_fields, grads_fields, plain_fns, autodiff_aliases, macros }
+    let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
+    CrateNames { fns, plain_fields, grads_fields, plain_fns, autodiff_aliases, macros, tuple_fns }
 }
 
 /// Function lookup by name.

@@ -140,3 +140,20 @@ impl Other { fn forward(&self) -> f32 { 0.0 } }
     assert!(!names.plain_fns.contains("forward"), "one definition returns a tensor");
     assert!(names.fns.contains("forward") && names.fns.contains("forward_t"));
 }
+
+#[test]
+fn crate_names_know_which_tuple_elements_are_host_values() {
+    let names = super::link::crate_names([r#"
+async fn init(config: Config) -> anyhow::Result<(Vec<WorkerContext>, usize)> { todo!() }
+fn step<B: Backend>(x: Tensor<B, 2>) -> Result<(Tensor<B, 1>, f32, Vec<u64>), Error> { todo!() }
+fn pair(f: impl Fn(i32) -> (f32, f32)) -> Tensor { todo!() }
+fn both() -> (Tensor, Tensor) { todo!() }
+fn twice() -> (Tensor, f32) { todo!() }
+impl A { fn twice(&self) -> (f32, Tensor) { todo!() } }
+"#]);
+    assert_eq!(names.tuple_fns.get("init"), Some(&vec![false, true]));
+    assert_eq!(names.tuple_fns.get("step"), Some(&vec![false, true, true]));
+    assert!(!names.tuple_fns.contains_key("pair"), "the tuple in a parameter's type is not the return");
+    assert!(!names.tuple_fns.contains_key("both"), "no host element");
+    assert!(!names.tuple_fns.contains_key("twice"), "definitions that disagree");
+}

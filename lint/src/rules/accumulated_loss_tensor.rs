@@ -79,8 +79,13 @@ impl Rule for AccumulatedLossTensor {
             if f.cut_within(binding, iteration) {
                 continue;
             }
-            let acc = f.binding(binding);
             let source = f.graph_source(value, Some(binding));
+            // The old value is the only graph the new one carries, and no forward pass runs on
+            // it: nothing new is chained in per iteration (state handed through a task and back).
+            if source.is_none() && !recurrent {
+                continue;
+            }
+            let acc = f.binding(binding);
             let source_name = source.clone().map(|(b, _)| f.binding(b).name().to_string());
             let shown = source_name.clone().unwrap_or_else(|| "loss".to_string());
             let mut report = Report::new(

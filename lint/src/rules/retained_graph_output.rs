@@ -333,4 +333,36 @@ fn train<B: AutodiffBackend, O, A: Action>(agent: &mut Agent<B, O, A>, env: &mut
         assert_ne!(tensor, HOST_ACTION);
         assert!(count("retained_graph_output", None, &tensor) >= 1);
     }
+
+    /// A crate function returning a tuple whose second element is a host number: what is kept
+    /// of it carries no graph, though the first element does.
+    const TUPLE_STEP: &str = r#"
+use candle_core::{Result, Tensor};
+fn step(model: &Mlp, x: &Tensor) -> Result<(Tensor, f32)> {
+    let out = model.forward(x)?;
+    let acc = out.max(1)?.mean_all()?.to_scalar::<f32>()?;
+    Ok((out, acc))
+}
+fn train(model: &Mlp, xs: &[Tensor]) -> Result<Vec<f32>> {
+    let mut accuracies = Vec::new();
+    for x in xs {
+        let (out, acc) = step(model, x)?;
+        out.sum_all()?.backward()?;
+        accuracies.push(acc);
+    }
+    Ok(accuracies)
+}
+"#;
+
+    #[test]
+    fn keeps_host_elements_of_a_returned_tuple_apart() {
+        assert_eq!(count("retained_graph_output", None, TUPLE_STEP), 0);
+        // With a tensor in the second place, the kept element carries the graph.
+        let tensor = TUPLE_STEP
+            .replace("Result<(Tensor, f32)>", "Result<(Tensor, Tensor)>")
+            .replace(".mean_all()?.to_scalar::<f32>()?;", ".mean_all()?;")
+            .replace("Result<Vec<f32>>", "Result<Vec<Tensor>>");
+        assert_ne!(tensor, TUPLE_STEP);
+        assert_eq!(count("retained_graph_output", None, &tensor), 1);
+    }
 }
