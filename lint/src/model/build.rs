@@ -787,7 +787,7 @@ impl Builder<'_> {
         let host_elems = init.and_then(|i| self.tuple_host_elems(&local.pat, &i.expr));
         for ident in names {
             let decl = self.span(ident.span());
-            let host_elem = host_elems.as_ref().is_some_and(|h| h.iter().any(|e| *e == ident));
+            let host_elem = host_elems.as_ref().is_some_and(|h| h.contains(&ident));
             let value = if host_elem { None } else { value };
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
             if let Some(b) = self.g.bindings.last_mut() {
