@@ -195,9 +195,15 @@ pub const AUTODIFF_DEVICE_METHOD: &str = "autodiff";
 pub const PARAM_FIELDS: &[&str] = &["weight", "bias", "gamma", "beta", "weights", "biases", "kernel"];
 
 /// Whether a path segment names an autodiff backend: `AutodiffBackend` (and crate traits
-/// extending it, `GaeAutodiffBackend`), `AutodiffModule`, `Autodiff<B>`.
+/// extending it, `GaeAutodiffBackend`), `AutodiffModule`, `Autodiff<B>`, and their older names.
 pub fn is_autodiff_name(name: &str) -> bool {
-    name.ends_with("AutodiffBackend") || name == "AutodiffModule" || name == "Autodiff"
+    name.ends_with("AutodiffBackend")
+        || name == "AutodiffModule"
+        || name == "Autodiff"
+        // The names before burn called them `Autodiff*`: `ADBackendDecorator<B>`, `ADBackend`.
+        || name == "ADBackendDecorator"
+        || name.ends_with("ADBackend")
+        || name == "ADModule"
 }
 
 /// How code names a gradient store it holds (`grads`, `self.grads`): a copy of one is a new

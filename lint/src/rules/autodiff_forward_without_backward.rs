@@ -382,6 +382,11 @@ fn rollout<B: AutodiffBackend>(net: &QNet<B>, env: &mut Env, steps: usize) {
         assert_eq!(count("autodiff_forward_without_backward", None, ANNOTATED_LOCAL), 1);
         let inner = ANNOTATED_LOCAL.replace("QNet<Autodiff<NdArray>>", "QNet<NdArray>");
         assert_eq!(count("autodiff_forward_without_backward", None, &inner), 0);
+        // Older burn's name for the same backend.
+        let old = ANNOTATED_LOCAL
+            .replace("use burn::backend::{Autodiff, NdArray};", "use burn_autodiff::ADBackendDecorator;")
+            .replace("QNet<Autodiff<NdArray>>", "QNet<ADBackendDecorator<NdArray>>");
+        assert_eq!(count("autodiff_forward_without_backward", None, &old), 1);
     }
 
     /// A generic rollout instantiated with an autodiff backend by its caller, named through a
