@@ -357,8 +357,8 @@ impl CrateNames {
 }
 
 /// `type Name = …;` declarations in `text`, as (name, right-hand side); generic aliases, trait
-/// associated types without `=` and names too generic to trust (`Backend`, one or two letters,
-/// which also name generic parameters) are left out.
+/// associated types without `=` and names too generic to trust (`Backend`, one letter or two
+/// capitals, which also name generic parameters) are left out.
 fn type_aliases<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
     let bytes = text.as_bytes();
     for at in memchr::memmem::find_iter(bytes, b"type ") {
@@ -377,7 +377,9 @@ fn type_aliases<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
         // burn::tensor::Tensor<..>;` in tests) names that type only in its own module.
         let head = rhs.split('<').next().unwrap_or(rhs).trim();
         let head = head.rsplit("::").next().unwrap_or(head).trim();
-        if name.len() <= 2 || name == "Backend" || name == head {
+        // One letter, or two capitals, reads as a generic parameter (`B`, `AD`) elsewhere.
+        let generic_like = name.len() <= 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()));
+        if generic_like || name == "Backend" || name == head {
             continue;
         }
         out.push((name, rhs));
