@@ -338,9 +338,12 @@ def resolve_binary(memlint: str) -> str:
     return memlint
 
 
-def run_memlint(memlint: str, repo: Repo, tree: Path, timeout: int) -> tuple[list[Finding], int, float]:
+def run_memlint(memlint: str, repo: Repo, tree: Path, timeout: int,
+                all_rules: bool = False) -> tuple[list[Finding], int, float]:
+    # The default rules (`-W warnings` keeps nursery rules off, as a user's run does), or with
+    # `--all-rules` the nursery too.
     cmd = [memlint, "memlint", "--message-format", "json", "--color", "never", "-W", "warnings",
-           *repo.paths]
+           *(["-W", "nursery"] if all_rules else []), *repo.paths]
     start = time.monotonic()
     try:
         done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=timeout)
@@ -510,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkout-only", action="store_true",
                     help="check the split and make the checkouts, run nothing")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per repository")
+    ap.add_argument("--all-rules", action="store_true",
+                    help="turn the nursery rules on too (default: the rules a user gets by default)")
     args = ap.parse_args(argv)
     args.memlint = resolve_binary(args.memlint)
     try:
@@ -536,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
             leaks, judged, has_labels = load_labels(args.labels_dir, repo)
             if not has_labels:
                 sys.stderr.write(f"warning: no label file for {repo.name}\n")
-            found, status, seconds = run_memlint(args.memlint, repo, tree, args.timeout)
+            found, status, seconds = run_memlint(args.memlint, repo, tree, args.timeout, args.all_rules)
             meta = [f for f in found if f.rule in META_RULES]
             findings = [f for f in found if f.rule not in META_RULES]
             stale = match(findings, leaks, judged)

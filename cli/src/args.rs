@@ -11,9 +11,10 @@ pub fn after_help() -> String {
     let rules: Vec<String> = memlint_lint::rules::all()
         .iter()
         .map(|r| r.meta())
-        .map(|m| match m.default_level {
-            memlint_lint::Level::Warn => m.id.to_string(),
-            other => format!("{} ({})", m.id, other.as_str()),
+        .map(|m| match (m.group.name(), m.default_level) {
+            (Some(group), _) => format!("{} ({group})", m.id),
+            (None, memlint_lint::Level::Warn) => m.id.to_string(),
+            (None, other) => format!("{} ({})", m.id, other.as_str()),
         })
         .collect();
     let others: Vec<&str> = memlint_lint::rules::all_meta()
@@ -31,7 +32,7 @@ Exit status:
 
 Lint levels may also follow `--`, as with clippy: `cargo memlint -- -D warnings`.
 
-Rules ({} of them; each warns by default unless noted):
+Rules ({} of them; each warns by default unless noted; `-W nursery` turns the nursery on):
 {}
 Also reported: {}.
 `cargo memlint explain <rule>` prints one.",
@@ -142,7 +143,7 @@ pub struct CheckArgs {
     #[arg(short = 'D', long = "deny", value_name = "RULE")]
     pub deny: Vec<String>,
 
-    /// Set a rule (or `warnings`) to warn.
+    /// Set a rule (or `warnings`, or `nursery`: the rules off by default) to warn.
     #[arg(short = 'W', long = "warn", value_name = "RULE")]
     pub warn: Vec<String>,
 

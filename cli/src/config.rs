@@ -6,7 +6,8 @@
 //! exclude = ["benches/", "src/generated/**/*.rs"]   # gitignore syntax, relative to this Cargo.toml
 //!
 //! [workspace.metadata.memlint.levels]
-//! warnings = "deny"                 # every rule…
+//! nursery = "warn"                  # the rules off by default, on
+//! warnings = "deny"                 # every rule on…
 //! rc_cycle = "allow"                # …but a rule's own level wins
 //! ```
 //!
@@ -130,13 +131,16 @@ impl Config {
         for (name, level) in raw.levels.unwrap_or_default() {
             let key_span = name.span();
             let id = name.get_ref().strip_prefix("memlint::").unwrap_or(name.get_ref());
-            if id != "warnings" && memlint_lint::rules::find(id).is_none() {
+            if id != "warnings" && id != "nursery" && memlint_lint::rules::find(id).is_none() {
                 let known: Vec<&str> = memlint_lint::rules::all_meta().iter().map(|m| m.id).collect();
                 return Err(err(
                     format!("no rule named `{}`", name.get_ref()),
                     Some(key_span),
                     "unknown rule",
-                    Some(format!("known rules: {}, or `warnings` for all of them", known.join(", "))),
+                    Some(format!(
+                        "known rules: {}, or `warnings` for all of them, or `nursery` for those off by default",
+                        known.join(", ")
+                    )),
                 ));
             }
             let l = match level.get_ref().as_str() {
@@ -154,8 +158,13 @@ impl Config {
             };
             levels.push((id.to_string(), l));
         }
-        // `warnings` first so that a rule's own level wins over it.
-        levels.sort_by_key(|(id, _)| id != "warnings");
+        // The nursery first (turned on, it then counts among the warnings), `warnings` next, so
+        // that a rule's own level wins over both.
+        levels.sort_by_key(|(id, _)| match id.as_str() {
+            "nursery" => 0,
+            "warnings" => 1,
+            _ => 2,
+        });
         config.levels = levels;
         if let Some(fw) = raw.framework {
             config.framework = Some(Framework::from_name(fw.get_ref()).ok_or_else(|| {

@@ -8,7 +8,14 @@ pub fn run(args: &ExplainArgs) -> miette::Result<ExitCode> {
     match memlint_lint::rules::find(&args.rule) {
         Some(meta) => {
             println!("memlint::{}: {}\n", meta.id, meta.summary);
-            println!("Default level: {}\n", meta.default_level.as_str());
+            match meta.group.name() {
+                Some(group) => println!(
+                    "Default level: off ({group}: turn it on with `-W memlint::{}` or `-W {group}`; {} when on)\n",
+                    meta.id,
+                    meta.default_level.as_str()
+                ),
+                None => println!("Default level: {}\n", meta.default_level.as_str()),
+            }
             print!("{}", meta.docs);
             Ok(ExitCode::SUCCESS)
         }

@@ -93,11 +93,14 @@ fn levels(matches: &clap::ArgMatches, after_dashes: &[String]) -> miette::Result
         .map_err(|e| miette::miette!(code = "memlint::usage", help = lint_flags::HELP, "{e}"))?;
     let mut levels = Vec::new();
     for (name, level) in ordered.into_iter().map(|(_, n, l)| (n, l)).chain(trailing) {
-        if name != "warnings" && memlint_lint::rules::find(&name).is_none() {
+        if name != "warnings" && name != "nursery" && memlint_lint::rules::find(&name).is_none() {
             let known: Vec<&str> = memlint_lint::rules::all_meta().iter().map(|m| m.id).collect();
             return Err(miette::miette!(
                 code = "memlint::unknown_rule",
-                help = format!("known rules: {}, or `warnings` for all of them", known.join(", ")),
+                help = format!(
+                    "known rules: {}, or `warnings` for all of them, or `nursery` for those off by default",
+                    known.join(", ")
+                ),
                 "no rule named `{name}`"
             ));
         }

@@ -8,7 +8,12 @@ use support::{Scratch, code, memlint, stderr, stdout, trainer};
 
 fn with_config(name: &str, table: &str) -> Scratch {
     let s = Scratch::of(&trainer(), name);
-    let manifest = s.read("Cargo.toml").replace("[package.metadata.memlint]\nframework = \"candle\"\n", table);
+    let fixture = "[package.metadata.memlint]\nframework = \"candle\"\n\n\
+        # Every rule on, the nursery too: the tests show what each rule finds.\n\
+        [package.metadata.memlint.levels]\nnursery = \"warn\"\n";
+    let manifest = s.read("Cargo.toml");
+    assert!(manifest.contains(fixture), "the fixture's table changed: {manifest}");
+    let manifest = manifest.replace(fixture, table);
     s.write("Cargo.toml", &manifest);
     s
 }
@@ -31,9 +36,33 @@ fn levels_from_config_and_cli_overrides() {
 }
 
 #[test]
+fn nursery_rules_are_off_until_the_config_or_the_command_line_asks() {
+    let s = with_config("config-nursery", "[package.metadata.memlint]\nframework = \"candle\"\n");
+    // The trainer's only leak is found by a nursery rule: nothing by default, not even with
+    // `-D warnings` (a rule that is off stays off, as in rustc).
+    let out = memlint(&["--message-format", "short", "-D", "warnings"], s.path());
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(out.stdout.is_empty());
+    let out = memlint(&["--message-format", "short", "-W", "nursery", "-D", "warnings"], s.path());
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).contains("error[memlint::retained_graph_output]"), "{}", stdout(&out));
+    let out = memlint(&["--message-format", "short", "-W", "memlint::retained_graph_output"], s.path());
+    assert!(stdout(&out).contains("warning[memlint::retained_graph_output]"), "{}", stdout(&out));
+    // The same from the config; the nursery counts among the warnings there too.
+    let s = with_config(
+        "config-nursery-on",
+        "[package.metadata.memlint]\nframework = \"candle\"\n\n[package.metadata.memlint.levels]\nwarnings = \"deny\"\nnursery = \"warn\"\n",
+    );
+    let out = memlint(&["--message-format", "short"], s.path());
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(stdout(&out).contains("error[memlint::retained_graph_output]"), "{}", stdout(&out));
+}
+
+#[test]
 fn workspace_table_package_table_and_cli_framework() {
     let findings = |s: &Scratch, extra: &[&str]| {
-        let mut args = vec!["--message-format", "short"];
+        // The trainer's leak is a nursery rule's (`retained_graph_output`).
+        let mut args = vec!["--message-format", "short", "-W", "nursery"];
         args.extend(extra);
         stdout(&memlint(&args, s.path())).lines().count()
     };

@@ -108,7 +108,7 @@ fn unparsable_and_non_utf8_files_are_reported_not_fatal() {
     std::fs::write(dir.join("bad.rs"), "fn f( {").unwrap();
     std::fs::write(dir.join("latin1.rs"), b"// caf\xe9\nfn f() {}\n").unwrap();
     std::fs::copy(fixture().join("src/lib.rs"), dir.join("good.rs")).unwrap();
-    let out = memlint(&["--message-format", "short", "--framework", "candle", "."], &dir);
+    let out = memlint(&["--message-format", "short", "--framework", "candle", "-W", "nursery", "."], &dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(code(&out), 0, "{stdout}");
     assert!(stdout.contains("bad.rs:1:7: warning[memlint::parse_error]"), "{stdout}");
@@ -133,8 +133,8 @@ fn files_no_mod_declares_are_not_linted() {
     std::fs::write(dir.join("src/train.rs"), &leaky).unwrap();
     std::fs::write(dir.join("src/old_train.rs"), &leaky).unwrap();
     for args in [
-        &["--message-format", "short", "--framework", "candle", "src"][..],
-        &["--message-format", "short", "--framework", "candle"][..],
+        &["--message-format", "short", "--framework", "candle", "-W", "nursery", "src"][..],
+        &["--message-format", "short", "--framework", "candle", "-W", "nursery"][..],
     ] {
         let out = memlint(args, &dir);
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -162,7 +162,9 @@ fn json_edition_is_the_manifests() {
     // A file outside any loaded workspace takes the edition of the manifest above it.
     let parent = scratch.path().parent().expect("temp dir").to_path_buf();
     let name = scratch.path().file_name().expect("name").to_string_lossy().into_owned();
-    let out = memlint(&["--message-format", "json", &format!("{name}/src/train.rs")], &parent);
+    let file = format!("{name}/src/train.rs");
+    // Outside the workspace the package's config (which turns the nursery on) is not read.
+    let out = memlint(&["--message-format", "json", "-W", "nursery", &file], &parent);
     let found = editions(&out);
     assert!(!found.is_empty() && found.iter().all(|e| *e == Edition::E2024), "{found:?}");
 }

@@ -82,7 +82,7 @@ impl<'a> Context<'a> {
 
     /// Reports in `file` (crate-level rules).
     pub fn report_in(&mut self, file: &Arc<SourceFile>, report: Report) {
-        let level = self.levels.level(self.rule.id, self.rule.default_level);
+        let level = self.levels.level_of(self.rule);
         if level == Level::Allow {
             return;
         }

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 pub use diagnostic::{Applicability, Finding, Label, Level, Suggestion};
 pub use frameworks::Framework;
 pub use levels::Levels;
+pub use rule::Group;
 pub use source::SourceFile;
 
 use context::{Context, Report};

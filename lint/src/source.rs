@@ -58,6 +58,7 @@ pub static PARSE_ERROR: RuleMeta = RuleMeta {
     id: "parse_error",
     summary: "a source file could not be read or parsed",
     default_level: Level::Warn,
+    group: crate::rule::Group::Stable,
     docs: r#"### What it does
 Reports a `.rs` file that is not valid UTF-8 or that `syn` cannot parse (syntax errors, or
 syntax newer than memlint understands). The file is skipped; every other file is still linted.

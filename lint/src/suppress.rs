@@ -207,7 +207,7 @@ pub fn apply(files: &[Arc<SourceFile>], findings: Vec<Finding>, levels: &Levels)
                 .filter(|&i| {
                     // A rule that is allowed reports nothing, so its suppression is not "unused".
                     let rule = crate::rules::find(&s.rules[i].0);
-                    rule.is_some_and(|m| levels.level(m.id, m.default_level) != Level::Allow)
+                    rule.is_some_and(|m| levels.level_of(m) != Level::Allow)
                 })
                 .collect();
             for &i in &unused {
@@ -394,6 +394,7 @@ pub static UNUSED_SUPPRESSION: RuleMeta = RuleMeta {
     id: "unused_suppression",
     summary: "a suppression comment suppresses no finding",
     default_level: Level::Warn,
+    group: crate::rule::Group::Stable,
     docs: r#"### What it does
 Reports a `// memlint: allow(rule_id)` or `// memlint: allow-file(rule_id)` comment that
 suppresses no finding: the code it covered was fixed or moved, it names an unknown rule, an

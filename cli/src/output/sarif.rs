@@ -52,7 +52,10 @@ fn rule(m: &RuleMeta) -> Value {
         "fullDescription": { "text": what_it_does(m.docs) },
         "help": { "text": m.docs, "markdown": m.docs },
         "helpUri": memlint_lint::rules::docs_url(m.id),
-        "defaultConfiguration": { "level": level(m.default_level) },
+        "defaultConfiguration": {
+            "enabled": m.group.name().is_none(),
+            "level": level(m.default_level),
+        },
         "properties": { "tags": ["memory", "memlint"] },
     })
 }

@@ -4,7 +4,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{FnModel, Store, Taint};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 use petgraph::graph::NodeIndex;
 
 pub struct AccumulatedLossTensor;
@@ -13,6 +13,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "accumulated_loss_tensor",
     summary: "a loss tensor is summed across training iterations",
     default_level: Level::Warn,
+    group: Group::Stable,
     docs: r#"### What it does
 Finds a value that carries an autograd graph (a loss, a model output) folded into a binding that
 lives longer than one iteration of the loop that runs backward: `total = (total + &loss)?`,

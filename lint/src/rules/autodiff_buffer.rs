@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Label, Level};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 use crate::type_graph::{Shape, TypeDecl, TypeGraph, names_autodiff};
 
 pub struct AutodiffBuffer;
@@ -14,6 +14,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "autodiff_buffer",
     summary: "a buffer field collects tensors of an autodiff backend",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 Finds struct fields that collect tensors of a burn autodiff backend — a `Vec`, `VecDeque` or map
 of `Tensor<B, D>` where `B: AutodiffBackend` (or `Autodiff<..>`), directly or through another

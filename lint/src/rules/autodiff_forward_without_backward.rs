@@ -4,7 +4,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{CallKind, FnModel, Iteration, Store, Taint, TrainingCall, TrainingCallKind};
-use crate::rule::{Applies, Rule, RuleMeta};
+use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct AutodiffForwardWithoutBackward;
 
@@ -12,6 +12,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "autodiff_forward_without_backward",
     summary: "forward passes on an autodiff model in a loop that never runs backward",
     default_level: Level::Warn,
+    group: Group::Stable,
     docs: r#"### What it does
 In burn code that works on an autodiff backend (`B: AutodiffBackend`, `Autodiff<_>`, or a device
 from `device.autodiff()`), finds forward passes inside a loop that runs no backward — rollouts,

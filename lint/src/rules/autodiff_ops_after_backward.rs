@@ -4,7 +4,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{FnModel, Span, Store, Taint, TrainingCallKind};
-use crate::rule::{Applies, Rule, RuleMeta};
+use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct AutodiffOpsAfterBackward;
 
@@ -12,6 +12,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "autodiff_ops_after_backward",
     summary: "tensor operations on an autodiff graph after its backward call",
     default_level: Level::Warn,
+    group: Group::Stable,
     docs: r#"### What it does
 In burn code, finds tensor operations (`mean`, `reshape`, `sum`, `mul`, …) applied after the
 iteration's `backward()` to a value computed before it — the loss, the model's outputs — in
@@ -63,7 +64,7 @@ impl Rule for AutodiffOpsAfterBackward {
             .map(|s| s.4.clone())
             .collect();
         // One report per backward call: the first op is primary, later ones are labelled.
-        let mut groups: Vec<Group> = Vec::new();
+        let mut groups: Vec<OpGroup> = Vec::new();
         for e in f.uses_after_backward().iter().filter(|e| !e.no_grad()) {
             let value = e.operand();
             if !f.taint(value).has(Taint::GRAPH) {
@@ -125,7 +126,7 @@ impl Rule for AutodiffOpsAfterBackward {
 }
 
 /// The ops that follow one backward call (its span): each op's span and the binding it reads.
-type Group = (Span, Vec<(Span, Option<usize>)>);
+type OpGroup = (Span, Vec<(Span, Option<usize>)>);
 
 /// Further ops of one group shown as labels.
 const MAX_LABELS: usize = 4;

@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{FnModel, Store, Taint};
-use crate::rule::{Applies, Rule, RuleMeta};
+use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct EvalWithoutNoGrad;
 
@@ -11,6 +11,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "eval_without_no_grad",
     summary: "an evaluation loop keeps outputs computed with gradients enabled",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 In tch code, finds a loop that runs no backward (evaluation, inference) and keeps a value
 computed by a forward pass with gradients enabled in a collection declared outside the loop

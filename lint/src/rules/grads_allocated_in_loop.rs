@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{CallKind, FnModel};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
 
@@ -13,6 +13,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "grads_allocated_in_loop",
     summary: "dfdx gradients are allocated or cloned every training iteration",
     default_level: Level::Warn,
+    group: Group::Stable,
     docs: r#"### What it does
 Finds `model.alloc_grads()` and copies of a gradient store (`.clone()`/`.to_owned()`, dfdx)
 inside a loop that runs backward. A store is recognised by what it is, whatever its name: a

@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{CallKind, FnModel};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
 
@@ -13,6 +13,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "leaky_trace_in_loop",
     summary: "dfdx leaky_trace() allocates a new gradient store every iteration",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 Finds `leaky_trace()`/`leaky_traced()` (dfdx) inside a loop that runs backward.
 

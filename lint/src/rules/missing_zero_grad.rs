@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{FnModel, Iteration, TrainingCall, TrainingCallKind};
-use crate::rule::{Applies, Rule, RuleMeta};
+use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct MissingZeroGrad;
 
@@ -11,6 +11,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "missing_zero_grad",
     summary: "an optimizer steps on gradients that are never cleared",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 Where gradients accumulate until cleared (tch, dfdx), finds a training iteration that runs
 backward and steps the optimizer with no gradient clearing on the path of every step:

@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
 use crate::model::{CallKind, FnModel};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 
 pub struct NoGradGuardDropped;
 
@@ -11,6 +11,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "no_grad_guard_dropped",
     summary: "a no-grad guard is dropped as soon as it is made",
     default_level: Level::Warn,
+    group: Group::Stable,
     docs: r#"### What it does
 Finds `let _ = tch::no_grad_guard();` and `tch::no_grad_guard();` as a statement (tch).
 

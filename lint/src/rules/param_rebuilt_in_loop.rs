@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
 use crate::model::{CallKind, FnModel};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 
 use super::TRAINING_LOOP;
 
@@ -13,6 +13,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "param_rebuilt_in_loop",
     summary: "a burn parameter is rebuilt with a new id every training iteration",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 Finds `Param::from_tensor(..)` and `Param::from(..)` (burn) inside a loop that runs backward.
 

@@ -8,7 +8,7 @@ use petgraph::visit::EdgeRef;
 
 use crate::context::{Context, Report};
 use crate::diagnostic::{Label, Level};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 use crate::type_graph::TypeGraph;
 
 pub struct RcCycle;
@@ -17,6 +17,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "rc_cycle",
     summary: "types can form a cycle of strong Rc/Arc references",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 Builds the graph of the crate's structs and enums (an edge for each field that owns another of
 the crate's types, directly or through `Option`, `Vec`, `Box`, maps, `RefCell`, `Mutex`, …) and

@@ -5,7 +5,7 @@ use crate::diagnostic::Level;
 use petgraph::graph::{EdgeIndex, NodeIndex};
 
 use crate::model::{BindingId, BindingKind, FnModel, Iteration, Span, Store, Taint};
-use crate::rule::{Rule, RuleMeta};
+use crate::rule::{Group, Rule, RuleMeta};
 
 pub struct RetainedGraphOutput;
 
@@ -13,6 +13,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "retained_graph_output",
     summary: "a graph-carrying tensor is kept past its training iteration",
     default_level: Level::Warn,
+    group: Group::Nursery,
     docs: r#"### What it does
 Finds a value that carries an autograd graph (a loss, a model output, anything computed from
 them) stored where it outlives the iteration of the loop that runs backward: pushed or inserted

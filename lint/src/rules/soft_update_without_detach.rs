@@ -3,7 +3,7 @@
 use crate::context::{Context, Report};
 use crate::diagnostic::{Applicability, Level, Suggestion};
 use crate::model::FnModel;
-use crate::rule::{Applies, Rule, RuleMeta};
+use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct SoftUpdateWithoutDetach;
 
@@ -11,6 +11,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "soft_update_without_detach",
     summary: "a parameter is rewritten from autodiff ops on its old value without detach",
     default_level: Level::Warn,
+    group: Group::Stable,
     docs: r#"### What it does
 In burn code, finds parameters whose new value is computed with tensor operations from their
 old value and kept without `detach()`: soft target-network updates written as

@@ -2,18 +2,25 @@
 
 use std::path::Path;
 
-use crate::{Framework, Linter};
+use crate::{Framework, Level, Levels, Linter};
+
+/// A linter with every rule on (the nursery too): these tests check what a rule finds.
+fn linter(framework: Option<Framework>) -> Linter {
+    let mut levels = Levels::default();
+    levels.set("nursery", Level::Warn);
+    Linter { framework, ..Linter::new(levels) }
+}
 
 /// How many findings of `rule` linting `src` gives, as a file of `framework` (`None`: detected).
 pub(crate) fn count(rule: &str, framework: Option<&str>, src: &str) -> usize {
     let framework = framework.map(|f| Framework::from_name(f).expect("a registered framework"));
-    let linter = Linter { framework, ..Linter::default() };
+    let linter = linter(framework);
     linter.lint_text(Path::new("src/lib.rs"), src, None).iter().filter(|f| f.rule == rule).count()
 }
 
 /// The messages of `rule`'s findings linting `src` (framework detected).
 pub(crate) fn messages(rule: &str, src: &str) -> Vec<String> {
-    let linter = Linter::default();
+    let linter = linter(None);
     linter
         .lint_text(Path::new("src/lib.rs"), src, None)
         .into_iter()
