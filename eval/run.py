@@ -3,7 +3,7 @@
 
 Reads every `eval/corpus/*.toml`, checks each file's tune/test split against the
 pre-registered rule, checks out every repository at its pinned commit in the git-ignored
-`.eval-cache/`, runs memlint with JSON output, matches the findings to
+`~/.cache/memlint-eval/`, runs memlint with JSON output, matches the findings to
 `eval/labels/<owner>__<name>.toml`, and prints precision and recall per half, per rule and
 per framework. See eval/README.md for the method and the file formats.
 
@@ -507,7 +507,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
     ap.add_argument("--corpus-dir", type=Path, default=ROOT / "eval/corpus")
     ap.add_argument("--labels-dir", type=Path, default=ROOT / "eval/labels")
-    ap.add_argument("--cache", type=Path, default=ROOT / ".eval-cache")
+    # Outside memlint's own workspace: a checkout inside it makes `cargo metadata` fail for every
+    # repository without a `[workspace]` ("believes it's in a workspace when it's not"), and
+    # memlint then lints by path, without the package's targets: not what a user's run does.
+    ap.add_argument("--cache", type=Path,
+                    default=Path(os.environ.get("MEMLINT_EVAL_CACHE") or Path.home() / ".cache" / "memlint-eval"))
     ap.add_argument("--mirrors", type=Path, default=Path(os.environ.get("MEMLINT_EVAL_MIRRORS", "/work/.mirror")),
                     help="folder of bare mirrors <owner>+<name>/repo tried before cloning from GitHub")
     ap.add_argument("--checkout-only", action="store_true",

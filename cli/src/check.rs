@@ -139,8 +139,12 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         let Some(root) = root else { continue };
         let absolute = |f: &PathBuf| if f.is_absolute() { f.clone() } else { cwd.join(f) };
         let all: Vec<PathBuf> = g.files.iter().map(absolute).collect();
+        let targets: Vec<PathBuf> = g
+            .package
+            .map(|i| ws.members[i].targets.iter().map(|t| absolute(&t.src_path)).collect())
+            .unwrap_or_default();
         let kept: std::collections::HashSet<PathBuf> =
-            cargo_memlint::modtree::compiled(&absolute(&root), all, |f| std::fs::read_to_string(f).ok())
+            cargo_memlint::modtree::compiled(&absolute(&root), all, &targets, |f| std::fs::read_to_string(f).ok())
                 .into_iter()
                 .collect();
         let before = g.files.len();

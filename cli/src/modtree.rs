@@ -13,12 +13,20 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// The files of one crate (rooted at `root`) that are compiled, in their order; `read` gives a
-/// file's text (a file that cannot be read declares nothing).
-pub fn compiled(root: &Path, files: Vec<PathBuf>, read: impl Fn(&Path) -> Option<String>) -> Vec<PathBuf> {
+/// file's text (a file that cannot be read declares nothing). `targets` are the root files of
+/// the package's targets as `Cargo.toml` names them (`[[bin]] path = "src/train.rs"`), besides
+/// the conventional ones.
+pub fn compiled(
+    root: &Path,
+    files: Vec<PathBuf>,
+    targets: &[PathBuf],
+    read: impl Fn(&Path) -> Option<String>,
+) -> Vec<PathBuf> {
     let src = root.join("src");
     let in_src = |f: &Path| f.starts_with(&src);
     let is_root = |f: &Path| {
-        f == src.join("lib.rs")
+        targets.iter().any(|t| t == f)
+            || f == src.join("lib.rs")
             || f == src.join("main.rs")
             || f.parent().is_some_and(|d| d == src.join("bin"))
             || f.parent().and_then(Path::parent).is_some_and(|d| d == src.join("bin"))
@@ -118,10 +126,15 @@ mod tests {
     use std::collections::HashMap;
 
     fn run(files: &[(&str, &str)]) -> Vec<String> {
+        run_with_targets(files, &[])
+    }
+
+    fn run_with_targets(files: &[(&str, &str)], targets: &[&str]) -> Vec<String> {
         let texts: HashMap<PathBuf, String> =
             files.iter().map(|(p, t)| (Path::new("/c").join(p), (*t).to_string())).collect();
         let list: Vec<PathBuf> = files.iter().map(|(p, _)| Path::new("/c").join(p)).collect();
-        compiled(Path::new("/c"), list, |f| texts.get(f).cloned())
+        let targets: Vec<PathBuf> = targets.iter().map(|t| Path::new("/c").join(t)).collect();
+        compiled(Path::new("/c"), list, &targets, |f| texts.get(f).cloned())
             .into_iter()
             .map(|p| p.strip_prefix("/c").unwrap().display().to_string())
             .collect()
@@ -161,6 +174,22 @@ mod tests {
     fn a_crate_without_a_root_among_the_files_is_kept_whole() {
         let kept = run(&[("src/agent.rs", ""), ("src/old.rs", "")]);
         assert_eq!(kept, ["src/agent.rs", "src/old.rs"]);
+    }
+
+    #[test]
+    fn targets_cargo_toml_names_are_roots() {
+        // `[[bin]] name = "train" path = "src/train.rs"` beside a library.
+        let files = [
+            ("src/lib.rs", "pub mod model;\n"),
+            ("src/model.rs", ""),
+            ("src/train.rs", "mod schedule;\n"),
+            ("src/schedule.rs", ""),
+            ("src/old.rs", ""),
+        ];
+        let kept = run_with_targets(&files, &["src/lib.rs", "src/train.rs"]);
+        assert_eq!(kept, ["src/lib.rs", "src/model.rs", "src/train.rs", "src/schedule.rs"]);
+        // Without the manifest's targets, `src/train.rs` looks like a file no `mod` declares.
+        assert_eq!(run(&files), ["src/lib.rs", "src/model.rs"]);
     }
 
     #[test]

@@ -19,6 +19,13 @@ use super::rust;
 use crate::frameworks::{self, Spec, common};
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
+/// Macros whose arguments after the format string are expressions that run (std and the
+/// `log`/`tracing` macros): their calls are calls of the function.
+const FORMAT_MACROS: &[&str] = &[
+    "println", "print", "eprintln", "eprint", "format", "write", "writeln", "panic", "info", "debug", "warn", "error",
+    "trace",
+];
+
 const MAX_DEPTH: usize = 256;
 
 /// Builds the graphs of every function, method and nested function in `file`.
@@ -141,6 +148,15 @@ impl Items<'_> {
                 syn::FnArg::Typed(pt) => {
                     let mut names = Vec::new();
                     pat_idents(&pt.pat, &mut names);
+                    // `#[cfg(feature = "a")] model: &A, #[cfg(feature = "b")] model: &B`: one
+                    // parameter in any build, so calls pass one argument for both.
+                    let alternative = pt.attrs.iter().any(|a| a.path().is_ident("cfg"))
+                        && names
+                            .iter()
+                            .all(|n| b.g.bindings.iter().any(|p| p.kind == BindingKind::Param && **n == p.name));
+                    if alternative && !names.is_empty() {
+                        continue;
+                    }
                     let mut first = None;
                     let ty = type_name(&pt.ty);
                     for ident in names {
@@ -1594,7 +1610,22 @@ impl Builder<'_> {
     /// produce strings or nothing, so their bodies are not parsed (parsing them costs as much
     /// as the rest of the walk).
     fn mac(&mut self, mac: &syn::Macro) -> Val {
-        let passes_through = mac.path.segments.last().is_some_and(|s| s.ident == "vec" || s.ident == "dbg");
+        let last = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        let passes_through = last == "vec" || last == "dbg";
+        if FORMAT_MACROS.contains(&last.as_str()) {
+            // `println!("{epoch} {}", validate(&model, data))`: the arguments after the format
+            // string run (calls, forward passes); the macro's value is text or `()`.
+            if let Ok(args) = mac.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated) {
+                // Named arguments (`loss = total`) are not assignments: only their values run.
+                let runs: Vec<&Expr> = args
+                    .iter()
+                    .map(|a| if let Expr::Assign(named) = a { &*named.right } else { a })
+                    .filter(|a| !matches!(a, Expr::Lit(_)))
+                    .collect();
+                self.exprs(runs, false);
+            }
+            return Val::plain();
+        }
         if !passes_through {
             // A macro of the crate (`dispatch_env!(name, { run::<B, E>(..) })`) whose arguments
             // are expressions: they run, in some expansion, when the macro does — on some paths,
