@@ -32,6 +32,8 @@ pub(super) static SPEC: Spec = Spec {
     param_type: "Param",
     explicit_grads: false,
     grads_alloc_methods: &[],
+    var_builders: &[],
+    var_methods: &[],
     detach_changes_type: false,
     host_number_types: &["ElemType", "FloatElem"],
     scalar_fix: "{}.into_scalar::<f32>()",

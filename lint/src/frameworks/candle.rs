@@ -31,6 +31,8 @@ pub(super) static SPEC: Spec = Spec {
     param_type: "",
     explicit_grads: false,
     grads_alloc_methods: &[],
+    var_builders: &[],
+    var_methods: &[],
     detach_changes_type: false,
     host_number_types: &[],
     scalar_fix: "{}.to_scalar::<f32>()?",

@@ -37,6 +37,8 @@ pub(super) static SPEC: Spec = Spec {
     param_type: "",
     explicit_grads: true,
     grads_alloc_methods: &["alloc_grads", "try_alloc_grads"],
+    var_builders: &[],
+    var_methods: &[],
     detach_changes_type: true,
     host_number_types: &[],
     scalar_fix: "{}.array()",

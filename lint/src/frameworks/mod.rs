@@ -197,6 +197,13 @@ pub struct Spec {
     pub explicit_grads: bool,
     /// Methods that allocate a new gradient store (dfdx `model.alloc_grads()`).
     pub grads_alloc_methods: &'static [&'static str],
+    /// Functions of the framework's `nn` module that create trainable variables in the store
+    /// their first argument names (tch `nn::linear(vs.root() / "fc", ..)`); a store keeps every
+    /// variable created in it (tch renames a clashing name rather than reusing it).
+    pub var_builders: &'static [&'static str],
+    /// Methods of a store path that create a variable named by their first argument
+    /// (tch `p.var("w", ..)`, `p.zeros("b", ..)`).
+    pub var_methods: &'static [&'static str],
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.
     pub detach_changes_type: bool,
@@ -427,6 +434,17 @@ pub fn detect_in(registry: &[&'static Spec], file: &syn::File) -> Option<Framewo
         fn count(&mut self, ident: &syn::Ident) {
             self.count_n(ident, 1);
         }
+        /// Framework names below the root of a `use` path.
+        fn nested(&mut self, tree: &syn::UseTree) {
+            match tree {
+                syn::UseTree::Path(p) => {
+                    self.count_n(&p.ident, USE_WEIGHT);
+                    self.nested(&p.tree);
+                }
+                syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.nested(t)),
+                _ => {}
+            }
+        }
         fn count_n(&mut self, ident: &syn::Ident, n: usize) {
             let name = ident.to_string().replace('-', "_");
             if let Some(i) = self.registry.iter().position(|s| s.crate_names.contains(&name.as_str())) {
@@ -439,7 +457,12 @@ pub fn detect_in(registry: &[&'static Spec], file: &syn::File) -> Option<Framewo
             // An import says more about the file's framework than a stray qualified call
             // (`tch::utils::has_cuda()` in a burn program choosing its backend).
             match tree {
-                syn::UseTree::Path(p) => self.count_n(&p.ident, USE_WEIGHT),
+                syn::UseTree::Path(p) => {
+                    self.count_n(&p.ident, USE_WEIGHT);
+                    // A framework re-exported by another crate (`use amfiteatr_rl::tch::{nn,
+                    // Tensor};`): its name inside the path counts as an import of it.
+                    self.nested(&p.tree);
+                }
                 syn::UseTree::Name(n) => self.count_n(&n.ident, USE_WEIGHT),
                 syn::UseTree::Rename(r) => self.count_n(&r.ident, USE_WEIGHT),
                 syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.visit_use_tree(t)),
@@ -535,6 +558,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(detect(&f), Some(Framework::Burn), "imports outweigh stray qualified calls");
+        // A framework re-exported by a library crate.
+        let f = syn::parse_file("use amfiteatr_rl::tch::{nn, Tensor}; use amfiteatr_rl::tch::nn::VarStore;").unwrap();
+        assert_eq!(detect(&f), Some(Framework::Tch));
     }
 
     #[test]

@@ -19,6 +19,17 @@ use super::rust;
 use crate::frameworks::{self, Spec, common};
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
+/// A path segment's name: a string literal (`"fc"`), `format!(..)`, or a reference to either.
+fn names_a_path_segment(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. }) => true,
+        Expr::Macro(m) => m.mac.path.is_ident("format"),
+        Expr::Reference(r) => names_a_path_segment(&r.expr),
+        Expr::Paren(p) => names_a_path_segment(&p.expr),
+        _ => false,
+    }
+}
+
 /// Macros whose arguments after the format string are expressions that run (std and the
 /// `log`/`tracing` macros): their calls are calls of the function.
 const FORMAT_MACROS: &[&str] = &[
@@ -211,6 +222,9 @@ struct Builder<'c> {
     /// Visible bindings, innermost last: (binding, current version).
     env: Vec<(BindingId, NodeIndex)>,
     loop_stack: Vec<LoopId>,
+    /// The closures around here, innermost last: index in `g.closures`, and the length of `env`
+    /// before its parameters and after them.
+    closure_stack: Vec<(usize, usize, usize)>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -332,11 +346,15 @@ impl Builder<'_> {
                 untracks_models: false,
                 crate_untracks_models: false,
                 returns_plain: false,
+                closures: Vec::new(),
+                runs_forward: false,
+                var_creations: Vec::new(),
             },
             offset,
             crate_fns: &NO_FNS,
             env: Vec::new(),
             loop_stack: Vec::new(),
+            closure_stack: Vec::new(),
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -1001,16 +1019,87 @@ impl Builder<'_> {
 
     /// A closure body is a branch: it may run any number of times, or never.
     fn closure(&mut self, c: &syn::ExprClosure) -> Val {
+        let index = self.g.closures.len();
+        self.g.closures.push(super::graph::ClosureScope { runs_forward: false });
         self.branch(|s| {
             let mark = s.env.len();
             for input in &c.inputs {
                 let span = s.cheap_pat(input);
                 s.bind_pat(input, Val::plain(), span);
             }
+            s.closure_stack.push((index, mark, s.env.len()));
             let v = s.expr(&c.body);
+            s.closure_stack.pop();
             s.env.truncate(mark);
             v
         })
+    }
+
+    /// A forward pass runs here: in every enclosing loop and closure, or in the body.
+    fn mark_forward(&mut self) {
+        for &l in &self.loop_stack {
+            self.g.loops[l].runs_forward = true;
+        }
+        for &(c, _, _) in &self.closure_stack {
+            self.g.closures[c].runs_forward = true;
+        }
+        if self.closure_stack.is_empty() {
+            self.g.runs_forward = true;
+        }
+    }
+
+    /// Where the store that `e` names a path of comes from: `vs.root()`, `&vs.root() / "fc"`,
+    /// `self.vs.root()`, `p / "w"`, `p.sub("w")`. `None` when `e` names no store path (a bare
+    /// name is not enough: `std::path::Path` is a `Path` too).
+    fn var_root(&self, e: &Expr) -> Option<super::graph::VarRoot> {
+        match e {
+            Expr::Reference(r) => self.var_root(&r.expr),
+            Expr::Paren(p) => self.var_root(&p.expr),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Div(_)) && names_a_path_segment(&b.right) => {
+                self.var_root(&b.left).or_else(|| self.store_root(&b.left))
+            }
+            Expr::MethodCall(m) if m.method == "root" && m.args.is_empty() => self.store_root(&m.receiver),
+            Expr::MethodCall(m) if m.method == "sub" && m.args.len() == 1 && names_a_path_segment(&m.args[0]) => {
+                self.var_root(&m.receiver).or_else(|| self.store_root(&m.receiver))
+            }
+            _ => None,
+        }
+    }
+
+    /// The origin of the store named by `e` (the receiver of `.root()`, or a path's base).
+    fn store_root(&self, e: &Expr) -> Option<super::graph::VarRoot> {
+        use super::graph::VarRoot;
+        match strip_place(e) {
+            Expr::Field(f) if matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self")) => Some(VarRoot::Field),
+            Expr::Field(_) => Some(VarRoot::Unknown),
+            Expr::Path(p) => {
+                let ident = p.path.get_ident()?.to_string();
+                Some(self.lookup(&ident).map_or(VarRoot::Unknown, |slot| self.root_of_slot(slot)))
+            }
+            _ => Some(VarRoot::Unknown),
+        }
+    }
+
+    /// Where the binding in env slot `slot` comes from, seen from here.
+    fn root_of_slot(&self, slot: usize) -> super::graph::VarRoot {
+        use super::graph::VarRoot;
+        let binding = &self.g.bindings[self.env[slot].0];
+        if binding.kind == BindingKind::Param {
+            return VarRoot::Param;
+        }
+        match self.closure_stack.last() {
+            Some(&(_, params, body)) if slot >= params && slot < body => VarRoot::Param,
+            Some(&(_, params, _)) if slot < params => VarRoot::Captured,
+            _ => VarRoot::Local { decl_loop: binding.decl_loop },
+        }
+    }
+
+    /// Records variables created in a store, when `first` (the first argument) or `receiver`
+    /// names a store path.
+    fn note_var_creation(&mut self, span: Span, root: super::graph::VarRoot) {
+        let closure = self.closure_stack.last().map(|&(c, _, _)| c);
+        let in_loop = self.cur_loop();
+        self.g.var_creations.push(super::graph::VarCreation { span, in_loop, closure, root });
     }
 
     fn path_read(&mut self, p: &syn::ExprPath) -> Val {
@@ -1147,6 +1236,15 @@ impl Builder<'_> {
     fn method_call(&mut self, m: &syn::ExprMethodCall) -> Val {
         let name = m.method.to_string();
         let argc = m.args.len();
+        // `p.var("w", &[n], init)`: a variable named by a string, on a store path.
+        if argc >= 1
+            && self.specs().iter().any(|s| s.var_methods.contains(&name.as_str()))
+            && names_a_path_segment(&m.args[0])
+            && let Some(root) = self.var_root(&m.receiver)
+        {
+            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            self.note_var_creation(span, root);
+        }
         // `trajectory.push(s, a, r, v)`: more arguments than any collection method takes, so
         // the crate's own method (a call site), not `Vec::push`.
         let crate_method = argc > 2 && self.crate_fns.fns.contains(&name);
@@ -1372,6 +1470,7 @@ impl Builder<'_> {
 
     /// A forward pass or tape attachment: its value carries a graph unless the model is inert.
     fn forward_call(&mut self, m: &syn::ExprMethodCall, recv: Val, recv_span: Span) -> Val {
+        self.mark_forward();
         let receiver = self.materialize(recv, recv_span);
         if self.swept_by_backward() {
             let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
@@ -1509,6 +1608,16 @@ impl Builder<'_> {
         let last_two = if segs.len() >= 2 { format!("{}::{}", segs[segs.len() - 2], last) } else { last.to_string() };
         let ty = if segs.len() >= 2 { segs[segs.len() - 2].as_str() } else { "" };
         let specs = self.specs();
+        // `nn::linear(vs.root() / "fc", ..)`, `Net::new(&vs.root(), ..)`: variables created in
+        // the store the first argument names.
+        if let Some(first) = c.args.first()
+            && (specs.iter().any(|s| !s.var_builders.is_empty())
+                && (ty != "nn" || specs.iter().any(|s| s.var_builders.contains(&last))))
+            && let Some(root) = self.var_root(first)
+        {
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            self.note_var_creation(span, root);
+        }
 
         if specs.iter().any(|s| s.no_grad_functions.contains(&last)) && c.args.len() == 1 {
             return self.no_grad_region(|s| s.exprs(c.args.iter(), false));
@@ -1737,7 +1846,13 @@ impl Builder<'_> {
 
     fn looped(&mut self, header: Span, body: impl FnOnce(&mut Self)) {
         let id = self.g.loops.len();
-        self.g.loops.push(LoopScope { parent: self.cur_loop(), header, runs_backward: false, over_self: false });
+        self.g.loops.push(LoopScope {
+            parent: self.cur_loop(),
+            header,
+            runs_backward: false,
+            runs_forward: false,
+            over_self: false,
+        });
         let before = self.env.clone();
         self.loop_stack.push(id);
         self.backward_marks.push(None);

@@ -239,8 +239,66 @@ pub struct LoopScope {
     pub(super) header: Span,
     /// Whether the body (including nested loops and closures) runs backward.
     pub(super) runs_backward: bool,
+    /// Whether the body (including nested loops and closures) runs a forward pass.
+    pub(super) runs_forward: bool,
     /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
     pub(super) over_self: bool,
+}
+
+/// A closure of the function body.
+#[derive(Debug, Clone)]
+pub struct ClosureScope {
+    /// Whether its body runs a forward pass (`move |vs, xs| { ..; xs.apply(&seq) }`).
+    pub(super) runs_forward: bool,
+}
+
+/// Where the store a variable is created in comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarRoot {
+    /// A field (`self.vs.root()`): it outlives the call.
+    Field,
+    /// A parameter of the function, or of the closure the creation is in.
+    Param,
+    /// A local declared in the closure's body (or the function's, outside closures), in the
+    /// innermost loop `decl_loop`.
+    Local { decl_loop: Option<LoopId> },
+    /// A local declared outside the closure the creation is in (captured).
+    Captured,
+    /// Not known.
+    Unknown,
+}
+
+/// Trainable variables created in a store (tch `nn::linear(vs.root() / "fc", ..)`, a crate
+/// constructor handed a store path).
+#[derive(Debug, Clone)]
+pub struct VarCreation {
+    pub(super) span: Span,
+    pub(super) in_loop: Option<LoopId>,
+    /// The innermost closure around it (index in [`FnModel::closures`]).
+    pub(super) closure: Option<usize>,
+    pub(super) root: VarRoot,
+}
+
+impl VarCreation {
+    /// The creating call.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The innermost loop around it.
+    pub fn in_loop(&self) -> Option<LoopId> {
+        self.in_loop
+    }
+
+    /// The innermost closure around it.
+    pub fn closure(&self) -> Option<usize> {
+        self.closure
+    }
+
+    /// Where its store comes from.
+    pub fn root(&self) -> VarRoot {
+        self.root
+    }
 }
 
 /// A call that matters to training: backward, optimizer step, gradient clearing.
@@ -352,6 +410,12 @@ pub struct FnModel {
     pub(super) field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub(super) returns_plain: bool,
+    /// The closures of the body, in order.
+    pub(super) closures: Vec<ClosureScope>,
+    /// The body runs a forward pass outside its closures.
+    pub(super) runs_forward: bool,
+    /// Variables created in a store.
+    pub(super) var_creations: Vec<VarCreation>,
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
     /// its `impl`'s generics, or `device.autodiff()` in its body).
     pub(super) autodiff: bool,
@@ -976,6 +1040,26 @@ impl FnModel {
             Some(Iteration::Loop(l)) => Some((c, l)),
             _ => None,
         })
+    }
+
+    /// Variables created in a store, in program order.
+    pub fn var_creations(&self) -> &[VarCreation] {
+        &self.var_creations
+    }
+
+    /// Whether closure `c` (see [`VarCreation::closure`]) runs a forward pass in its body.
+    pub fn closure_runs_forward(&self, c: usize) -> bool {
+        self.closures.get(c).is_some_and(|c| c.runs_forward)
+    }
+
+    /// Whether the function body runs a forward pass outside its closures.
+    pub fn runs_forward(&self) -> bool {
+        self.runs_forward
+    }
+
+    /// Whether loop `l`'s body runs a forward pass or backward.
+    pub fn loop_trains_or_infers(&self, l: LoopId) -> bool {
+        self.loops.get(l).is_some_and(|s| s.runs_forward || s.runs_backward)
     }
 
     /// Vocabulary calls of `kind`, in program order.

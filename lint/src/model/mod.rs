@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub use build::pat_idents;
 pub use graph::{
     Binding, BindingId, BindingKind, Blend, CallKind, FieldStore, FnModel, Iteration, LoopId, ParamRewrite, Span,
-    Store, Taint, Through, TrainingCall, TrainingCallKind, UseAfterBackward, VocabCall,
+    Store, Taint, Through, TrainingCall, TrainingCallKind, UseAfterBackward, VarCreation, VarRoot, VocabCall,
 };
 pub use link::{CrateNames, crate_names};
 

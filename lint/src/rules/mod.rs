@@ -15,6 +15,7 @@ mod retained_graph_output;
 mod soft_update_without_detach;
 #[cfg(test)]
 mod testing;
+mod variables_created_per_step;
 
 use crate::rule::{Rule, RuleMeta};
 
@@ -38,6 +39,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &autodiff_ops_after_backward::AutodiffOpsAfterBackward,
         &autodiff_buffer::AutodiffBuffer,
         &soft_update_without_detach::SoftUpdateWithoutDetach,
+        &variables_created_per_step::VariablesCreatedPerStep,
     ];
     RULES
 }
