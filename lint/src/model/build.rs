@@ -19,6 +19,23 @@ use super::rust;
 use crate::frameworks::{self, Spec, common};
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
+/// Whether a macro's tokens hold a call or a method call (a parenthesised group after an
+/// identifier): only then are its arguments worth parsing.
+fn runs_code(tokens: &proc_macro2::TokenStream) -> bool {
+    let mut after_ident = false;
+    for t in tokens.clone() {
+        match t {
+            proc_macro2::TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Parenthesis && after_ident => {
+                return true;
+            }
+            proc_macro2::TokenTree::Group(g) if runs_code(&g.stream()) => return true,
+            proc_macro2::TokenTree::Ident(_) => after_ident = true,
+            _ => after_ident = false,
+        }
+    }
+    false
+}
+
 /// A path segment's name: a string literal (`"fc"`), `format!(..)`, or a reference to either.
 fn names_a_path_segment(e: &Expr) -> bool {
     match e {
@@ -1721,7 +1738,7 @@ impl Builder<'_> {
     fn mac(&mut self, mac: &syn::Macro) -> Val {
         let last = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         let passes_through = last == "vec" || last == "dbg";
-        if FORMAT_MACROS.contains(&last.as_str()) {
+        if FORMAT_MACROS.contains(&last.as_str()) && runs_code(&mac.tokens) {
             // `println!("{epoch} {}", validate(&model, data))`: the arguments after the format
             // string run (calls, forward passes); the macro's value is text or `()`.
             if let Ok(args) = mac.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated) {

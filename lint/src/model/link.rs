@@ -433,7 +433,7 @@ fn declares_plain_return(text: &str, from: usize) -> Option<bool> {
 /// (`None` without one): after the `->` outside the parameters' parentheses and generics.
 fn return_type(text: &str, from: usize) -> Option<&str> {
     // The signature runs to the body or the `;` of a trait declaration.
-    let end = text[from..].find(['{', ';']).map_or(text.len(), |p| from + p);
+    let end = memchr::memchr2(b'{', b';', &text.as_bytes()[from..]).map_or(text.len(), |p| from + p);
     let sig = &text[from..end];
     let bytes = sig.as_bytes();
     let (mut depth, mut arrow) = (0i32, None);
@@ -465,6 +465,11 @@ const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", 
 /// of the function's name at `from`, its return type stripped of `Result<`/`Option<` (for
 /// `Result<T, E>` only `T`). `None` when the function returns no tuple.
 fn tuple_host_mask(text: &str, from: usize) -> Option<Vec<bool>> {
+    // Most functions return no tuple: a byte search rules them out before the signature is read.
+    let end = memchr::memchr2(b'{', b';', &text.as_bytes()[from..]).map_or(text.len(), |p| from + p);
+    let sig = &text.as_bytes()[from..end];
+    let arrow = memchr::memmem::rfind(sig, b"->")?;
+    memchr::memchr(b'(', &sig[arrow..])?;
     let mut ret = return_type(text, from)?;
     loop {
         let inner = ["Result<", "Option<"].iter().find_map(|w| {
