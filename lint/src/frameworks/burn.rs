@@ -9,7 +9,9 @@ pub(super) static SPEC: Spec = Spec {
     name: "burn",
     crate_names: &["burn", "burn_core", "burn_tensor", "burn_autodiff", "burn_train", "burn_optim"],
     backward: &[Call::with("backward", &[0])],
-    backward_step: &[],
+    // A learner's `train_step(batch)` runs the model's `TrainStep::step`, whose backward the
+    // crate writes (burn's `Learner` API); its grads go to `optimizer_step`.
+    backward_step: &[Call::with("train_step", &[1])],
     step: &[Call::with("step", &[3])],
     clear: &[],
     // `x.grad(&grads)` returns a tensor of the inner backend.

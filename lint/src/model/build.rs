@@ -20,17 +20,18 @@ use crate::frameworks::{self, Spec, common};
 
 /// Deeper expressions than this are not followed (generated code can nest thousands deep).
 /// Whether a macro's tokens hold a call or a method call (a parenthesised group after an
-/// identifier): only then are its arguments worth parsing.
+/// identifier, or after the `>` of a turbofish): only then are its arguments worth parsing.
 fn runs_code(tokens: &proc_macro2::TokenStream) -> bool {
-    let mut after_ident = false;
+    let mut callee = false;
     for t in tokens.clone() {
         match t {
-            proc_macro2::TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Parenthesis && after_ident => {
+            proc_macro2::TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Parenthesis && callee => {
                 return true;
             }
             proc_macro2::TokenTree::Group(g) if runs_code(&g.stream()) => return true,
-            proc_macro2::TokenTree::Ident(_) => after_ident = true,
-            _ => after_ident = false,
+            proc_macro2::TokenTree::Ident(_) => callee = true,
+            proc_macro2::TokenTree::Punct(p) => callee = p.as_char() == '>',
+            _ => callee = false,
         }
     }
     false

@@ -463,6 +463,54 @@ pub fn validate<B: Backend>(
         assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
     }
 
+    /// The backward runs inside the learner's `train_step` (the crate's `TrainStep::step`); a
+    /// preview forward every N steps is swept by the next batch's backward.
+    const LEARNER_STEP: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(learner: &mut Learner<B>, batches: Vec<Batch<B>>, every: usize) {
+    for (i, batch) in batches.into_iter().enumerate() {
+        let out = learner.train_step(batch);
+        learner.optimizer_step(out.grads);
+        if i % every == 0 {
+            let preview = learner.model().generator.forward(sample());
+            save(preview.into_data());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_learner_train_step_runs_backward() {
+        assert_eq!(count("autodiff_forward_without_backward", None, LEARNER_STEP), 0);
+        let no_step = LEARNER_STEP.replace("learner.train_step(batch)", "learner.predict(batch)");
+        assert_eq!(count("autodiff_forward_without_backward", None, &no_step), 1);
+    }
+
+    /// The only autodiff instantiation is a turbofish inside a format macro's arguments.
+    const TURBOFISH_IN_PRINTLN: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::Backend;
+type TrainB = Autodiff<NdArray>;
+fn sample<B: Backend>(model: &Net<B>, steps: usize) -> Vec<f32> {
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        out.push(model.forward(prompt()).into_scalar());
+    }
+    out
+}
+fn main() {
+    let model = load();
+    println!("{:?}", sample::<TrainB>(&model, 25));
+}
+"#;
+
+    #[test]
+    fn follows_a_turbofish_call_inside_println() {
+        assert_eq!(count("autodiff_forward_without_backward", None, TURBOFISH_IN_PRINTLN), 1);
+        let inner = TURBOFISH_IN_PRINTLN.replace("sample::<TrainB>", "sample::<NdArray>");
+        assert_eq!(count("autodiff_forward_without_backward", None, &inner), 0);
+    }
+
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
     const TURBOFISH: &str = r#"
 use burn::backend::{Autodiff, NdArray};
