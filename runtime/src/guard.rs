@@ -198,6 +198,8 @@ struct Run {
     skipping: bool,
     /// Sampled iterations completed.
     sampled: u64,
+    /// The primary source was pinned (`source = ..`, `MEMLINT_SOURCE`): never switched.
+    source_pinned: bool,
     /// Start of the first iteration.
     started: Option<Instant>,
     last_allocated: u64,
@@ -242,6 +244,7 @@ impl Run {
             skip: 0,
             skipping: false,
             sampled: 0,
+            source_pinned: false,
             started: None,
             last_allocated: 0,
             budget_breach: None,
@@ -281,6 +284,7 @@ impl Run {
     /// Opens the sources (or takes them from the previous run with the same options).
     fn open_sources(&mut self) {
         let (pin, notice) = sources::pinned(self.site.options.source);
+        self.source_pinned = pin.is_some();
         if let Some(notice) = notice {
             notice_once(&notice);
         }
@@ -523,12 +527,49 @@ impl Run {
             tick_ns: self.own_ns.saturating_sub(self.secondary_ns + self.write_ns),
         };
         let chosen = self.pace.after_sample(Instant::now(), counters, flush, self.secondaries.len());
+        if chosen.is_some() && self.pace.report().choices == 1 {
+            self.leave_an_empty_pool();
+        }
         let every = self.pace.every_at(self.iterations);
         if let Some(choice) = chosen {
             self.secondaries.set_rates(choice.secondary_share, every);
         }
         self.secondaries.regrid(every);
         self.skip = self.iterations.next_multiple_of(every) - self.iterations;
+    }
+
+    /// Never silently blind: when the CUDA pool has held nothing in every iteration of the
+    /// warm-up (libtorch's caching allocator bypasses it) and NVML sees this process's device
+    /// memory, NVML becomes the primary source for the rest of the run (and for later runs of
+    /// the function) and the pool a secondary one. The pool's series so far is dropped.
+    fn leave_an_empty_pool(&mut self) {
+        let empty = |s: &SampleRecord| s.allocated_bytes == 0 && s.reserved_bytes.unwrap_or(0) == 0;
+        if self.source_pinned || self.kind != BackendKind::Cuda || !self.samples.iter().all(empty) {
+            return;
+        }
+        let (Some(pool), Some(shell)) = (self.sampler.take(), self.shell.as_mut()) else { return };
+        let old = sources::Opened { sampler: pool, cost: shell.primary_cost() };
+        match self.secondaries.promote(BackendKind::NvmlProcess, old) {
+            Ok(nvml) => {
+                notice_once(&format!(
+                    "memlint: `{}`: the CUDA pool held no memory in the first {} iterations (this \
+                     process allocates outside it, as libtorch does): reading its device memory \
+                     through nvml-process from now on",
+                    self.site.function, self.iterations
+                ));
+                shell.set_primary_cost(nvml.cost);
+                self.kind = nvml.sampler.kind();
+                self.device = nvml.sampler.device();
+                self.sampler = Some(nvml.sampler);
+                self.samples.clear();
+                self.stride = 1;
+                self.detector = Detector::new(detector_config(&self.site.options));
+                let names: Vec<&'static str> = self.secondaries.kinds().iter().map(|k| k.source_name()).collect();
+                self.phases = Recorder::new(self.site.options.marks);
+                self.phases.set_secondary(&names);
+            }
+            Err(old) => self.sampler = Some(old.sampler),
+        }
     }
 
     /// A detector for the primary source at the current pace.
@@ -1252,6 +1293,81 @@ pub(crate) mod tests {
         assert_eq!(report.pace.sample_every, 4);
         assert!(report.verdict.leak, "{:?}", report.verdict);
         assert!((report.verdict.growth_bytes_per_iteration - (1 << 20) as f64).abs() < 1.0);
+    }
+
+    /// Memory the sources of the test below report (apart from the other tests' statics).
+    static SWITCH_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+    /// A source of `kind` reading `SWITCH_MEMORY × scale`.
+    struct Scaled(BackendKind, u64);
+
+    impl Sample for Scaled {
+        fn kind(&self) -> BackendKind {
+            self.0
+        }
+        fn device(&self) -> String {
+            "fake:0".to_owned()
+        }
+        fn begin_iteration(&mut self) {}
+        fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
+            let bytes = SWITCH_MEMORY.load(Ordering::Relaxed) * self.1;
+            Ok(Reading { allocated: bytes, reserved: Some(0), peak: None })
+        }
+        fn capacity(&mut self) -> Option<Capacity> {
+            None
+        }
+    }
+
+    /// The tch case: the CUDA pool holds 0 B throughout while the process's device memory (NVML)
+    /// grows. After warm-up NVML becomes the primary source, and the leak is found on it.
+    #[test]
+    fn an_empty_pool_hands_the_primary_role_to_nvml() {
+        static SITE: Site = Site {
+            function: "eval_leaky",
+            file: "src/main.rs",
+            source_path: "",
+            line: 1,
+            loop_at: Some((2, 3)),
+            options: Options::DEFAULT,
+            static_findings: &[],
+        };
+        let run_with = |pinned: bool| {
+            let mut run = Run::new(&SITE);
+            run.kind = BackendKind::Cuda;
+            run.sampler = Some(Box::new(Scaled(BackendKind::Cuda, 0)));
+            run.source_pinned = pinned;
+            let (primary, secondary, shell) = sources::SourceSet::for_tests(
+                Box::new(Scaled(BackendKind::Cuda, 0)),
+                vec![sources::Opened {
+                    sampler: Box::new(Scaled(BackendKind::NvmlProcess, 1)),
+                    cost: std::time::Duration::ZERO,
+                }],
+            )
+            .split();
+            drop(primary);
+            run.secondaries = Secondaries::new(secondary, *run.detector.config());
+            run.shell = Some(shell);
+            for i in 0..120u64 {
+                SWITCH_MEMORY.store((1 << 30) + (i << 20), Ordering::Relaxed);
+                run.end();
+                run.begin_next();
+            }
+            run
+        };
+        let run = run_with(false);
+        assert_eq!(run.kind, BackendKind::NvmlProcess);
+        let report = run_report(run);
+        assert_eq!(report.backend, "nvml-process");
+        assert!(report.verdict.leak, "{:?}", report.verdict);
+        assert!((report.verdict.growth_bytes_per_iteration - (1 << 20) as f64).abs() < 1.0);
+        assert!(report.sources.iter().any(|s| s.source == "cuda-pool" && !s.primary));
+        // Pinned: the pool stays primary (and the report says it is blind).
+        let pinned = run_with(true);
+        assert_eq!(pinned.kind, BackendKind::Cuda);
+    }
+
+    fn run_report(mut run: Run) -> Report {
+        run.report("returned")
     }
 
     #[test]

@@ -63,6 +63,20 @@ pub struct Shell {
 }
 
 impl SourceSet {
+    /// A set of given sources, for tests elsewhere in the crate.
+    #[cfg(test)]
+    pub(crate) fn for_tests(primary: Box<dyn Sample>, secondary: Vec<Opened>) -> Self {
+        let key = Key { device: DeviceChoice::Auto, pin: None, watched: 0, allocator: false };
+        SourceSet {
+            primary,
+            secondary,
+            notices: Vec::new(),
+            unavailable: Vec::new(),
+            primary_cost: Duration::ZERO,
+            key,
+        }
+    }
+
     /// Splits the set into its primary sampler, its secondary ones and the rest.
     pub fn split(self) -> (Box<dyn Sample>, Vec<Opened>, Shell) {
         let shell = Shell { unavailable: self.unavailable, primary_cost: self.primary_cost, key: self.key };
@@ -82,6 +96,11 @@ impl Shell {
     }
 
     /// Puts the samplers back together, for [`give_back`].
+    /// The primary source changed during the run (see [`Secondaries::promote`]).
+    pub fn set_primary_cost(&mut self, cost: Duration) {
+        self.primary_cost = cost;
+    }
+
     pub fn join(self, primary: Box<dyn Sample>, secondary: Vec<Opened>) -> SourceSet {
         SourceSet {
             primary,
@@ -293,27 +312,24 @@ impl Secondaries {
     /// Secondary sources for a run whose primary detector has `config`; read once their rates
     /// are set ([`Secondaries::set_rates`]).
     pub fn new(opened: Vec<Opened>, config: DetectorConfig) -> Self {
-        let sources = opened
-            .into_iter()
-            .map(|opened| Secondary {
-                kind: opened.sampler.kind(),
-                device: opened.sampler.device(),
-                opened,
-                read_every: 0,
-                // Replaced when the rate is chosen; fed (iteration, bytes) per read, after the
-                // run's warm-up.
-                detector: Detector::new(DetectorConfig { warmup: 0, ..config }),
-                samples: Vec::new(),
-                stride: 1,
-                reads: 0,
-                last_allocated: 0,
-                errors: 0,
-                spent: Duration::ZERO,
-                longest: Duration::ZERO,
-                share: Duration::ZERO,
-            })
-            .collect();
+        let sources = opened.into_iter().map(|opened| Secondary::new(opened, config)).collect();
         Self { sources, config }
+    }
+
+    /// Makes the secondary source of `kind` the primary one when it sees memory of this process
+    /// (a read above 0 B): it is taken out and returned, and `old` (the primary so far, with its
+    /// read cost) joins the secondary sources. `Err(old)` (nothing changed) otherwise.
+    pub fn promote(&mut self, kind: BackendKind, old: Opened) -> Result<Opened, Opened> {
+        let Some(i) = self
+            .sources
+            .iter_mut()
+            .position(|s| s.kind == kind && s.opened.sampler.read().is_ok_and(|r| r.allocated > 0))
+        else {
+            return Err(old);
+        };
+        let promoted = self.sources.remove(i).opened;
+        self.sources.push(Secondary::new(old, self.config));
+        Ok(promoted)
     }
 
     /// No secondary sources.
@@ -431,6 +447,26 @@ impl Secondaries {
 }
 
 impl Secondary {
+    fn new(opened: Opened, config: DetectorConfig) -> Self {
+        Secondary {
+            kind: opened.sampler.kind(),
+            device: opened.sampler.device(),
+            opened,
+            read_every: 0,
+            // Replaced when the rate is chosen; fed (iteration, bytes) per read, after the
+            // run's warm-up.
+            detector: Detector::new(DetectorConfig { warmup: 0, ..config }),
+            samples: Vec::new(),
+            stride: 1,
+            reads: 0,
+            last_allocated: 0,
+            errors: 0,
+            spent: Duration::ZERO,
+            longest: Duration::ZERO,
+            share: Duration::ZERO,
+        }
+    }
+
     /// Reads the source at `iteration`; true when its detector declares a leak now.
     fn read(&mut self, iteration: u64, own: u64) -> bool {
         let started = Instant::now();

@@ -139,6 +139,19 @@ fn summary(path: &str) {
         return;
     };
     println!("{path}: iterations={} primary={} blind={}", v["iterations"], v["backend"], v["blind"]);
+    let (own, elapsed, n) =
+        (v["guard_seconds"].as_f64(), v["elapsed_seconds"].as_f64(), v["iterations"].as_f64().unwrap_or(0.0));
+    if let (Some(own), Some(elapsed)) = (own, elapsed)
+        && n > 0.0
+        && elapsed > 0.0
+    {
+        println!(
+            "  time inside the guard: {:.2} µs/iteration = {:.4}% of the run; pace {}",
+            own / n * 1e6,
+            own / elapsed * 100.0,
+            v["pace"]
+        );
+    }
     for s in v["sources"].as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
         let samples = s["samples"].as_array().map(|a| a.as_slice()).unwrap_or(&[]);
         let first = samples.first().map_or("null".into(), |x| x["allocated_bytes"].to_string());
@@ -210,4 +223,12 @@ fn main() {
         sorted[0]
     );
     summary("target/memlint/burn_timed.json");
+    // One long guarded run: the guard's own time once the pace is set (LONG_STEPS, default 0).
+    let long: usize = std::env::var("LONG_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    if long > 0 {
+        let t = Instant::now();
+        let _ = train_timed(model, &mut opt, &teacher, long);
+        println!("long guarded run: {long} steps in {:.1} s", t.elapsed().as_secs_f64());
+        summary("target/memlint/burn_timed.json");
+    }
 }
