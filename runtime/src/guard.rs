@@ -1205,22 +1205,33 @@ pub(crate) mod tests {
         }
     }
 
-    /// Memory the fake sources below report, set by the test loop.
+    /// Memory the fake sources of each test report, set by its loop (one static per test:
+    /// tests run in parallel).
     static MEMORY: AtomicU64 = AtomicU64::new(0);
+    static PACED_MEMORY: AtomicU64 = AtomicU64::new(0);
+    static SWITCH_MEMORY: AtomicU64 = AtomicU64::new(0);
 
-    /// A device source (no own bytes subtracted) reading `scale × MEMORY`.
-    struct Fake(BackendKind, u64);
+    /// A device source (no own bytes subtracted) reading `scale × memory`.
+    struct Fake {
+        kind: BackendKind,
+        memory: &'static AtomicU64,
+        scale: u64,
+    }
+
+    fn fake(kind: BackendKind, memory: &'static AtomicU64, scale: u64) -> Box<Fake> {
+        Box::new(Fake { kind, memory, scale })
+    }
 
     impl Sample for Fake {
         fn kind(&self) -> BackendKind {
-            self.0
+            self.kind
         }
         fn device(&self) -> String {
             "cuda:0".to_owned()
         }
         fn begin_iteration(&mut self) {}
         fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
-            let bytes = MEMORY.load(Ordering::Relaxed) * self.1;
+            let bytes = self.memory.load(Ordering::Relaxed) * self.scale;
             Ok(Reading { allocated: bytes, reserved: None, peak: Some(bytes) })
         }
         fn capacity(&mut self) -> Option<Capacity> {
@@ -1231,28 +1242,6 @@ pub(crate) mod tests {
     /// A loop with a primary source and two secondary ones: the cheap one is read at the marks
     /// of the first iteration and of the recorded iterations after the rates are chosen, the
     /// dear one (read every 1024th iteration) at the first iteration's marks only.
-    /// Memory the source below reports (apart from `MEMORY`: tests run in parallel).
-    static PACED_MEMORY: AtomicU64 = AtomicU64::new(0);
-
-    struct PacedSource;
-
-    impl Sample for PacedSource {
-        fn kind(&self) -> BackendKind {
-            BackendKind::Cuda
-        }
-        fn device(&self) -> String {
-            "cuda:0".to_owned()
-        }
-        fn begin_iteration(&mut self) {}
-        fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
-            let bytes = PACED_MEMORY.load(Ordering::Relaxed);
-            Ok(Reading { allocated: bytes, reserved: None, peak: Some(bytes) })
-        }
-        fn capacity(&mut self) -> Option<Capacity> {
-            None
-        }
-    }
-
     /// A loop of `n` iterations driven as `Guard::tick` and `Guard::loop_exit` drive it.
     fn drive(run: &mut Run, n: u64, memory: impl Fn(u64) -> u64) {
         for i in 0..n {
@@ -1280,7 +1269,7 @@ pub(crate) mod tests {
         };
         let mut run = Run::new(&SITE);
         run.kind = BackendKind::Cuda;
-        run.sampler = Some(Box::new(PacedSource));
+        run.sampler = Some(fake(BackendKind::Cuda, &PACED_MEMORY, 1));
         run.pace = Pace::pinned(4);
         // The memory in use during iteration i is 1 MiB per iteration: a leak.
         drive(&mut run, 403, |i| i << 20);
@@ -1293,29 +1282,6 @@ pub(crate) mod tests {
         assert_eq!(report.pace.sample_every, 4);
         assert!(report.verdict.leak, "{:?}", report.verdict);
         assert!((report.verdict.growth_bytes_per_iteration - (1 << 20) as f64).abs() < 1.0);
-    }
-
-    /// Memory the sources of the test below report (apart from the other tests' statics).
-    static SWITCH_MEMORY: AtomicU64 = AtomicU64::new(0);
-
-    /// A source of `kind` reading `SWITCH_MEMORY × scale`.
-    struct Scaled(BackendKind, u64);
-
-    impl Sample for Scaled {
-        fn kind(&self) -> BackendKind {
-            self.0
-        }
-        fn device(&self) -> String {
-            "fake:0".to_owned()
-        }
-        fn begin_iteration(&mut self) {}
-        fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
-            let bytes = SWITCH_MEMORY.load(Ordering::Relaxed) * self.1;
-            Ok(Reading { allocated: bytes, reserved: Some(0), peak: None })
-        }
-        fn capacity(&mut self) -> Option<Capacity> {
-            None
-        }
     }
 
     /// The tch case: the CUDA pool holds 0 B throughout while the process's device memory (NVML)
@@ -1334,12 +1300,12 @@ pub(crate) mod tests {
         let run_with = |pinned: bool| {
             let mut run = Run::new(&SITE);
             run.kind = BackendKind::Cuda;
-            run.sampler = Some(Box::new(Scaled(BackendKind::Cuda, 0)));
+            run.sampler = Some(fake(BackendKind::Cuda, &SWITCH_MEMORY, 0));
             run.source_pinned = pinned;
             let (primary, secondary, shell) = sources::SourceSet::for_tests(
-                Box::new(Scaled(BackendKind::Cuda, 0)),
+                fake(BackendKind::Cuda, &SWITCH_MEMORY, 0),
                 vec![sources::Opened {
-                    sampler: Box::new(Scaled(BackendKind::NvmlProcess, 1)),
+                    sampler: fake(BackendKind::NvmlProcess, &SWITCH_MEMORY, 1),
                     cost: std::time::Duration::ZERO,
                 }],
             )
@@ -1387,8 +1353,8 @@ pub(crate) mod tests {
         };
         let mut run = Run::new(&SITE);
         run.kind = BackendKind::Cuda;
-        run.sampler = Some(Box::new(Fake(BackendKind::Cuda, 1)));
-        let opened = |kind, scale, cost| sources::Opened { sampler: Box::new(Fake(kind, scale)), cost };
+        run.sampler = Some(fake(BackendKind::Cuda, &MEMORY, 1));
+        let opened = |kind, scale, cost| sources::Opened { sampler: fake(kind, &MEMORY, scale), cost };
         let secondary = vec![
             opened(BackendKind::NvmlProcess, 2, std::time::Duration::from_nanos(1)),
             opened(BackendKind::CudaDevice, 3, std::time::Duration::from_secs(1)),
