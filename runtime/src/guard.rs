@@ -1142,18 +1142,23 @@ pub(crate) mod tests {
     use super::*;
     use crate::report::SCHEMA_VERSION;
 
-    /// A report of a run that found nothing, for tests elsewhere in the crate.
-    pub(crate) fn empty_report() -> Report {
-        static SITE: Site = Site {
-            function: "train",
+    /// A loop site of `src/train.rs` with `options`, for the tests (leaked: sites are static).
+    fn test_site(function: &'static str, options: Options) -> &'static Site {
+        Box::leak(Box::new(Site {
+            function,
             file: "src/train.rs",
             source_path: "",
             line: 1,
             loop_at: Some((4, 5)),
-            options: Options::DEFAULT,
+            options,
             static_findings: &[],
-        };
-        let mut report = leak_report(&SITE);
+        }))
+    }
+
+    /// A report of a run that found nothing, for tests elsewhere in the crate.
+    pub(crate) fn empty_report() -> Report {
+        let site = test_site("train", Options::DEFAULT);
+        let mut report = leak_report(site);
         report.verdict = Verdict::default();
         report
     }
@@ -1258,16 +1263,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_paced_run_samples_the_multiples_of_its_rate_and_counts_every_iteration() {
-        static SITE: Site = Site {
-            function: "paced",
-            file: "src/train.rs",
-            source_path: "",
-            line: 1,
-            loop_at: Some((2, 3)),
-            options: Options::DEFAULT,
-            static_findings: &[],
-        };
-        let mut run = Run::new(&SITE);
+        let site = test_site("paced", Options::DEFAULT);
+        let mut run = Run::new(site);
         run.kind = BackendKind::Cuda;
         run.sampler = Some(fake(BackendKind::Cuda, &PACED_MEMORY, 1));
         run.pace = Pace::pinned(4);
@@ -1288,17 +1285,9 @@ pub(crate) mod tests {
     /// grows. After warm-up NVML becomes the primary source, and the leak is found on it.
     #[test]
     fn an_empty_pool_hands_the_primary_role_to_nvml() {
-        static SITE: Site = Site {
-            function: "eval_leaky",
-            file: "src/main.rs",
-            source_path: "",
-            line: 1,
-            loop_at: Some((2, 3)),
-            options: Options::DEFAULT,
-            static_findings: &[],
-        };
+        let site = test_site("eval_leaky", Options::DEFAULT);
         let run_with = |pinned: bool| {
-            let mut run = Run::new(&SITE);
+            let mut run = Run::new(site);
             run.kind = BackendKind::Cuda;
             run.sampler = Some(fake(BackendKind::Cuda, &SWITCH_MEMORY, 0));
             run.source_pinned = pinned;
@@ -1342,16 +1331,8 @@ pub(crate) mod tests {
             Mark { line: 5, phase: "forward", code: "let y = m.forward(&x)?;" },
             Mark { line: 6, phase: "backward+step", code: "opt.backward_step(&y)?;" },
         ];
-        static SITE: Site = Site {
-            function: "train",
-            file: "src/train.rs",
-            source_path: "",
-            line: 1,
-            loop_at: Some((4, 5)),
-            options: Options { marks: &MARKS, ..Options::DEFAULT },
-            static_findings: &[],
-        };
-        let mut run = Run::new(&SITE);
+        let site = test_site("train", Options { marks: &MARKS, ..Options::DEFAULT });
+        let mut run = Run::new(site);
         run.kind = BackendKind::Cuda;
         run.sampler = Some(fake(BackendKind::Cuda, &MEMORY, 1));
         let opened = |kind, scale, cost| sources::Opened { sampler: fake(kind, &MEMORY, scale), cost };
