@@ -361,6 +361,7 @@ impl Builder<'_> {
                 owner_is_model: false,
                 generic: false,
                 autodiff_from: None,
+                per_step_from: None,
                 untracks_models: false,
                 crate_untracks_models: false,
                 returns_plain: false,

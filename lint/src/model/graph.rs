@@ -428,6 +428,10 @@ pub struct FnModel {
     /// Why a generic function counts as autodiff: the call that instantiates it with an autodiff
     /// backend (file, line, calling function), set by the crate-level pass.
     pub(super) autodiff_from: Option<(std::path::PathBuf, usize, String)>,
+    /// The function runs inside a training step: a call in a loop that runs backward reaches it
+    /// (directly or through other functions). That call (file, line, caller's name), set by the
+    /// crate-level pass.
+    pub(super) per_step_from: Option<(std::path::PathBuf, usize, String)>,
     /// This function makes a module untracked with the framework's no-grad method.
     pub(super) untracks_models: bool,
     /// Somewhere in the crate a module is made untracked with the framework's no-grad method
@@ -745,6 +749,29 @@ impl FnModel {
         self.owner_is_model
     }
 
+    /// For a function reached from a loop that runs backward: that call (file, line, caller).
+    pub fn per_step_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
+        self.per_step_from.as_ref()
+    }
+
+    /// Whether loop `l` or a loop around it (in this function) runs backward.
+    pub fn loop_or_outer_runs_backward(&self, l: LoopId) -> bool {
+        let mut at = Some(l);
+        while let Some(i) = at {
+            let Some(scope) = self.loops.get(i) else { return false };
+            if scope.runs_backward {
+                return true;
+            }
+            at = scope.parent;
+        }
+        false
+    }
+
+    /// Whether loop `l` itself (nested loops and closures included) runs backward.
+    pub fn loop_runs_backward(&self, l: LoopId) -> bool {
+        self.loops.get(l).is_some_and(|s| s.runs_backward)
+    }
+
     /// For a generic function made autodiff by a caller: that call (file, line, caller's name).
     pub fn autodiff_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
         self.autodiff_from.as_ref()
@@ -948,6 +975,12 @@ impl FnModel {
 
     /// Whether `value` was computed, along graph-carrying nodes, from a version of `binding`:
     /// assigning it back makes a chain that grows every iteration (`hidden = cell(x, hidden)`).
+    /// Whether a backward call's loss is computed from `binding` (an unrolled computation that
+    /// trains, not a side chain).
+    pub fn loss_derives_from(&self, binding: BindingId) -> bool {
+        self.losses.iter().any(|&n| self.derives_from(n, binding))
+    }
+
     pub fn derives_from(&self, value: NodeIndex, binding: BindingId) -> bool {
         self.graph_upstream(value).any(|n| n != value && self.binding_of(n) == Some(binding))
     }
@@ -955,6 +988,35 @@ impl FnModel {
     /// Whether `value` feeds an earlier version of `binding` into a forward pass within its own
     /// expression (`h = (wx.forward(&x)? + wh.forward(&h)?)?.tanh()?`): `binding` is a recurrent
     /// state, and the graph through it is what trains the parameters of that forward pass.
+    /// [`FnModel::feeds_forward`], also through locals the value is computed from (`let noise =
+    /// model.forward(&x)?; x = (x - noise)?`): versions of other bindings lead to the values
+    /// stored into them.
+    pub fn feeds_forward_through_locals(&self, value: NodeIndex, binding: BindingId) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            match self.graph[n].kind {
+                NodeKind::Value(_) => {
+                    if self.feeds_forward(n, binding) {
+                        return true;
+                    }
+                    stack.extend(self.reads(n));
+                }
+                NodeKind::Version(b) if b != binding => stack.extend(
+                    self.graph
+                        .edges_directed(n, Direction::Incoming)
+                        .filter(|e| matches!(e.weight(), Edge::StoredInto { how: Store::Let | Store::Assign, .. }))
+                        .map(|e| e.source()),
+                ),
+                NodeKind::Version(_) => {}
+            }
+        }
+        false
+    }
+
     pub fn feeds_forward(&self, value: NodeIndex, binding: BindingId) -> bool {
         let values_upstream = |from: NodeIndex| {
             let mut seen = std::collections::HashSet::new();

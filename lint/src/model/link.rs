@@ -134,6 +134,7 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     }
     follow_inert_models(files, &resolved);
     instantiate_autodiff(files, &resolved);
+    mark_per_step(files, &resolved);
 
     // Only callees need summaries; only callers of a changed summary need re-propagation.
     let mut callees: Vec<FnId> = resolved.iter().flat_map(|r| r.2.iter().copied()).collect();
@@ -305,6 +306,38 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
             let g = &mut files[fi].1[gi];
             g.autodiff = true;
             g.autodiff_from = Some(from);
+        }
+    }
+}
+
+/// Marks the functions a training step runs: those called in a loop that runs backward (or
+/// nested in one), then, to a fixpoint, every function such a function calls.
+fn mark_per_step(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    loop {
+        let mut made: Vec<(FnId, (std::path::PathBuf, usize, String))> = Vec::new();
+        for (caller, ci, callees) in resolved {
+            let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
+            let site = &g.call_sites[*ci];
+            let in_step = g.per_step_from.is_some() || site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
+            if !in_step {
+                continue;
+            }
+            for callee in callees {
+                if callee == caller
+                    || files[callee.0].1[callee.1].per_step_from.is_some()
+                    || made.iter().any(|(id, _)| id == callee)
+                {
+                    continue;
+                }
+                let (line, _) = file.line_col(site.span.start);
+                made.push((*callee, (file.path().to_path_buf(), line, g.name.clone())));
+            }
+        }
+        if made.is_empty() {
+            return;
+        }
+        for ((fi, gi), from) in made {
+            files[fi].1[gi].per_step_from = Some(from);
         }
     }
 }

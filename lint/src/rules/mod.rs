@@ -12,6 +12,7 @@ mod no_grad_guard_dropped;
 mod param_rebuilt_in_loop;
 mod rc_cycle;
 mod retained_graph_output;
+mod sampling_loop_chains_graph;
 mod soft_update_without_detach;
 #[cfg(test)]
 mod testing;
@@ -40,6 +41,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &autodiff_buffer::AutodiffBuffer,
         &soft_update_without_detach::SoftUpdateWithoutDetach,
         &variables_created_per_step::VariablesCreatedPerStep,
+        &sampling_loop_chains_graph::SamplingLoopChainsGraph,
     ];
     RULES
 }
