@@ -275,58 +275,56 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
     }
 }
 
-/// A generic function (`fn collect<B: Backend>`, a method of `impl<B: Backend> Agent<B>`) works
-/// on an autodiff backend when one of the crate's calls instantiates it with one: a caller that
-/// works on an autodiff backend and does not hand it an inert model (`model.valid()`), or
-/// explicit generic arguments that name one (`evaluate::<TrainingBackend>(..)`). Followed through
-/// chains of generic calls; only calls that resolve to one function count.
+/// Generic functions instantiated with an autodiff backend by a call of the crate: an autodiff
+/// caller that does not hand it an inert model, or explicit generic arguments naming one; to a
+/// fixpoint (chains of generic calls).
 fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
-    loop {
-        let mut made: Vec<(FnId, (std::path::PathBuf, usize, String))> = Vec::new();
-        for (caller, ci, callees) in resolved {
-            let [callee] = callees.as_slice() else { continue };
-            let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
-            let site = &g.call_sites[*ci];
+    mark_callees(
+        files,
+        resolved,
+        |g, site, c, candidates| {
             // Explicit generic arguments say which backend; otherwise the caller's own.
             let autodiff = site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site));
-            if !autodiff {
-                continue;
-            }
-            let c = &files[callee.0].1[callee.1];
-            if c.autodiff || !c.generic || !c.framework_known || made.iter().any(|(id, _)| id == callee) {
-                continue;
-            }
-            let (line, _) = file.line_col(site.span.start);
-            made.push((*callee, (file.path().to_path_buf(), line, g.name.clone())));
-        }
-        if made.is_empty() {
-            return;
-        }
-        for ((fi, gi), from) in made {
-            let g = &mut files[fi].1[gi];
-            g.autodiff = true;
-            g.autodiff_from = Some(from);
-        }
-    }
+            candidates == 1 && autodiff && !c.autodiff && c.generic && c.framework_known
+        },
+        |c, from| {
+            c.autodiff = true;
+            c.autodiff_from = Some(from);
+        },
+    );
 }
 
 /// Marks the functions a training step runs: those called in a loop that runs backward (or
 /// nested in one), then, to a fixpoint, every function such a function calls.
 fn mark_per_step(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    mark_callees(
+        files,
+        resolved,
+        |g, site, c, _| {
+            let in_step = g.per_step_from.is_some() || site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
+            in_step && c.per_step_from.is_none()
+        },
+        |c, from| c.per_step_from = Some(from),
+    );
+}
+
+/// Marks callees to a fixpoint: `reaches(caller, site, callee, candidates)` says whether a call
+/// marks a callee given the marks so far (`candidates`: how many functions the call may
+/// reach); `mark` records the mark with the call (file, line, caller's name).
+fn mark_callees(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    resolved: &[(FnId, usize, Vec<FnId>)],
+    reaches: impl Fn(&FnModel, &super::graph::CallSite, &FnModel, usize) -> bool,
+    mark: impl Fn(&mut FnModel, (std::path::PathBuf, usize, String)),
+) {
     loop {
         let mut made: Vec<(FnId, (std::path::PathBuf, usize, String))> = Vec::new();
         for (caller, ci, callees) in resolved {
             let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
             let site = &g.call_sites[*ci];
-            let in_step = g.per_step_from.is_some() || site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
-            if !in_step {
-                continue;
-            }
             for callee in callees {
-                if callee == caller
-                    || files[callee.0].1[callee.1].per_step_from.is_some()
-                    || made.iter().any(|(id, _)| id == callee)
-                {
+                let c = &files[callee.0].1[callee.1];
+                if callee == caller || made.iter().any(|(id, _)| id == callee) || !reaches(g, site, c, callees.len()) {
                     continue;
                 }
                 let (line, _) = file.line_col(site.span.start);
@@ -337,7 +335,7 @@ fn mark_per_step(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnI
             return;
         }
         for ((fi, gi), from) in made {
-            files[fi].1[gi].per_step_from = Some(from);
+            mark(&mut files[fi].1[gi], from);
         }
     }
 }
