@@ -144,12 +144,12 @@ impl Other { fn forward(&self) -> f32 { 0.0 } }
 #[test]
 fn crate_names_know_which_tuple_elements_are_host_values() {
     let names = super::link::crate_names([r#"
-async fn init(config: Config) -> anyhow::Result<(Vec<WorkerContext>, usize)> { todo!() }
-fn step<B: Backend>(x: Tensor<B, 2>) -> Result<(Tensor<B, 1>, f32, Vec<u64>), Error> { todo!() }
-fn pair(f: impl Fn(i32) -> (f32, f32)) -> Tensor { todo!() }
-fn both() -> (Tensor, Tensor) { todo!() }
-fn twice() -> (Tensor, f32) { todo!() }
-impl A { fn twice(&self) -> (f32, Tensor) { todo!() } }
+async fn init(config: Config) -> anyhow::Result<(Vec<WorkerContext>, usize)> { make() }
+fn step<B: Backend>(x: Tensor<B, 2>) -> Result<(Tensor<B, 1>, f32, Vec<u64>), Error> { make() }
+fn pair(f: impl Fn(i32) -> (f32, f32)) -> Tensor { make() }
+fn both() -> (Tensor, Tensor) { make() }
+fn twice() -> (Tensor, f32) { make() }
+impl A { fn twice(&self) -> (f32, Tensor) { make() } }
 "#]);
     assert_eq!(names.tuple_fns.get("init"), Some(&vec![false, true]));
     assert_eq!(names.tuple_fns.get("step"), Some(&vec![false, true, true]));
