@@ -181,6 +181,8 @@ fn ticks(n: u64) -> u64 {
 }
 
 fn summary(path: &str) {
+    // The guard writes its reports on a background thread: wait for them before reading one.
+    memlint::wait_for_reports();
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
         println!("{path}: no report");
@@ -273,10 +275,13 @@ fn main() -> Result<()> {
     summary("target/memlint/gpu_outside_pool.json");
 
     // Overhead: alternate unguarded and guarded rounds of the same loop; compare medians.
-    // Rounds of 400 steps: each guarded call records phases in iterations 0..32 and every 8th
-    // after (78 of 400), about what a long run records early on.
+    // Rounds of 300 steps (`PER_ROUND`), the calls of the measurement: each guarded call
+    // pays its warm-up, its dense iterations and its phase records, and writes a report.
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(9);
-    let per_round = 400;
+    let per_round: usize = std::env::var("PER_ROUND").ok().and_then(|r| r.parse().ok()).unwrap_or(300);
+    // The guard's time per step in each guarded round by part: primary, secondary, writes,
+    // marks, detector, rest.
+    let mut parts: Vec<[f64; 6]> = Vec::new();
     let (mut plain, mut guarded, mut lines) = (Vec::new(), Vec::new(), Vec::new());
     // The guard's own time in each guarded round, from its report: per step and as a share.
     let mut own: Vec<(f64, f64)> = Vec::new();
@@ -289,6 +294,7 @@ fn main() -> Result<()> {
         let t = Instant::now();
         train_timed(&mut s, per_round)?;
         guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+        memlint::wait_for_reports();
         if let Some(v) = std::fs::read_to_string("target/memlint/gpu_timed.json")
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -299,6 +305,15 @@ fn main() -> Result<()> {
         {
             own.push((g / n, g / e));
             paces.push(v["pace"]["sample_every"].as_u64().unwrap_or(0));
+            let part = |k: &str| v["guard_time"][k].as_f64().unwrap_or(f64::NAN) / n;
+            let known = [
+                part("primary_seconds"),
+                part("secondary_seconds"),
+                part("write_seconds"),
+                part("marks_seconds"),
+                part("detector_seconds"),
+            ];
+            parts.push([known[0], known[1], known[2], known[3], known[4], g / n - known.iter().sum::<f64>()]);
         }
         let t = Instant::now();
         train_timed_lines(&mut s, per_round)?;
@@ -344,6 +359,20 @@ fn main() -> Result<()> {
             per_step[m] / p * 100.0
         );
         println!("pace of the guarded rounds (sample_every): {paces:?}");
+        let median = |k: usize| {
+            let mut v: Vec<f64> = parts.iter().map(|p| p[k]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2] * 1e6
+        };
+        println!(
+            "  of which per step (medians over rounds): primary reads and peak resets {:.2} µs, secondary reads {:.2} µs, reports written while running {:.2} µs, primary reads at the marks {:.2} µs, detector and sample records {:.2} µs; the rest (phase starts and ends, pace, bookkeeping) {:.2} µs",
+            median(0),
+            median(1),
+            median(2),
+            median(3),
+            median(4),
+            median(5)
+        );
     }
     // One long guarded run: the guard's own time once the early phase records and the
     // doubling report writes are spread over a training-length loop.
@@ -352,6 +381,7 @@ fn main() -> Result<()> {
         let t = Instant::now();
         train_timed(&mut s, long)?;
         let wall = t.elapsed().as_secs_f64();
+        memlint::wait_for_reports();
         if let Some(v) = std::fs::read_to_string("target/memlint/gpu_timed.json")
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -367,16 +397,18 @@ fn main() -> Result<()> {
             println!("  pace: {}", v["pace"]);
             let part = |k: &str| v["guard_time"][k].as_f64().unwrap_or(f64::NAN) / long as f64 * 1e6;
             println!(
-                "  of which per step: primary reads and peak resets {:.2} µs, secondary reads {:.2} µs, reports written while running {:.2} µs, reads at the marks {:.2} µs; the rest (detector, phase starts and ends) {:.2} µs",
+                "  of which per step: primary reads and peak resets {:.2} µs, secondary reads {:.2} µs, reports written while running {:.2} µs, primary reads at the marks {:.2} µs, detector and sample records {:.2} µs; the rest (phase starts and ends, pace, bookkeeping) {:.2} µs",
                 part("primary_seconds"),
                 part("secondary_seconds"),
                 part("write_seconds"),
                 part("marks_seconds"),
+                part("detector_seconds"),
                 g / long as f64 * 1e6
                     - part("primary_seconds")
                     - part("secondary_seconds")
                     - part("write_seconds")
                     - part("marks_seconds")
+                    - part("detector_seconds")
             );
         }
     }

@@ -54,6 +54,8 @@ fn train_lines(s: &mut Setup, steps: usize) -> Result<f32> {
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn read(path: &str) -> serde_json::Value {
+    // The guard writes its reports on a background thread: wait for them before reading one.
+    memlint::wait_for_reports();
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap()
 }
@@ -80,8 +82,8 @@ fn phase_table_shows_the_lazily_created_optimizer_state() {
     let table = phases["table"].as_array().unwrap();
     let names: Vec<&str> = table.iter().map(|r| r["phase"].as_str().unwrap()).collect();
     assert_eq!(names, ["forward", "loss", "backward", "step", "end"]);
-    // 32 dense iterations plus 32 and 40 on the stride: 0..32 and 32 (40 is not run).
-    assert_eq!(phases["records"].as_array().unwrap().len(), 33);
+    // 8 dense iterations, then 8, 16, 24 and 32 on the stride (40 is not run).
+    assert_eq!(phases["records"].as_array().unwrap().len(), 12);
     let state = (PARAMS * 4) as i64;
     let step = row(table, "phase", "step");
     let (first, steady) = (i(&step["first"]["delta_bytes"]), i(&step["steady"]["delta_bytes"]));

@@ -220,8 +220,10 @@ struct Run {
     primary_ns: u64,
     secondary_ns: u64,
     write_ns: u64,
-    /// Reads at the marks of recorded iterations (phases, lines).
+    /// Reads at the marks of recorded iterations (phases, lines), secondary sources excepted.
     marks_ns: u64,
+    /// The primary detector and the sample records.
+    detector_ns: u64,
 }
 
 impl Run {
@@ -259,6 +261,7 @@ impl Run {
             secondary_ns: 0,
             write_ns: 0,
             marks_ns: 0,
+            detector_ns: 0,
         }
     }
 
@@ -403,9 +406,10 @@ impl Run {
         if !self.in_iteration || !self.phases.active() {
             return;
         }
-        let from = Instant::now();
+        let (from, secondary) = (Instant::now(), self.secondary_ns);
         self.mark_inner(mark);
-        self.marks_ns += from.elapsed().as_nanos() as u64;
+        let spent = from.elapsed().as_nanos() as u64;
+        self.marks_ns += spent.saturating_sub(self.secondary_ns - secondary);
         self.charge(from);
     }
 
@@ -431,6 +435,7 @@ impl Run {
             return false;
         }
         let own = self.own_bytes();
+        let from = Instant::now();
         for &index in &due {
             let Some((kind, result)) = self.secondaries.read_now(index) else { continue };
             let own = if kind.on_device() { 0 } else { own };
@@ -441,6 +446,7 @@ impl Run {
                 Some(mark) => self.phases.secondary_point(index, mark, t_us, allocated),
             }
         }
+        self.secondary_ns += from.elapsed().as_nanos() as u64;
         true
     }
 
@@ -480,9 +486,12 @@ impl Run {
             };
         }
         self.last_allocated = allocated;
+        let from = Instant::now();
         self.record(iteration, Reading { allocated, reserved: reading.reserved, peak });
         let mut event = None;
-        if let Some(hit) = self.detector.observe(iteration, allocated) {
+        let observed = self.detector.observe(iteration, allocated);
+        self.detector_ns += from.elapsed().as_nanos() as u64;
+        if let Some(hit) = observed {
             if self.is_negligible(hit.growth_bytes_per_iteration) {
                 // A few bytes per iteration for years: not worth a report. Start over, so a
                 // real leak that begins later is still seen.
@@ -521,10 +530,15 @@ impl Run {
     /// Chooses the pace again when it is due (`pace.rs`), and how many iterations to skip before
     /// the next sampled one: sampled iterations are the multiples of the rate.
     fn choose_pace(&mut self, flush: bool) {
+        // The next choice is at the next flush (`next_flush` doubles after this one).
+        let next = if flush { self.next_flush.saturating_mul(2) } else { self.next_flush };
         let counters = Counters {
             iterations: self.iterations,
             sampled: self.sampled,
             tick_ns: self.own_ns.saturating_sub(self.secondary_ns + self.write_ns),
+            marks_ns: self.marks_ns,
+            spent_ns: self.own_ns,
+            horizon: next.saturating_sub(self.iterations),
         };
         let chosen = self.pace.after_sample(Instant::now(), counters, flush, self.secondaries.len());
         if chosen.is_some() && self.pace.report().choices == 1 {
@@ -736,6 +750,7 @@ impl Run {
                 secondary_seconds: self.secondary_ns as f64 * 1e-9,
                 write_seconds: self.write_ns as f64 * 1e-9,
                 marks_seconds: self.marks_ns as f64 * 1e-9,
+                detector_seconds: self.detector_ns as f64 * 1e-9,
             },
             pace: self.pace.report(),
             sample_stride: self.stride,
@@ -760,17 +775,6 @@ impl Run {
         let findings: Vec<(u32, String)> =
             self.site.static_findings.iter().map(|f| (f.line, format!("{}: {}", f.rule, f.message))).collect();
         line_table(&phases, &findings)
-    }
-
-    /// Writes the final JSON report here, after the ones handed to the writer thread; a failure
-    /// is printed, never raised.
-    fn write(&mut self, outcome: &'static str) -> Option<Report> {
-        self.sampler.as_ref()?;
-        let report = self.report(outcome);
-        if let Err(e) = crate::writer::write_now(&self.path, &report) {
-            notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
-        }
-        Some(report)
     }
 
     /// Hands the report of the run so far to the writer thread (`writer.rs`).
@@ -808,31 +812,42 @@ impl Run {
         Some(diagnostic.to_string())
     }
 
-    /// Final report; never panics (called from `Drop`).
-    fn finish(&mut self, outcome: &'static str) {
-        if let Some(report) = self.write(outcome) {
-            if crate::summary::wanted() {
-                print_summary(&report);
+    /// Final report; never panics (called from `Drop`). It is handed to the writer thread
+    /// (`writer.rs`) unless `now`: a panicking run, or the flush at process exit, writes it on
+    /// this thread.
+    fn finish(&mut self, outcome: &'static str, now: bool) {
+        if self.sampler.is_none() {
+            return;
+        }
+        let report = self.report(outcome);
+        if crate::summary::wanted() {
+            print_summary(&report);
+        }
+        if report.verdict.leak && !self.leak_shown {
+            self.show(&report, Event::Leak);
+        }
+        // Never silently blind: a device source that saw nothing at all is said once.
+        if !self.leak_shown
+            && let Some(note) =
+                sources::empty_primary_note(self.kind, self.site.options.warmup, &self.samples, &report.sources)
+        {
+            // Once per guarded function: the read counts in the text differ from call to call.
+            static NAMED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+            let mut named = NAMED.lock().unwrap_or_else(|p| p.into_inner());
+            if !named.contains(&self.site.function) {
+                named.push(self.site.function);
+                eprintln!("memlint: `{}`: {note}", self.site.function);
             }
-            if report.verdict.leak && !self.leak_shown {
-                self.show(&report, Event::Leak);
+        }
+        if report.budget_breach.is_some() && !self.budget_shown {
+            self.show(&report, Event::Budget);
+        }
+        if now {
+            if let Err(e) = crate::writer::write_now(&self.path, &report) {
+                notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
             }
-            // Never silently blind: a device source that saw nothing at all is said once.
-            if !self.leak_shown
-                && let Some(note) =
-                    sources::empty_primary_note(self.kind, self.site.options.warmup, &self.samples, &report.sources)
-            {
-                // Once per guarded function: the read counts in the text differ from call to call.
-                static NAMED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-                let mut named = NAMED.lock().unwrap_or_else(|p| p.into_inner());
-                if !named.contains(&self.site.function) {
-                    named.push(self.site.function);
-                    eprintln!("memlint: `{}`: {note}", self.site.function);
-                }
-            }
-            if report.budget_breach.is_some() && !self.budget_shown {
-                self.show(&report, Event::Budget);
-            }
+        } else {
+            crate::writer::write_later(self.path.clone(), report);
         }
     }
 }
@@ -1026,7 +1041,7 @@ impl Drop for Guard {
             run.in_iteration = false;
             run.skipping = false;
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run.finish(outcome);
+                run.finish(outcome, outcome == "panicked");
                 run.release_sources();
             }));
         }
@@ -1057,7 +1072,7 @@ impl SiteState {
     /// Writes the report now (also done at process exit).
     pub fn flush(&self) {
         if let Some(run) = self.run.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            run.finish("returned");
+            run.finish("returned", true);
         }
     }
 }
@@ -1124,7 +1139,7 @@ impl Drop for CallScope {
             if panicking {
                 run.in_iteration = false;
                 run.skipping = false;
-                run.finish("panicked");
+                run.finish("panicked", true);
                 return;
             }
             let from = Instant::now();
@@ -1361,13 +1376,13 @@ pub(crate) mod tests {
         }
         let report = run.report("returned");
         let phases = report.phases.expect("phases");
-        assert_eq!(phases.records.len(), 33, "0..32 and 32");
+        assert_eq!(phases.records.len(), 12, "0..8, then 8, 16, 24 and 32");
         let [cheap, dear] = &phases.secondary[..] else { panic!("{:?}", phases.secondary) };
         assert_eq!((cheap.source.as_str(), dear.source.as_str()), ("nvml-process", "cuda-device"));
         if std::env::var_os("MEMLINT_READ_EVERY").is_none() {
             assert_eq!((cheap.read_every, dear.read_every), (1, sources::MAX_READ_EVERY));
             let iterations: Vec<u64> = cheap.records.iter().map(|r| r.iteration).collect();
-            assert_eq!(iterations, [0].into_iter().chain(10..=32).collect::<Vec<_>>());
+            assert_eq!(iterations, [0, 16, 24, 32]);
             assert_eq!(dear.records.len(), 1, "the dear source at the first iteration only");
             assert!(dear.table.iter().all(|r| r.first.is_some() && r.steady.is_none()));
         }

@@ -16,8 +16,14 @@
 //! ```
 //!
 //! The first [`DENSE`] iterations after the first choice are sampled all the same, so that a
-//! leak present from the start is flagged as fast as with every iteration sampled; the budget
-//! holds over a run, not in its first few dozen iterations.
+//! leak present from the start is flagged as fast as with every iteration sampled. That is an
+//! advance on the budget, and the budget holds over the whole run, short calls included: each
+//! choice first counts the guard's time spent so far against 0.1 % of the time elapsed (plus, at
+//! the first choice, the dense iterations still to come), and spreads any excess over the
+//! iterations until the next choice (the next report flush), sampling less until it is repaid.
+//! A 300-step call of 1.7 ms steps has 510 µs in all; its warm-up and dense iterations take
+//! about half, so the pace after them is sparser than in a long run, where the advance is
+//! repaid within the first few hundred iterations.
 //!
 //! `MEMLINT_SAMPLE_EVERY=n` pins the rate (1: every iteration, the fastest detection).
 
@@ -49,7 +55,8 @@ pub struct PaceReport {
     /// Mean guard time per sampled iteration over that interval, secondary reads and report
     /// writes excepted, seconds.
     pub tick_seconds: f64,
-    /// The budget per iteration (step × 0.1 %), seconds.
+    /// The budget per iteration for the next interval, seconds: step × 0.1 %, less what the
+    /// guard spent ahead of its budget so far, spread over the interval.
     pub budget_seconds: f64,
     /// Times the rate was chosen.
     pub choices: u32,
@@ -62,15 +69,22 @@ struct Checkpoint {
     iterations: u64,
     sampled: u64,
     tick_ns: u64,
+    marks_ns: u64,
+    spent_ns: u64,
 }
 
-/// What the guard measured over an interval: iterations completed, iterations sampled and the
-/// guard's own time in them (see [`PaceReport::tick_seconds`]).
-#[derive(Debug, Clone, Copy)]
+/// What the guard measured so far: iterations completed, iterations sampled and the guard's own
+/// time in them (see [`PaceReport::tick_seconds`]), of which at the marks, and all its time
+/// (secondary reads and report writes included), with the iterations left until the next choice.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Counters {
     pub iterations: u64,
     pub sampled: u64,
     pub tick_ns: u64,
+    pub marks_ns: u64,
+    pub spent_ns: u64,
+    /// Iterations until the pace is chosen again (the next report flush).
+    pub horizon: u64,
 }
 
 /// The sampling rate of one run.
@@ -81,6 +95,8 @@ pub struct Pace {
     /// Completed iterations at which the first choice is made.
     decide_at: u64,
     from: Option<Checkpoint>,
+    /// The end of the first iteration (which opened the sources): the budget counts from here.
+    base: Option<Checkpoint>,
     report: PaceReport,
 }
 
@@ -104,6 +120,7 @@ impl Pace {
             pinned: pinned.is_some(),
             decide_at: decide_at.max(2),
             from: None,
+            base: None,
             report: PaceReport { sample_every: every, pinned: pinned.is_some(), ..PaceReport::default() },
         }
     }
@@ -116,6 +133,7 @@ impl Pace {
             pinned: true,
             decide_at: 2,
             from: None,
+            base: None,
             report: PaceReport { sample_every: every, pinned: true, ..PaceReport::default() },
         }
     }
@@ -141,24 +159,45 @@ impl Pace {
     /// Called at the end of each sampled iteration with the run's counters; `flush` when the
     /// report is about to be written while running. Returns a new choice when one is made.
     pub fn after_sample(&mut self, now: Instant, c: Counters, flush: bool, secondaries: usize) -> Option<Choice> {
+        let here = Checkpoint {
+            at: now,
+            iterations: c.iterations,
+            sampled: c.sampled,
+            tick_ns: c.tick_ns,
+            marks_ns: c.marks_ns,
+            spent_ns: c.spent_ns,
+        };
         if c.iterations == 1 || self.from.is_none() {
             // The first iteration opened the sources (milliseconds): time from its end.
-            self.from = Some(Checkpoint { at: now, iterations: c.iterations, sampled: c.sampled, tick_ns: c.tick_ns });
+            self.from = Some(here);
+            self.base = Some(here);
             return None;
         }
-        let due = if self.report.choices == 0 { c.iterations >= self.decide_at } else { flush };
+        let first = self.report.choices == 0;
+        let due = if first { c.iterations >= self.decide_at } else { flush };
         if !due {
             return None;
         }
-        let from = self.from?;
+        let (from, base) = (self.from?, self.base?);
         let (iterations, sampled) = (c.iterations - from.iterations, c.sampled - from.sampled);
         if iterations == 0 || sampled == 0 {
             return None;
         }
         let step = (now - from.at) / iterations.min(u32::MAX as u64) as u32;
         let tick = Duration::from_nanos(c.tick_ns.saturating_sub(from.tick_ns) / sampled);
-        self.from = Some(Checkpoint { at: now, iterations: c.iterations, sampled: c.sampled, tick_ns: c.tick_ns });
-        let mut choice = choose(step, tick, secondaries);
+        // What the guard has spent beyond 0.1 % of the time since the first iteration, plus the
+        // dense iterations still to come at the first choice (at the cost of a tick without
+        // marks: most of them record no phases).
+        let allowed = (now - base.at).as_secs_f64() * OVERHEAD_BUDGET * 1e9;
+        let mut debt = c.spent_ns.saturating_sub(base.spent_ns) as f64 - allowed;
+        if first && !self.pinned {
+            let plain = c.tick_ns.saturating_sub(from.tick_ns).saturating_sub(c.marks_ns.saturating_sub(from.marks_ns));
+            debt += (DENSE * plain / sampled) as f64;
+        }
+        let horizon = c.horizon.max(1) as f64;
+        let owed = Duration::from_nanos((debt.max(0.0) / horizon) as u64);
+        self.from = Some(here);
+        let mut choice = choose(step, tick, secondaries, owed);
         if self.pinned {
             choice.every = self.every;
         }
@@ -168,7 +207,7 @@ impl Pace {
             pinned: self.pinned,
             step_seconds: step.as_secs_f64(),
             tick_seconds: tick.as_secs_f64(),
-            budget_seconds: step.as_secs_f64() * OVERHEAD_BUDGET,
+            budget_seconds: step.mul_f64(OVERHEAD_BUDGET).saturating_sub(owed).as_secs_f64(),
             choices: self.report.choices + 1,
         };
         Some(choice)
@@ -176,9 +215,10 @@ impl Pace {
 }
 
 /// The rate of the primary source and the secondary sources' share, for a mean step `step` and
-/// a guard cost of `tick` per sampled iteration, with `secondaries` secondary sources.
-pub fn choose(step: Duration, tick: Duration, secondaries: usize) -> Choice {
-    let budget = step.mul_f64(OVERHEAD_BUDGET);
+/// a guard cost of `tick` per sampled iteration, with `secondaries` secondary sources, when the
+/// guard owes `owed` per iteration of the budget spent ahead (see the module's docs).
+pub fn choose(step: Duration, tick: Duration, secondaries: usize, owed: Duration) -> Choice {
+    let budget = step.mul_f64(OVERHEAD_BUDGET).saturating_sub(owed);
     let primary = if secondaries == 0 { budget } else { budget / 2 };
     let every = if tick <= primary {
         1
@@ -214,7 +254,7 @@ mod tests {
     #[test]
     fn a_cheap_guard_samples_every_iteration() {
         // 20 ms step: 20 µs budget, 10 µs for the primary with secondaries.
-        let c = choose(20_000 * US, 8 * US, 2);
+        let c = choose(20_000 * US, 8 * US, 2, Duration::ZERO);
         assert_eq!(c.every, 1);
         assert_eq!(c.secondary_share, 6 * US);
     }
@@ -222,19 +262,19 @@ mod tests {
     #[test]
     fn a_short_step_is_sampled_at_a_power_of_two_within_the_budget() {
         // The H100 candle MLP: 1.7 ms step, 10 µs per sampled tick, no secondary source.
-        let c = choose(1_700 * US, 10 * US, 0);
+        let c = choose(1_700 * US, 10 * US, 0, Duration::ZERO);
         assert_eq!(c.every, 8);
         assert!((10 * US) / c.every as u32 <= (1_700 * US).mul_f64(OVERHEAD_BUDGET));
         // With secondaries the primary has half the budget.
-        assert_eq!(choose(1_700 * US, 10 * US, 1).every, 16);
+        assert_eq!(choose(1_700 * US, 10 * US, 1, Duration::ZERO).every, 16);
     }
 
     #[test]
     fn the_rate_is_capped_and_the_secondaries_then_get_nothing() {
-        let c = choose(10 * US, 100 * US, 1);
+        let c = choose(10 * US, 100 * US, 1, Duration::ZERO);
         assert_eq!(c.every, MAX_EVERY);
         assert_eq!(c.secondary_share, Duration::ZERO);
-        assert_eq!(choose(Duration::ZERO, US, 0).every, MAX_EVERY);
+        assert_eq!(choose(Duration::ZERO, US, 0, Duration::ZERO).every, MAX_EVERY);
     }
 
     #[test]
@@ -247,10 +287,19 @@ mod tests {
 
     #[test]
     fn the_first_choice_waits_for_the_timed_iterations_and_later_ones_for_flushes() {
-        let mut pace = Pace { every: 1, pinned: false, decide_at: 4, from: None, report: PaceReport::default() };
+        let mut pace =
+            Pace { every: 1, pinned: false, decide_at: 4, from: None, base: None, report: PaceReport::default() };
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let c = |iterations, sampled, tick_ns| Counters { iterations, sampled, tick_ns };
+        // A horizon so long that the advance on the budget is negligible here (see below).
+        let c = |iterations, sampled, tick_ns| Counters {
+            iterations,
+            sampled,
+            tick_ns,
+            spent_ns: tick_ns,
+            horizon: 1 << 40,
+            ..Counters::default()
+        };
         // Iteration 1 ends at 10 ms (its own time is not timed).
         assert_eq!(pace.after_sample(at(10), c(1, 1, 5_000_000), false, 0), None);
         assert_eq!(pace.after_sample(at(12), c(2, 2, 5_010_000), false, 0), None);
@@ -270,11 +319,49 @@ mod tests {
 
     #[test]
     fn iterations_right_after_the_first_choice_are_all_sampled() {
-        let pace = Pace { every: 8, pinned: false, decide_at: 10, from: None, report: PaceReport::default() };
+        let pace =
+            Pace { every: 8, pinned: false, decide_at: 10, from: None, base: None, report: PaceReport::default() };
         assert_eq!(pace.every_at(10), 1);
         assert_eq!(pace.every_at(10 + DENSE - 1), 1);
         assert_eq!(pace.every_at(10 + DENSE), 8);
         let pinned = Pace { pinned: true, ..pace };
         assert_eq!(pinned.every_at(0), 8);
+    }
+
+    #[test]
+    fn an_advance_on_the_budget_makes_the_pace_sparser_until_it_is_repaid() {
+        // 1.7 ms steps, 10 µs per sampled tick: 8 without debt; 1 µs owed per step leaves
+        // 0.7 µs of the 1.7 µs budget, so 16.
+        assert_eq!(choose(1_700 * US, 10 * US, 0, Duration::ZERO).every, 8);
+        assert_eq!(choose(1_700 * US, 10 * US, 0, US).every, 16);
+        assert_eq!(choose(1_700 * US, 10 * US, 0, 2 * US).every, MAX_EVERY);
+
+        // A short call: 10 timed iterations of 1.7 ms, every one sampled at 10 µs (4 µs of it
+        // at the marks); the first choice at iteration 10, the next at the flush at 256.
+        let mut pace = Pace::new(10);
+        pace.pinned = false;
+        pace.every = 1;
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let c = |iterations: u64, sampled: u64, spent_us: u64, horizon| Counters {
+            iterations,
+            sampled,
+            tick_ns: spent_us * 1_000,
+            marks_ns: iterations * 4_000,
+            spent_ns: spent_us * 1_000,
+            horizon,
+        };
+        assert_eq!(pace.after_sample(at(2_000), c(1, 1, 0, 255), false, 0), None);
+        let first = pace.after_sample(at(2_000 + 9 * 1_700), c(10, 10, 90, 246), false, 0).expect("first choice");
+        // Spent 90 µs against 15.3 µs allowed, and 32 dense ticks of 6 µs to come: 266.7 µs
+        // over 246 iterations, 1.08 µs per step owed of 1.7: 0.62 µs left, 10 µs ticks → 32.
+        assert_eq!(first.every, 32);
+        assert!(pace.report().budget_seconds < 0.7e-6 && pace.report().budget_seconds > 0.5e-6);
+        // At the flush (256), after the dense ticks and 6 at that pace, the advance is repaid
+        // (342 µs spent, 433 µs allowed): the pace follows the mean tick since (6.6 µs) alone.
+        let (sampled, spent) = (42 + (256 - 42) / 32, 90 + 32 * 6 + (256 - 42) / 32 * 10);
+        let again =
+            pace.after_sample(at(2_000 + 255 * 1_700), c(256, sampled, spent, 256), true, 0).expect("at a flush");
+        assert_eq!(again.every, 4);
     }
 }

@@ -34,8 +34,12 @@ pub struct GuardTime {
     /// Writing the report while the run goes on (at 256, 512, … iterations and on detection),
     /// with the diagnostic printed on detection.
     pub write_seconds: f64,
-    /// Reading the sources at the marks of recorded iterations (phases, lines).
+    /// Reading the primary source at the marks of recorded iterations (phases, lines).
     pub marks_seconds: f64,
+    /// The primary source's leak detector and the recording of its samples (schema 5, added
+    /// later: absent from older reports).
+    #[serde(default)]
+    pub detector_seconds: f64,
 }
 
 /// One sample: the memory in use after an iteration.

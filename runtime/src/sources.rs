@@ -672,7 +672,7 @@ mod tests {
     /// read the primary every iteration, so the pace must choose 1.
     fn choose_at_warmup(secondaries: &mut Secondaries, iteration: u64, step: Duration, tick: Duration) {
         if iteration == 10 {
-            let choice = crate::pace::choose(step, tick, secondaries.len());
+            let choice = crate::pace::choose(step, tick, secondaries.len(), Duration::ZERO);
             assert_eq!(choice.every, 1);
             secondaries.set_rates(choice.secondary_share, choice.every);
         }

@@ -26,6 +26,8 @@ pub fn reports_for(function: &str) -> Vec<PathBuf> {
 
 /// Parses a JSON report.
 pub fn read(path: &std::path::Path) -> serde_json::Value {
+    // The guard writes its reports on a background thread: wait for them before reading one.
+    memlint::wait_for_reports();
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -48,7 +50,8 @@ pub fn check_schema(report: &serde_json::Value) {
     assert!(every >= 1 && (pace["pinned"] == true || (every.is_power_of_two() && every <= 1024)), "{pace}");
     if pace["choices"].as_u64().expect("pace.choices") > 0 {
         assert!(pace["step_seconds"].as_f64().unwrap() > 0.0, "{pace}");
-        assert!(pace["budget_seconds"].as_f64().unwrap() > 0.0, "{pace}");
+        // 0 when the guard owes its whole budget (it spent ahead of it early in the run).
+        assert!(pace["budget_seconds"].as_f64().unwrap() >= 0.0, "{pace}");
     }
     // The guard's own time: measured, positive once an iteration ran, and a part of the run.
     let (own, elapsed) =

@@ -133,6 +133,8 @@ fn train_timed<O: Optimizer<Mlp<Ad>, Ad>>(
 }
 
 fn summary(path: &str) {
+    // The guard writes its reports on a background thread: wait for them before reading one.
+    memlint::wait_for_reports();
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
         println!("{path}: no report");

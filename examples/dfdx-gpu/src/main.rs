@@ -161,6 +161,8 @@ fn train_timed(s: &mut Setup, steps: usize) -> f32 {
 
 /// One line per loop: flagged or not, where, how fast, by which source; then every source.
 fn summary(name: &str, path: &str) {
+    // The guard writes its reports on a background thread: wait for them before reading one.
+    memlint::wait_for_reports();
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
         println!("RESULT {name}: no report at {path}");
