@@ -30,8 +30,11 @@ fn leaking_step_function_is_flagged_across_calls() {
     let batch = vec![1.0f32; 64 * 1024]; // 256 KiB per step
     // Host memory is process-wide: a clean function called between leaking calls would see the
     // growth too, so the clean one runs first.
+    // 5 ms between calls: a running report is written at a flush (256 calls) once the run is a
+    // second old.
     for _ in 0..300 {
         clean_step(&batch);
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let clean = common::reports_for("clean_step");
     assert_eq!(clean.len(), 1, "written while running, at 256 calls");

@@ -24,7 +24,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cost::{HorizonSpec, Severity, negligible, severity};
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
@@ -42,6 +42,9 @@ use crate::sources::{self, Secondaries, Shell};
 const MAX_SAMPLES: usize = 1 << 12;
 /// Iterations after which a running report is first written (then at doubling counts).
 const FIRST_FLUSH: u64 = 256;
+/// A running report is written at a flush only once the run is this old: a shorter run's final
+/// report comes soon enough, and a report costs a short call a good part of its budget.
+const MIN_FLUSH_AGE: Duration = Duration::from_secs(1);
 /// Iterations timed (the first one excepted) before the pace is first chosen, when the warm-up
 /// is shorter.
 const MIN_TIMED_ITERATIONS: u64 = 5;
@@ -428,7 +431,11 @@ impl Run {
     /// `phases.rs`) at `mark`, or at its start (`None`); returns whether any was read.
     fn secondary_points(&mut self, mark: Option<u32>) -> bool {
         let due = match mark {
-            None => self.phases.secondary_begin(&self.secondaries.rates()),
+            None => {
+                let rates = self.secondaries.rates();
+                let previous = (self.iterations == 0).then(|| previous_rates(self.site, rates.len())).flatten();
+                self.phases.secondary_begin(previous.as_deref().unwrap_or(&rates))
+            }
             Some(_) => self.phases.secondary_active(),
         };
         if due.is_empty() {
@@ -518,11 +525,16 @@ impl Run {
         self.sampled += 1;
         let flush = self.iterations >= self.next_flush;
         self.choose_pace(flush);
-        if event.is_some() || flush {
+        if flush {
             self.next_flush = self.next_flush.saturating_mul(2);
-            let from = Instant::now();
-            self.write_running();
-            self.write_ns += from.elapsed().as_nanos() as u64;
+            // On a leak or a budget crossing `react` writes the report.
+            if event.is_none() && self.started.is_some_and(|s| s.elapsed() >= MIN_FLUSH_AGE) {
+                let from = Instant::now();
+                if let Some(report) = self.report_if_open("running") {
+                    crate::writer::write_later(self.path.clone(), report);
+                }
+                self.write_ns += from.elapsed().as_nanos() as u64;
+            }
         }
         event
     }
@@ -777,10 +789,15 @@ impl Run {
         line_table(&phases, &findings)
     }
 
-    /// Hands the report of the run so far to the writer thread (`writer.rs`).
-    fn write_running(&mut self) -> Option<Report> {
+    /// The report of the run so far, once its sources are open.
+    fn report_if_open(&mut self, outcome: &'static str) -> Option<Report> {
         self.sampler.as_ref()?;
-        let report = self.report("running");
+        Some(self.report(outcome))
+    }
+
+    /// Hands the report of the run so far to the writer thread (`writer.rs`), and returns it.
+    fn write_running(&mut self) -> Option<Report> {
+        let report = self.report_if_open("running")?;
         crate::writer::write_later(self.path.clone(), report.clone());
         Some(report)
     }
@@ -842,6 +859,7 @@ impl Run {
         if report.budget_breach.is_some() && !self.budget_shown {
             self.show(&report, Event::Budget);
         }
+        remember_rates(self.site, self.secondaries.rates());
         if now {
             if let Err(e) = crate::writer::write_now(&self.path, &report) {
                 notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
@@ -850,6 +868,29 @@ impl Run {
             crate::writer::write_later(self.path.clone(), report);
         }
     }
+}
+
+/// The secondary sources' rates each site's last run ended with, by the site's address.
+static LAST_RATES: Mutex<Vec<(usize, Vec<u64>)>> = Mutex::new(Vec::new());
+
+/// Remembers the rates `site`'s run ended with (0: never chosen).
+fn remember_rates(site: &'static Site, rates: Vec<u64>) {
+    let key = std::ptr::from_ref(site) as usize;
+    let mut last = LAST_RATES.lock().unwrap_or_else(|p| p.into_inner());
+    match last.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, r)) => *r = rates,
+        None => last.push((key, rates)),
+    }
+}
+
+/// The rates of `site`'s previous run when it had `count` secondary sources and chose them: the
+/// first iteration of a later run reads at its marks only the sources read every iteration (the
+/// first run reads them all there once: an NVML listing costs up to 290 µs a read, and six of
+/// them took a 300-step call's whole budget).
+fn previous_rates(site: &'static Site, count: usize) -> Option<Vec<u64>> {
+    let key = std::ptr::from_ref(site) as usize;
+    let last = LAST_RATES.lock().unwrap_or_else(|p| p.into_inner());
+    last.iter().find(|(k, r)| *k == key && r.len() == count && r.iter().all(|&n| n > 0)).map(|(_, r)| r.clone())
 }
 
 /// The detector's settings from the macro's options.
@@ -1396,6 +1437,28 @@ pub(crate) mod tests {
         assert_eq!(steady, [200, 0, -200], "forward, backward+step, end");
         let primary: Vec<i64> = phases.table.iter().map(|r| r.steady.unwrap().delta_bytes).collect();
         assert_eq!(primary, [100, 0, -100]);
+
+        // A later run of the same function reads at its first iteration's marks only the source
+        // its predecessor read every iteration: the dear one is not read there again.
+        if std::env::var_os("MEMLINT_READ_EVERY").is_none() {
+            remember_rates(site, run.secondaries.rates());
+            let mut again = Run::new(site);
+            again.kind = BackendKind::Cuda;
+            again.sampler = Some(fake(BackendKind::Cuda, &MEMORY, 1));
+            let secondary = vec![
+                opened(BackendKind::NvmlProcess, 2, std::time::Duration::from_nanos(1)),
+                opened(BackendKind::CudaDevice, 3, std::time::Duration::from_secs(1)),
+            ];
+            again.secondaries = Secondaries::new(secondary, *again.detector.config());
+            again.phases.set_secondary(&["nvml-process", "cuda-device"]);
+            again.begin();
+            again.mark(0);
+            again.mark(1);
+            again.end();
+            let phases = again.report("returned").phases.expect("phases");
+            let counts: Vec<usize> = phases.secondary.iter().map(|s| s.records.len()).collect();
+            assert_eq!(counts, [1, 0], "the cheap source at the first iteration, the dear one not");
+        }
     }
 
     #[test]

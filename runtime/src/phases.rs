@@ -13,9 +13,10 @@
 //! statement: memory added and peak).
 //!
 //! The secondary sources (`sources.rs`) are read at the same marks when they are cheap enough:
-//! every one in the first iteration (its cost is paid once, and that iteration is outside the
-//! step timing that chooses the rates), then in the recorded iterations after the rates are
-//! chosen those read every iteration (`read_every` 1). A source read at a lower rate (NVML on a
+//! every one in the first iteration of a function's first run (its cost is paid once, and that
+//! iteration is outside the step timing that chooses the rates), then in the recorded
+//! iterations after the rates are chosen those read every iteration (`read_every` 1), which are
+//! also the only ones read in the first iteration of the function's later runs. A source read at a lower rate (NVML on a
 //! fast loop) has the first iteration only. Their high-water marks are not reset at the marks
 //! (that would change their own series), so their points carry no peak: the peak of a phase is
 //! then the highest reading at its marks.
@@ -294,8 +295,10 @@ impl Recorder {
     }
 
     /// Opens the records of the secondary sources read at the marks of the current iteration,
-    /// given their rates (`Secondaries::rates`, 0 until chosen): every one in the first
-    /// iteration, then those read every iteration. Returns their indices (none when the
+    /// given their rates (`Secondaries::rates`, 0 until chosen): every one not chosen yet in
+    /// the first iteration (in a later run of the same function the guard passes the rates its
+    /// last run chose, so only those read every iteration are read there), then those read
+    /// every iteration. Returns their indices (none when the
     /// iteration is not recorded). The records exist before the sources are read, so the guard's
     /// own bytes stay the same through the iteration.
     pub(crate) fn secondary_begin(&mut self, rates: &[u64]) -> Vec<usize> {
@@ -303,8 +306,9 @@ impl Recorder {
             return Vec::new();
         };
         let capacity = self.marks.len() + 1;
-        let due: Vec<usize> =
-            (0..self.secondary.len().min(rates.len())).filter(|&i| iteration == 0 || rates[i] == 1).collect();
+        let due: Vec<usize> = (0..self.secondary.len().min(rates.len()))
+            .filter(|&i| (iteration == 0 && rates[i] == 0) || rates[i] == 1)
+            .collect();
         for &i in &due {
             let s = &mut self.secondary[i];
             s.active = true;
