@@ -463,6 +463,7 @@ impl Run {
             return None;
         }
         self.in_iteration = false;
+        let entered = Instant::now();
         let iteration = self.iterations;
         self.iterations += 1;
         let own = self.own_bytes();
@@ -524,7 +525,7 @@ impl Run {
         }
         self.sampled += 1;
         let flush = self.iterations >= self.next_flush;
-        self.choose_pace(flush);
+        self.choose_pace(flush, entered);
         if flush {
             self.next_flush = self.next_flush.saturating_mul(2);
             // On a leak or a budget crossing `react` writes the report.
@@ -541,15 +542,21 @@ impl Run {
 
     /// Chooses the pace again when it is due (`pace.rs`), and how many iterations to skip before
     /// the next sampled one: sampled iterations are the multiples of the rate.
-    fn choose_pace(&mut self, flush: bool) {
+    /// `entered`: when this tick's `end` began. The tick is charged to `own_ns` only when it
+    /// returns, but its secondary reads are already in `secondary_ns`: the guard's time so far
+    /// counts it, so that the time left once those reads are taken out never runs backwards (it
+    /// did, by a whole NVML read, and the pace then read a mean tick of 0 and sampled every
+    /// iteration).
+    fn choose_pace(&mut self, flush: bool, entered: Instant) {
         // The next choice is at the next flush (`next_flush` doubles after this one).
         let next = if flush { self.next_flush.saturating_mul(2) } else { self.next_flush };
+        let own = self.own_ns + entered.elapsed().as_nanos() as u64;
         let counters = Counters {
             iterations: self.iterations,
             sampled: self.sampled,
-            tick_ns: self.own_ns.saturating_sub(self.secondary_ns + self.write_ns),
+            tick_ns: own.saturating_sub(self.secondary_ns + self.write_ns),
             marks_ns: self.marks_ns,
-            spent_ns: self.own_ns,
+            spent_ns: own,
             horizon: next.saturating_sub(self.iterations),
         };
         let chosen = self.pace.after_sample(Instant::now(), counters, flush, self.secondaries.len());
@@ -1277,10 +1284,12 @@ pub(crate) mod tests {
         kind: BackendKind,
         memory: &'static AtomicU64,
         scale: u64,
+        /// Time each read takes.
+        delay: std::time::Duration,
     }
 
     fn fake(kind: BackendKind, memory: &'static AtomicU64, scale: u64) -> Box<Fake> {
-        Box::new(Fake { kind, memory, scale })
+        Box::new(Fake { kind, memory, scale, delay: std::time::Duration::ZERO })
     }
 
     impl Sample for Fake {
@@ -1292,6 +1301,9 @@ pub(crate) mod tests {
         }
         fn begin_iteration(&mut self) {}
         fn read(&mut self) -> Result<Reading, crate::sampler::SampleError> {
+            if !self.delay.is_zero() {
+                std::thread::sleep(self.delay);
+            }
             let bytes = self.memory.load(Ordering::Relaxed) * self.scale;
             Ok(Reading { allocated: bytes, reserved: None, peak: Some(bytes) })
         }
@@ -1315,6 +1327,42 @@ pub(crate) mod tests {
         PACED_MEMORY.store(memory(n), Ordering::Relaxed);
         run.end_skipped();
         run.end();
+    }
+
+    /// The pace measures the guard's mean tick without its secondary reads; a dear secondary
+    /// read inside the tick that makes the choice must not make that mean 0 (the pace would then
+    /// sample every iteration whatever the budget).
+    #[test]
+    fn a_dear_secondary_read_in_the_choosing_tick_leaves_the_mean_tick_positive() {
+        static SLOW: AtomicU64 = AtomicU64::new(1000);
+        let site = test_site("slow_secondary", Options { warmup: 2, ..Options::DEFAULT });
+        let mut run = Run::new(site);
+        run.kind = BackendKind::Cuda;
+        run.sampler = Some(fake(BackendKind::Cuda, &SLOW, 1));
+        let mut slow = fake(BackendKind::NvmlProcess, &SLOW, 1);
+        slow.delay = std::time::Duration::from_millis(2);
+        // Declared cheap, so that it is read every iteration; each read takes 2 ms.
+        let secondary = vec![sources::Opened { sampler: slow, cost: std::time::Duration::from_nanos(1) }];
+        run.secondaries = Secondaries::new(secondary, *run.detector.config());
+        let tick = |run: &mut Run| {
+            if !run.skip_tick() {
+                let from = Instant::now();
+                run.end();
+                run.begin_next();
+                run.charge(from);
+            }
+        };
+        for i in 0..FIRST_FLUSH + 64 {
+            if i < 6 {
+                // Long steps while the first choice is made: the secondary gets a share.
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+            tick(&mut run);
+        }
+        let pace = run.pace.report();
+        assert_eq!(pace.choices, 2, "{pace:?}");
+        assert!(pace.tick_seconds > 0.0, "{pace:?}");
+        assert!(pace.tick_seconds < 0.001, "the secondary reads are not in the tick: {pace:?}");
     }
 
     #[test]
