@@ -174,7 +174,9 @@ pub struct SourceReport {
     pub primary: bool,
     /// The source is read every `read_every`-th iteration (chosen from its read cost).
     pub read_every: u64,
-    /// Measured cost of one read when the source was opened, nanoseconds.
+    /// The cost of one read the rate was chosen from, nanoseconds: measured when the source was
+    /// opened, or the mean inside the loop of the last run that read it (a read inside a busy
+    /// GPU loop cost 8–16 times more than at open on an H100).
     pub read_cost_ns: u64,
     /// Mean cost of this run's reads (inside the loop), nanoseconds, or null.
     pub run_read_cost_ns: Option<u64>,

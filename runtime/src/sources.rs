@@ -348,8 +348,21 @@ impl Secondaries {
     }
 
     /// Takes the samplers back out (to cache them when the run ends).
+    /// Each source's cost becomes the mean of this run's reads inside the loop when there were
+    /// any: the next run's rates are then chosen from what a read costs there (an NVML listing
+    /// took 22 µs at open and 184 µs inside an H100 candle loop, `cuMemGetInfo` 5 and 55 µs, the
+    /// RSS 4 and 61 µs), not from the cost at open, which let a 300-step call spend its whole
+    /// budget on a few secondary reads.
     pub fn into_opened(self) -> Vec<Opened> {
-        self.sources.into_iter().map(|s| s.opened).collect()
+        self.sources
+            .into_iter()
+            .map(|mut s| {
+                if s.reads > 0 {
+                    s.opened.cost = s.spent / s.reads.min(u64::from(u32::MAX)) as u32;
+                }
+                s.opened
+            })
+            .collect()
     }
 
     /// Bytes of the series kept here (subtracted from host readings with the run's own).
@@ -676,6 +689,29 @@ mod tests {
             assert_eq!(choice.every, 1);
             secondaries.set_rates(choice.secondary_share, choice.every);
         }
+    }
+
+    /// A run gives its sources back with the cost their reads had inside its loop, for the
+    /// next run's rates; a source this run never read keeps its cost.
+    #[test]
+    fn sources_go_back_with_the_cost_measured_in_the_loop() {
+        let config = DetectorConfig::default();
+        let iteration = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let fake = |kind| Growing { kind, base: 1 << 20, growth: 0, iteration: iteration.clone() };
+        let opened = vec![
+            Opened { sampler: Box::new(fake(BackendKind::HostRss)), cost: Duration::from_secs(1) },
+            Opened { sampler: Box::new(fake(BackendKind::CudaDevice)), cost: Duration::from_secs(1) },
+        ];
+        let mut secondaries = Secondaries::new(opened, config);
+        // A share of a whole second: both would be read every iteration.
+        secondaries.set_rates(Duration::from_secs(1), 1);
+        secondaries.sources[1].read_every = 0;
+        for i in 0..20 {
+            secondaries.end(i, 0);
+        }
+        let costs: Vec<Duration> = secondaries.into_opened().into_iter().map(|o| o.cost).collect();
+        assert!(costs[0] < Duration::from_millis(1), "the mean of 20 reads of an atomic: {:?}", costs[0]);
+        assert_eq!(costs[1], Duration::from_secs(1), "never read: the cost at open");
     }
 
     /// The H100 case: a 1.7 ms step leaking 4 MiB per step outside the CUDA pool (the pool stays
