@@ -188,11 +188,16 @@ impl Items<'_> {
                     }
                     let mut first = None;
                     let ty = type_name(&pt.ty);
+                    // `model: &Lm<B::InnerBackend>`: the type says the model is untracked.
+                    let inner = self.autodiff_by_type() && mentions_inner_backend(&pt.ty, self.spec);
                     for ident in names {
                         let span = b.span(ident.span());
                         let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
                         if let Some(binding) = b.g.bindings.last_mut() {
                             binding.ty.clone_from(&ty);
+                        }
+                        if inner {
+                            b.g.inert_seeds.push(v);
                         }
                         first.get_or_insert(v);
                     }
@@ -256,6 +261,9 @@ struct Builder<'c> {
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
+    /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
+    /// runs at most once per call, so what it does after a backward is not done every step.
+    leaving: usize,
     /// The frameworks whose names count here: the file's, or every registered one when it is
     /// not known.
     specs: std::sync::Arc<[&'static Spec]>,
@@ -382,6 +390,7 @@ impl Builder<'_> {
             nested_items: Vec::new(),
             params: Vec::new(),
             backward_marks: vec![None],
+            leaving: 0,
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -670,7 +679,7 @@ impl Builder<'_> {
     /// Code after a backward call of this iteration, in a framework where that matters (cheap:
     /// checked before any span work).
     fn after_backward(&self) -> bool {
-        self.swept_by_backward() && self.backward_marks.iter().any(Option::is_some)
+        self.leaving == 0 && self.swept_by_backward() && self.backward_marks.iter().any(Option::is_some)
     }
 
     /// The framework sweeps graph state only inside `backward()` (burn).
@@ -1641,6 +1650,17 @@ impl Builder<'_> {
         if specs.iter().any(|s| s.no_grad_functions.contains(&last)) && c.args.len() == 1 {
             return self.no_grad_region(|s| s.exprs(c.args.iter(), false));
         }
+        // `AutodiffModule::valid(&self.model)`, `Module::no_grad(model)`: the method called with
+        // its receiver as the argument, as `model.valid()` is.
+        if segs.len() >= 2
+            && c.args.len() == 1
+            && ty.starts_with(char::is_uppercase)
+            && specs.iter().any(|s| s.no_grad_models.contains(&last))
+        {
+            let recv = self.exprs(c.args.iter(), false);
+            self.g.untracks_models = true;
+            return Val { producer: Producer::InertModel, ..recv };
+        }
         if specs.iter().any(|s| s.is_cut_function(&last_two)) {
             self.exprs(c.args.iter(), false);
             return Val::plain();
@@ -1781,7 +1801,10 @@ impl Builder<'_> {
             // The id `branch` gives the then-block.
             self.g.size_wait_branches.push(self.next_branch + 1);
         }
+        let leaves = leaves_function(&i.then_branch);
+        self.leaving += usize::from(leaves);
         let then = self.branch(|s| s.block(&i.then_branch));
+        self.leaving -= usize::from(leaves);
         self.env.truncate(mark);
         let after_then = std::mem::replace(&mut self.env, after_cond.clone());
         let els = match &i.else_branch {
@@ -1809,7 +1832,13 @@ impl Builder<'_> {
                 if let Pat::Guard(g) = &arm.pat {
                     s.expr(&g.guard);
                 }
+                let leaves = match &*arm.body {
+                    Expr::Block(b) => leaves_function(&b.block),
+                    other => expr_leaves_function(other),
+                };
+                s.leaving += usize::from(leaves);
                 let v = s.expr(&arm.body);
+                s.leaving -= usize::from(leaves);
                 s.env.truncate(mark);
                 v
             });
@@ -1912,6 +1941,57 @@ impl Builder<'_> {
         let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         self.specs().iter().any(|s| s.no_grad_guards.contains(&last.as_str()))
     }
+}
+
+/// Whether a block ends by leaving the function: `return`, `bail!(..)`, `panic!(..)`,
+/// `std::process::exit(..)`.
+fn leaves_function(block: &Block) -> bool {
+    match block.stmts.last() {
+        Some(Stmt::Expr(e, _)) => expr_leaves_function(e),
+        Some(Stmt::Macro(m)) => macro_leaves_function(&m.mac),
+        _ => false,
+    }
+}
+
+fn expr_leaves_function(e: &Expr) -> bool {
+    match e {
+        Expr::Return(_) => true,
+        Expr::Macro(m) => macro_leaves_function(&m.mac),
+        Expr::Call(c) => matches!(&*c.func, Expr::Path(p)
+            if p.path.segments.last().is_some_and(|s| s.ident == "exit")
+                && p.path.segments.iter().any(|s| s.ident == "process")),
+        _ => false,
+    }
+}
+
+fn macro_leaves_function(m: &syn::Macro) -> bool {
+    m.path
+        .segments
+        .last()
+        .is_some_and(|s| ["bail", "panic", "unreachable", "todo", "unimplemented"].iter().any(|n| s.ident == n))
+}
+
+/// Whether a type names the inner (non-autodiff) backend: `Lm<B::InnerBackend>`,
+/// `&Model<<B as AutodiffBackend>::InnerBackend>`.
+fn mentions_inner_backend(ty: &syn::Type, spec: &Spec) -> bool {
+    use syn::visit::Visit;
+    struct Inner<'s> {
+        names: &'s [&'static str],
+        found: bool,
+    }
+    impl<'a> Visit<'a> for Inner<'_> {
+        fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
+            if self.names.iter().any(|n| s.ident == n) {
+                self.found = true;
+            }
+            if !self.found {
+                syn::visit::visit_path_segment(self, s);
+            }
+        }
+    }
+    let mut v = Inner { names: spec.inner_backend_names, found: false };
+    v.visit_type(ty);
+    v.found
 }
 
 /// Whether generics name an autodiff backend (`B: AutodiffBackend`, `Autodiff<NdArray>`).

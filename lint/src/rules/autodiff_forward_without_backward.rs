@@ -32,8 +32,9 @@ The backend is read from types across the crate: type aliases (`type TrainingBac
 Autodiff<Wgpu>;`), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`); the finding
-then names that call. A model handed over untracked (`model.valid()`, `.map(Module::no_grad)`)
-stays untracked in the functions it reaches. A model's own methods that return what they compute
+then names that call. A model handed over untracked (`model.valid()`,
+`AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
+reaches, and so does a parameter whose type names the inner backend (`model: &Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
 `forward` is not a model's.
 

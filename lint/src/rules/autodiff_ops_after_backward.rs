@@ -17,7 +17,9 @@ pub static META: RuleMeta = RuleMeta {
 In burn code, finds tensor operations (`mean`, `reshape`, `sum`, `mul`, …) applied after the
 iteration's `backward()` to a value computed before it — the loss, the model's outputs — in
 the same loop body or train-step function. Comparisons, `argmax`, scalar extraction
-(`into_scalar`, `into_data`), `detach()` and `inner()` record nothing and are not reported.
+(`into_scalar`, `into_data`), `detach()` and `inner()` record nothing and are not reported,
+nor is a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it runs at
+most once.
 
 ### Why is this bad?
 burn keeps autodiff graph state in a process-wide store that is swept inside `backward()`. An
