@@ -2142,6 +2142,18 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     while let Expr::Try(t) = e {
         e = &t.expr;
     }
+    // burn's configs: `CrossEntropyLossConfig::new().with_smoothing(..).init(&device)` makes a
+    // `CrossEntropyLoss`.
+    if let Expr::MethodCall(m) = e
+        && m.method == "init"
+    {
+        let mut root = &*m.receiver;
+        while let Expr::MethodCall(inner) = root {
+            root = &inner.receiver;
+        }
+        let config = declared_type(&Pat::Verbatim(Default::default()), Some(root))?;
+        return config.strip_suffix("Config").filter(|t| !t.is_empty()).map(str::to_string);
+    }
     let path = match e {
         Expr::Struct(s) => return s.path.segments.last().map(|s| s.ident.to_string()),
         Expr::Call(c) => match &*c.func {

@@ -1,6 +1,6 @@
 // burn: what the types say about the backend. A model typed with the inner backend
-// (`Lm<B::InnerBackend>`) is untracked wherever it is handed, and `AutodiffModule::valid(&m)`
-// untracks as `m.valid()` does.
+// (`Lm<B::InnerBackend>`) is untracked wherever it is handed, `AutodiffModule::valid(&m)`
+// untracks as `m.valid()` does, and a loss built from its config is a loss module, not a model.
 use burn::module::AutodiffModule;
 use burn::optim::{GradientsParams, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
@@ -39,7 +39,12 @@ impl<B: AutodiffBackend> Trainer<B> {
 
     fn process(&self, data: &mut Data, model: &Lm<B::InnerBackend>, _step: usize) -> f32 {
         let out = model.forward(data.next_inner());
-        out.into_scalar()
+        self.batch_loss(out, data.targets())
+    }
+
+    fn batch_loss(&self, logits: Tensor<B::InnerBackend, 2>, targets: Tensor<B::InnerBackend, 1, Int>) -> f32 {
+        let loss_fn = CrossEntropyLossConfig::new().with_smoothing(Some(0.1)).init(&logits.device());
+        loss_fn.forward(logits, targets).into_scalar()
     }
 
     // Not flagged: untracked through the trait's path.
