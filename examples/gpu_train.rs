@@ -444,7 +444,7 @@ fn main() -> Result<()> {
     std::hint::black_box(ticks_lines(n));
     let tick_lines = t.elapsed().as_secs_f64() / n as f64;
     println!(
-        "one tick + 2 line marks (empty loop, {n} iterations, iterations 0..32 and every 8th recorded, at most 2048): {:.2} µs",
+        "one tick + 2 line marks (empty loop, {n} iterations, iterations 0..8 and every 8th recorded, at most 2048): {:.2} µs",
         tick_lines * 1e6
     );
     Ok(())
