@@ -188,8 +188,9 @@ impl Items<'_> {
                     }
                     let mut first = None;
                     let ty = type_name(&pt.ty);
-                    // `model: &Lm<B::InnerBackend>`: the type says the model is untracked.
-                    let inner = self.autodiff_by_type() && mentions_inner_backend(&pt.ty, self.spec);
+                    // `model: &Lm<B::InnerBackend>`: the type says the model is untracked (only
+                    // where the backend is autodiff: `InnerBackend` is the autodiff trait's).
+                    let inner = b.g.autodiff && self.autodiff_by_type() && mentions_inner_backend(&pt.ty, self.spec);
                     for ident in names {
                         let span = b.span(ident.span());
                         let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
