@@ -597,6 +597,10 @@ impl Run {
                 self.samples.clear();
                 self.stride = 1;
                 self.detector = Detector::new(detector_config(&self.site.options));
+                // The new source starts without the warm-up iterations the detector learns the
+                // loop's steps from (libtorch's cache grows in 20 MiB blocks): it gets as many
+                // more iterations read every iteration.
+                self.pace.extend_dense(self.site.options.warmup);
                 let names: Vec<&'static str> = self.secondaries.kinds().iter().map(|k| k.source_name()).collect();
                 self.phases = Recorder::new(self.site.options.marks);
                 self.phases.set_secondary(&names);
@@ -1387,6 +1391,57 @@ pub(crate) mod tests {
 
     /// The tch case: the CUDA pool holds 0 B throughout while the process's device memory (NVML)
     /// grows. After warm-up NVML becomes the primary source, and the leak is found on it.
+    /// libtorch's cache as NVML saw it grow in a tch eval loop on an H100 (2 MiB granularity,
+    /// a 20 MiB block every 5 iterations: 5.2 MiB per iteration): after the switch at the
+    /// first choice, NVML (read in 300 µs here, the loop's steps far shorter) costs the whole
+    /// budget, so the pace after the dense iterations is the slowest; the leak is flagged in
+    /// the dense iterations, which the switch extends by a warm-up.
+    #[test]
+    fn a_switched_primary_flags_a_stepwise_leak_in_its_dense_iterations() {
+        static MEMORY: AtomicU64 = AtomicU64::new(0);
+        let site = test_site("tch_eval_leaky", Options::DEFAULT);
+        let mut run = Run::new(site);
+        run.kind = BackendKind::Cuda;
+        run.sampler = Some(fake(BackendKind::Cuda, &MEMORY, 0));
+        let mut nvml = fake(BackendKind::NvmlProcess, &MEMORY, 1);
+        nvml.delay = std::time::Duration::from_micros(300);
+        let (primary, secondary, shell) = sources::SourceSet::for_tests(
+            fake(BackendKind::Cuda, &MEMORY, 0),
+            vec![sources::Opened { sampler: nvml, cost: std::time::Duration::from_micros(300) }],
+        )
+        .split();
+        drop(primary);
+        run.secondaries = Secondaries::new(secondary, *run.detector.config());
+        run.shell = Some(shell);
+        // Iterations 10..42 as read on the H100, then the same 5-iteration steps.
+        const SEEN: [u64; 32] = [
+            940, 940, 942, 962, 964, 964, 966, 966, 988, 988, 990, 990, 992, 1014, 1014, 1016, 1016, 1018, 1038, 1040,
+            1040, 1042, 1042, 1064, 1064, 1066, 1066, 1068, 1088, 1090, 1090, 1092,
+        ];
+        let mib = |i: u64| {
+            let mib = match i {
+                0..10 => 940,
+                10..42 => SEEN[(i - 10) as usize],
+                _ => 1092 + 26 * ((i - 42) / 5) + [22, 24, 24, 26, 26][((i - 42) % 5) as usize],
+            };
+            mib << 20
+        };
+        for i in 0..300u64 {
+            MEMORY.store(mib(i), Ordering::Relaxed);
+            if !run.skip_tick() {
+                let from = Instant::now();
+                run.end();
+                run.begin_next();
+                run.charge(from);
+            }
+        }
+        assert_eq!(run.kind, BackendKind::NvmlProcess);
+        assert_eq!(run.pace.every(), crate::pace::MAX_EVERY, "{:?}", run.pace.report());
+        let report = run_report(run);
+        let at = report.verdict.detected_at_iteration.expect("flagged");
+        assert!(at <= 10 + 10 + 32, "flagged at {at}");
+    }
+
     #[test]
     fn an_empty_pool_hands_the_primary_role_to_nvml() {
         let site = test_site("eval_leaky", Options::DEFAULT);

@@ -97,6 +97,8 @@ pub struct Pace {
     from: Option<Checkpoint>,
     /// The end of the first iteration (which opened the sources): the budget counts from here.
     base: Option<Checkpoint>,
+    /// Iterations added to the dense ones (a primary source switched at the first choice).
+    extra_dense: u64,
     report: PaceReport,
 }
 
@@ -121,6 +123,7 @@ impl Pace {
             decide_at: decide_at.max(2),
             from: None,
             base: None,
+            extra_dense: 0,
             report: PaceReport { sample_every: every, pinned: pinned.is_some(), ..PaceReport::default() },
         }
     }
@@ -134,6 +137,7 @@ impl Pace {
             decide_at: 2,
             from: None,
             base: None,
+            extra_dense: 0,
             report: PaceReport { sample_every: every, pinned: true, ..PaceReport::default() },
         }
     }
@@ -148,7 +152,12 @@ impl Pace {
     /// after the first choice (unless pinned).
     #[inline]
     pub fn every_at(&self, completed: u64) -> u64 {
-        if self.pinned || completed >= self.decide_at + DENSE { self.every } else { 1 }
+        if self.pinned || completed >= self.decide_at + DENSE + self.extra_dense { self.every } else { 1 }
+    }
+
+    /// Samples `more` iterations after the dense ones as well (the primary source changed).
+    pub fn extend_dense(&mut self, more: u64) {
+        self.extra_dense += more;
     }
 
     /// What the report says.
@@ -287,8 +296,15 @@ mod tests {
 
     #[test]
     fn the_first_choice_waits_for_the_timed_iterations_and_later_ones_for_flushes() {
-        let mut pace =
-            Pace { every: 1, pinned: false, decide_at: 4, from: None, base: None, report: PaceReport::default() };
+        let mut pace = Pace {
+            every: 1,
+            pinned: false,
+            decide_at: 4,
+            from: None,
+            base: None,
+            extra_dense: 0,
+            report: PaceReport::default(),
+        };
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         // A horizon so long that the advance on the budget is negligible here (see below).
@@ -319,8 +335,15 @@ mod tests {
 
     #[test]
     fn iterations_right_after_the_first_choice_are_all_sampled() {
-        let pace =
-            Pace { every: 8, pinned: false, decide_at: 10, from: None, base: None, report: PaceReport::default() };
+        let pace = Pace {
+            every: 8,
+            pinned: false,
+            decide_at: 10,
+            from: None,
+            base: None,
+            extra_dense: 0,
+            report: PaceReport::default(),
+        };
         assert_eq!(pace.every_at(10), 1);
         assert_eq!(pace.every_at(10 + DENSE - 1), 1);
         assert_eq!(pace.every_at(10 + DENSE), 8);
