@@ -93,6 +93,24 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual((s["true"], s["false"], s["unsure"], s["unlabelled"]), (1, 1, 1, 1))
         self.assertEqual(s["precision"], 0.5)
 
+    def test_wilson_interval_matches_the_textbook_values(self):
+        # 4 of 15: 10.9 % to 52.0 % (Wilson, z = 1.96); 0 of 0 has none; 10 of 10 stays below 1.
+        low, high = run.wilson(4, 15)
+        self.assertAlmostEqual(low, 0.1090, places=3)
+        self.assertAlmostEqual(high, 0.5195, places=3)
+        self.assertIsNone(run.wilson(0, 0))
+        self.assertAlmostEqual(run.wilson(10, 10)[0], 0.7225, places=3)
+
+    def test_precision_per_repository_weighs_each_repository_once(self):
+        a = [run.Finding("x", "f", i, "", "false") for i in range(7)]
+        b = [run.Finding("x", "f", 1, "", "true"), run.Finding("x", "f", 9, "", "unsure")]
+        s = run.score([run.RepoResult(repo("o/a"), a, [], [], 0, 0.0, []),
+                       run.RepoResult(repo("o/b"), b, [], [], 0, 0.0, []),
+                       run.RepoResult(repo("o/c"), [], [], [], 0, 0.0, [])])
+        self.assertEqual((s["repos_judged"], s["repos_only_true"]), (2, 1))
+        self.assertEqual(s["precision"], 1 / 8)
+        self.assertEqual(s["precision_per_repo_mean"], 0.5)
+
 
 class InputTest(unittest.TestCase):
     def write(self, folder, name, text):
