@@ -90,7 +90,9 @@ fn main() {
     assert_eq!(question_mark(&mut opt), Err("too many steps".to_owned()));
     assert_eq!(opt.steps, 1001);
     assert!(before < 1001);
-    // The first run of `train` sampled its loop: 4 iterations entered the body's tick.
+    // The first run of `train` sampled its loop: 4 iterations entered the body's tick. Reports
+    // are written by a background thread: wait for them before reading one.
+    memlint::wait_for_reports();
     let report = std::fs::read_to_string("target/memlint/ui-control-flow.json").expect("report written");
     assert!(report.contains("\"function\": \"train\""), "{report}");
     assert!(report.contains("\"mode\": \"loop\""), "{report}");
