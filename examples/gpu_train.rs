@@ -345,6 +345,10 @@ fn main() -> Result<()> {
         (l / p - 1.0) * 100.0
     );
     if !own.is_empty() {
+        // Each round's share in order: the first pays the warm-up and dense iterations, later
+        // ones start owing what it spent beyond the budget (`pace.carried_seconds`).
+        let shares: Vec<String> = own.iter().map(|o| format!("{:.3}", o.1 * 100.0)).collect();
+        println!("GUARDSHARE candle timed, % per round in order: {}", shares.join(" "));
         let mut per_step: Vec<f64> = own.iter().map(|o| o.0).collect();
         let mut share: Vec<f64> = own.iter().map(|o| o.1).collect();
         per_step.sort_by(f64::total_cmp);

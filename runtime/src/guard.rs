@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use crate::cost::{HorizonSpec, Severity, negligible, severity};
 use crate::detector::{Detector, DetectorConfig, Horizon, iterations_until, overall_fit};
-use crate::pace::{Counters, Pace};
-use crate::phases::{END, Mark, Recorder, line_table};
+use crate::pace::{Counters, Ledger, Pace, PaceReport};
+use crate::phases::{END, Mark, Phases, Recorder, line_table};
 use crate::report::{
     BudgetBreach, GuardDiagnostic, Location, Report, SampleRecord, SourceReport, StaticFinding, Verdict, human_bytes,
     human_seconds,
@@ -216,6 +216,9 @@ struct Run {
     path: PathBuf,
     /// Readings at the marks of the loop body.
     phases: Recorder,
+    /// The phases of the function's last run that recorded them, for a run that records none
+    /// (it started owing time budget: `pace.rs`).
+    earlier_phases: Option<Phases>,
     /// Wall time spent inside the guard (ticks, reads at marks, reports written while running),
     /// nanoseconds: what the guard adds to the loop, measured where it runs.
     own_ns: u64,
@@ -231,6 +234,17 @@ struct Run {
 
 impl Run {
     fn new(site: &'static Site) -> Self {
+        let mut run = Self::fresh(site);
+        if let Some((pace, phases)) = resumed(site, site.options.warmup.max(MIN_TIMED_ITERATIONS)) {
+            run.pace = pace;
+            run.phases.pause();
+            run.earlier_phases = phases;
+        }
+        run
+    }
+
+    /// A run that knows nothing of the function's earlier runs.
+    fn fresh(site: &'static Site) -> Self {
         let o = site.options;
         Self {
             site,
@@ -259,6 +273,7 @@ impl Run {
             errors: Vec::new(),
             path: report_path(site),
             phases: Recorder::new(o.marks),
+            earlier_phases: None,
             own_ns: 0,
             primary_ns: 0,
             secondary_ns: 0,
@@ -784,7 +799,10 @@ impl Run {
             errors: self.errors.clone(),
             sources,
             blind,
-            phases: self.phases.report(self.kind.as_str(), o.lines, &self.secondaries.rates()),
+            phases: match &self.earlier_phases {
+                Some(earlier) => Some(Phases { from_earlier_run: true, ..earlier.clone() }),
+                None => self.phases.report(self.kind.as_str(), o.lines, &self.secondaries.rates()),
+            },
             lines: self.line_rows(o.lines),
         }
     }
@@ -794,7 +812,11 @@ impl Run {
         if !lines {
             return Vec::new();
         }
-        let Some(phases) = self.phases.primary(self.kind.as_str(), true) else { return Vec::new() };
+        let phases = match &self.earlier_phases {
+            Some(earlier) => Some(earlier.clone()),
+            None => self.phases.primary(self.kind.as_str(), true),
+        };
+        let Some(phases) = phases else { return Vec::new() };
         let findings: Vec<(u32, String)> =
             self.site.static_findings.iter().map(|f| (f.line, format!("{}: {}", f.rule, f.message))).collect();
         line_table(&phases, &findings)
@@ -870,7 +892,8 @@ impl Run {
         if report.budget_breach.is_some() && !self.budget_shown {
             self.show(&report, Event::Budget);
         }
-        remember_rates(self.site, self.secondaries.rates());
+        let ledger = self.pace.ledger(Instant::now(), self.own_ns);
+        remember_run(self.site, self.secondaries.rates(), ledger, self.pace.report(), report.phases.as_ref());
         if now {
             if let Err(e) = crate::writer::write_now(&self.path, &report) {
                 notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
@@ -881,16 +904,40 @@ impl Run {
     }
 }
 
-/// The secondary sources' rates each site's last run ended with, by the site's address.
-static LAST_RATES: Mutex<Vec<(usize, Vec<u64>)>> = Mutex::new(Vec::new());
+/// What a site's finished runs in this process left for its later ones, by the site's address.
+struct SiteMemory {
+    key: usize,
+    /// The secondary sources' rates the last run ended with (0: never chosen).
+    rates: Vec<u64>,
+    /// The guard's time over all the runs, for the budget ([`Pace::resumed`]).
+    ledger: Ledger,
+    /// The pace the last run ended with.
+    pace: PaceReport,
+    /// The phases of the last run that recorded them.
+    phases: Option<Phases>,
+}
 
-/// Remembers the rates `site`'s run ended with (0: never chosen).
-fn remember_rates(site: &'static Site, rates: Vec<u64>) {
+static FINISHED: Mutex<Vec<SiteMemory>> = Mutex::new(Vec::new());
+
+/// Remembers the rates `site`'s run ended with and adds its guard time to the site's ledger.
+/// Rates never chosen (a short run that started at its predecessor's pace) keep the earlier
+/// ones; `phases` are kept when the run recorded some.
+fn remember_run(site: &'static Site, rates: Vec<u64>, run: Ledger, pace: PaceReport, phases: Option<&Phases>) {
     let key = std::ptr::from_ref(site) as usize;
-    let mut last = LAST_RATES.lock().unwrap_or_else(|p| p.into_inner());
-    match last.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, r)) => *r = rates,
-        None => last.push((key, rates)),
+    let phases = phases.filter(|p| !p.from_earlier_run && !p.records.is_empty()).cloned();
+    let mut sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
+    match sites.iter_mut().find(|m| m.key == key) {
+        Some(m) => {
+            if rates.iter().all(|&n| n > 0) || m.rates.len() != rates.len() {
+                m.rates = rates;
+            }
+            m.ledger.add(run);
+            m.pace = pace;
+            if phases.is_some() {
+                m.phases = phases;
+            }
+        }
+        None => sites.push(SiteMemory { key, rates, ledger: run, pace, phases }),
     }
 }
 
@@ -900,8 +947,22 @@ fn remember_rates(site: &'static Site, rates: Vec<u64>) {
 /// them took a 300-step call's whole budget).
 fn previous_rates(site: &'static Site, count: usize) -> Option<Vec<u64>> {
     let key = std::ptr::from_ref(site) as usize;
-    let last = LAST_RATES.lock().unwrap_or_else(|p| p.into_inner());
-    last.iter().find(|(k, r)| *k == key && r.len() == count && r.iter().all(|&n| n > 0)).map(|(_, r)| r.clone())
+    let sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
+    sites
+        .iter()
+        .find(|m| m.key == key && m.rates.len() == count && m.rates.iter().all(|&n| n > 0))
+        .map(|m| m.rates.clone())
+}
+
+/// For a new run of `site` whose earlier runs in this process spent beyond the budget: its
+/// pace ([`Pace::resumed`], from what they owe and the pace the last one ended with) and the
+/// phases of the last one that recorded them. `None` when nothing is owed.
+fn resumed(site: &'static Site, decide_at: u64) -> Option<(Pace, Option<Phases>)> {
+    let key = std::ptr::from_ref(site) as usize;
+    let sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
+    let m = sites.iter().find(|m| m.key == key)?;
+    let pace = Pace::resumed(decide_at, m.ledger.owed(), Some(m.pace));
+    (pace.report().carried_seconds > 0.0).then(|| (pace, m.phases.clone()))
 }
 
 /// The detector's settings from the macro's options.
@@ -1442,6 +1503,56 @@ pub(crate) mod tests {
         assert!(at <= 10 + 10 + 32, "flagged at {at}");
     }
 
+    /// A function called many times with a primary source that is dear to read (a cubecl
+    /// client's read waits for the device): its first run's warm-up and dense iterations are an
+    /// advance on the budget, which its later runs repay. They choose their pace after one timed
+    /// iteration, sample no dense iterations, and say what they carried.
+    #[test]
+    fn later_runs_of_a_function_repay_what_its_first_run_spent_ahead() {
+        static MEMORY: AtomicU64 = AtomicU64::new(1 << 20);
+        static MARKS: [Mark; 1] = [Mark { line: 5, phase: "forward", code: "let y = m.forward(&x)?;" }];
+        let site = test_site("short_calls", Options { marks: &MARKS, ..Options::DEFAULT });
+        let call = || {
+            let mut run = Run::new(site);
+            run.kind = BackendKind::Cuda;
+            let mut primary = fake(BackendKind::Cuda, &MEMORY, 1);
+            primary.delay = std::time::Duration::from_micros(200);
+            run.sampler = Some(primary);
+            for _ in 0..200 {
+                // The step: half the read's time, so the guard takes about two thirds of the run.
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                run.mark(0);
+                if !run.skip_tick() {
+                    let from = Instant::now();
+                    run.end();
+                    run.begin_next();
+                    run.charge(from);
+                }
+            }
+            run.end_skipped();
+            let report = run.report("returned");
+            let ledger = run.pace.ledger(Instant::now(), run.own_ns);
+            remember_run(site, run.secondaries.rates(), ledger, run.pace.report(), report.phases.as_ref());
+            (run.sampled, report.pace, report.phases.expect("marks: phases"))
+        };
+        let (first_sampled, first, first_phases) = call();
+        assert!(!first_phases.from_earlier_run && !first_phases.records.is_empty());
+        assert_eq!(first.carried_seconds, 0.0);
+        assert!(first_sampled >= 10 + crate::pace::DENSE, "warm-up and dense iterations: {first_sampled}");
+        let (second_sampled, second, second_phases) = call();
+        // The first run spent about 2/3 of some 60 ms in the guard: tens of milliseconds owed.
+        assert!(second.carried_seconds > 0.01, "{second:?}");
+        // At the first run's pace from its first iteration: only iteration 0 is read.
+        assert_eq!(first.sample_every, crate::pace::MAX_EVERY);
+        assert_eq!(second_sampled, 1, "the first iteration only, no warm-up or dense ones");
+        assert_eq!(second.sample_every, crate::pace::MAX_EVERY);
+        assert_eq!(second.choices, 0, "200 iterations: no flush, so no choice");
+        // It recorded no phases (each recorded iteration reads at every mark) and reports the
+        // first run's, saying so.
+        assert!(second_phases.from_earlier_run);
+        assert_eq!(second_phases.records, first_phases.records);
+    }
+
     #[test]
     fn an_empty_pool_hands_the_primary_role_to_nvml() {
         let site = test_site("eval_leaky", Options::DEFAULT);
@@ -1544,7 +1655,7 @@ pub(crate) mod tests {
         // A later run of the same function reads at its first iteration's marks only the source
         // its predecessor read every iteration: the dear one is not read there again.
         if std::env::var_os("MEMLINT_READ_EVERY").is_none() {
-            remember_rates(site, run.secondaries.rates());
+            remember_run(site, run.secondaries.rates(), Ledger::default(), run.pace.report(), None);
             let mut again = Run::new(site);
             again.kind = BackendKind::Cuda;
             again.sampler = Some(fake(BackendKind::Cuda, &MEMORY, 1));

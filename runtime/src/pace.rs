@@ -25,6 +25,14 @@
 //! about half, so the pace after them is sparser than in a long run, where the advance is
 //! repaid within the first few hundred iterations.
 //!
+//! A function called many times (a 200-step call per epoch) would pay its warm-up and dense
+//! iterations in every call. So the advance is kept per function across its runs in the process
+//! ([`Ledger`]): a later run that starts owing budget starts at the pace its predecessor ended
+//! with, from its first iteration (no warm-up or dense iterations), and repays what is owed from
+//! its first choice on ([`Pace::resumed`]). Its leak is then judged from fewer reads; the first
+//! run, whose dense iterations flag a leak present from the start within about 30 iterations, is
+//! unchanged.
+//!
 //! `MEMLINT_SAMPLE_EVERY=n` pins the rate (1: every iteration, the fastest detection).
 
 use std::time::{Duration, Instant};
@@ -60,6 +68,10 @@ pub struct PaceReport {
     pub budget_seconds: f64,
     /// Times the rate was chosen.
     pub choices: u32,
+    /// What this function's earlier runs in the process spent beyond 0.1 % of their time,
+    /// carried into this run's budget, seconds (schema 5, added in session 8). Above 0 this run
+    /// had no dense iterations and chose its pace after its first timed iteration.
+    pub carried_seconds: f64,
 }
 
 /// A point the next interval is measured from.
@@ -97,9 +109,40 @@ pub struct Pace {
     from: Option<Checkpoint>,
     /// The end of the first iteration (which opened the sources): the budget counts from here.
     base: Option<Checkpoint>,
+    /// Iterations sampled whatever the pace after the first choice: [`DENSE`], or 0 in a run
+    /// that starts owing budget ([`Pace::resumed`]).
+    dense: u64,
     /// Iterations added to the dense ones (a primary source switched at the first choice).
     extra_dense: u64,
+    /// Guard time owed by earlier runs of the function, nanoseconds, counted at the first choice.
+    carried_ns: u64,
+    /// The first choice waits for a report flush too (a run that starts at its predecessor's pace).
+    at_flush: bool,
     report: PaceReport,
+}
+
+/// A function's guard time over its finished runs in this process, as the budget counts it
+/// (from the end of each run's first iteration, which opens the sources).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ledger {
+    /// The guard's own time, nanoseconds.
+    pub spent_ns: u64,
+    /// Wall time of the runs, nanoseconds.
+    pub elapsed_ns: u64,
+}
+
+impl Ledger {
+    /// Adds a run's figures.
+    pub fn add(&mut self, run: Ledger) {
+        self.spent_ns = self.spent_ns.saturating_add(run.spent_ns);
+        self.elapsed_ns = self.elapsed_ns.saturating_add(run.elapsed_ns);
+    }
+
+    /// What the runs spent beyond [`OVERHEAD_BUDGET`] of their time (zero when within it).
+    pub fn owed(&self) -> Duration {
+        let allowed = self.elapsed_ns as f64 * OVERHEAD_BUDGET;
+        Duration::from_nanos((self.spent_ns as f64 - allowed).max(0.0) as u64)
+    }
 }
 
 /// The choice for one interval.
@@ -123,8 +166,54 @@ impl Pace {
             decide_at: decide_at.max(2),
             from: None,
             base: None,
+            dense: DENSE,
             extra_dense: 0,
+            carried_ns: 0,
+            at_flush: false,
             report: PaceReport { sample_every: every, pinned: pinned.is_some(), ..PaceReport::default() },
+        }
+    }
+
+    /// The pace of a later run of a function whose earlier runs in this process spent `owed`
+    /// beyond the budget (their dense iterations are an advance, [`Ledger::owed`]): it samples no
+    /// dense iterations and repays `owed` from its first choice on. When the previous run chose a
+    /// pace (`previous`), this run starts at it, from its first iteration, and chooses again at
+    /// its first report flush; otherwise it chooses after its first timed iteration. The budget
+    /// then holds over all the function's runs together, short calls included (a 200-step burn
+    /// call whose primary read waits for the device spent 5 % of its time in the guard, nearly
+    /// all of it in its warm-up and dense iterations). With nothing owed it is [`Pace::new`].
+    pub fn resumed(decide_at: u64, owed: Duration, previous: Option<PaceReport>) -> Self {
+        let mut pace = Self::new(decide_at);
+        if owed.is_zero() || pace.pinned {
+            return pace;
+        }
+        pace.dense = 0;
+        pace.carried_ns = owed.as_nanos().min(u128::from(u64::MAX)) as u64;
+        match previous.filter(|p| p.choices > 0 && p.sample_every > 0) {
+            Some(p) => {
+                // Every iteration is at the previous pace; the first choice waits for a flush.
+                pace.decide_at = 0;
+                pace.every = p.sample_every;
+                pace.at_flush = true;
+                pace.report = PaceReport { choices: 0, carried_seconds: owed.as_secs_f64(), ..p };
+            }
+            None => {
+                pace.decide_at = 2;
+                pace.report.carried_seconds = owed.as_secs_f64();
+            }
+        }
+        pace
+    }
+
+    /// The run's figures for the function's [`Ledger`] at `now`, with `spent_ns` the guard's
+    /// time so far; zero before the first iteration ended.
+    pub fn ledger(&self, now: Instant, spent_ns: u64) -> Ledger {
+        match self.base {
+            Some(base) => Ledger {
+                spent_ns: spent_ns.saturating_sub(base.spent_ns),
+                elapsed_ns: now.saturating_duration_since(base.at).as_nanos().min(u128::from(u64::MAX)) as u64,
+            },
+            None => Ledger::default(),
         }
     }
 
@@ -137,7 +226,10 @@ impl Pace {
             decide_at: 2,
             from: None,
             base: None,
+            dense: DENSE,
             extra_dense: 0,
+            carried_ns: 0,
+            at_flush: false,
             report: PaceReport { sample_every: every, pinned: true, ..PaceReport::default() },
         }
     }
@@ -152,7 +244,7 @@ impl Pace {
     /// after the first choice (unless pinned).
     #[inline]
     pub fn every_at(&self, completed: u64) -> u64 {
-        if self.pinned || completed >= self.decide_at + DENSE + self.extra_dense { self.every } else { 1 }
+        if self.pinned || completed >= self.decide_at + self.dense + self.extra_dense { self.every } else { 1 }
     }
 
     /// Samples `more` iterations after the dense ones as well (the primary source changed).
@@ -183,7 +275,7 @@ impl Pace {
             return None;
         }
         let first = self.report.choices == 0;
-        let due = if first { c.iterations >= self.decide_at } else { flush };
+        let due = if first && !self.at_flush { c.iterations >= self.decide_at } else { flush };
         if !due {
             return None;
         }
@@ -201,7 +293,7 @@ impl Pace {
         let mut debt = c.spent_ns.saturating_sub(base.spent_ns) as f64 - allowed;
         if first && !self.pinned {
             let plain = c.tick_ns.saturating_sub(from.tick_ns).saturating_sub(c.marks_ns.saturating_sub(from.marks_ns));
-            debt += (DENSE * plain / sampled) as f64;
+            debt += (self.dense * plain / sampled) as f64 + self.carried_ns as f64;
         }
         let horizon = c.horizon.max(1) as f64;
         let owed = Duration::from_nanos((debt.max(0.0) / horizon) as u64);
@@ -218,6 +310,7 @@ impl Pace {
             tick_seconds: tick.as_secs_f64(),
             budget_seconds: step.mul_f64(OVERHEAD_BUDGET).saturating_sub(owed).as_secs_f64(),
             choices: self.report.choices + 1,
+            carried_seconds: self.report.carried_seconds,
         };
         Some(choice)
     }
@@ -302,7 +395,10 @@ mod tests {
             decide_at: 4,
             from: None,
             base: None,
+            dense: DENSE,
             extra_dense: 0,
+            carried_ns: 0,
+            at_flush: false,
             report: PaceReport::default(),
         };
         let t0 = Instant::now();
@@ -341,7 +437,10 @@ mod tests {
             decide_at: 10,
             from: None,
             base: None,
+            dense: DENSE,
             extra_dense: 0,
+            carried_ns: 0,
+            at_flush: false,
             report: PaceReport::default(),
         };
         assert_eq!(pace.every_at(10), 1);

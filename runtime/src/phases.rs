@@ -197,6 +197,10 @@ pub struct Phases {
     /// empty before).
     #[serde(default)]
     pub secondary: Vec<SourcePhases>,
+    /// These readings come from an earlier run of the function in this process: this run
+    /// started owing time budget and recorded no phases (`pace.carried_seconds`; session 8).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_earlier_run: bool,
 }
 
 /// Whether `iteration` is recorded.
@@ -241,6 +245,8 @@ pub(crate) struct Recorder {
     /// them from host readings at every sampled iteration; summing 2,048 records there each
     /// time cost more than the rest of the tick).
     heap: u64,
+    /// Records nothing (a run that starts owing time budget: [`Recorder::pause`]).
+    paused: bool,
 }
 
 /// The readings of one secondary source at the marks.
@@ -255,7 +261,22 @@ struct SecondaryRecorder {
 
 impl Recorder {
     pub(crate) fn new(marks: &'static [Mark]) -> Self {
-        Self { marks, active: false, records: Vec::new(), segment_peak: None, secondary: Vec::new(), heap: 0 }
+        Self {
+            marks,
+            active: false,
+            records: Vec::new(),
+            segment_peak: None,
+            secondary: Vec::new(),
+            heap: 0,
+            paused: false,
+        }
+    }
+
+    /// Records no iteration in this run: a recorded iteration reads the memory at every mark, and
+    /// with a source that waits for the device (a cubecl client) one such iteration cost more than
+    /// a 200-step call's whole budget. The run's report then carries the phases of an earlier run.
+    pub(crate) fn pause(&mut self) {
+        self.paused = true;
     }
 
     /// Names the secondary sources, in the order of `Secondaries`, once they are opened.
@@ -277,7 +298,7 @@ impl Recorder {
 
     /// Whether `iteration` will be recorded (then the guard reads the memory at its start).
     pub(crate) fn will_record(&self, iteration: u64) -> bool {
-        self.enabled() && recorded(iteration) && self.records.len() < MAX_RECORDS
+        self.enabled() && !self.paused && recorded(iteration) && self.records.len() < MAX_RECORDS
     }
 
     /// Starts `iteration`; `start` is the memory in use now when it is recorded (`None` after
@@ -449,6 +470,7 @@ impl Recorder {
             table,
             records: self.records.clone(),
             secondary: Vec::new(),
+            from_earlier_run: false,
         })
     }
 }
@@ -660,6 +682,7 @@ mod tests {
             table: Vec::new(),
             records,
             secondary: Vec::new(),
+            from_earlier_run: false,
         }
     }
 

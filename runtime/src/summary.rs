@@ -48,6 +48,13 @@ pub fn render(report: &ReportView) -> String {
             if report.pace.pinned { "pinned by MEMLINT_SAMPLE_EVERY" } else { "to stay within 0.1 % of the step" };
         let _ = writeln!(out, "memory read every {} iterations ({why})", report.pace.sample_every);
     }
+    if report.pace.carried_seconds > 0.0 {
+        let _ = writeln!(
+            out,
+            "earlier runs of this function spent {:.2} ms beyond the budget: this run started at their pace (no warm-up or dense iterations)",
+            report.pace.carried_seconds * 1e3
+        );
+    }
     sources(&mut out, &report.source_list());
     phases(&mut out, report);
     lines(&mut out, report);
@@ -142,9 +149,10 @@ fn phases(out: &mut String, report: &ReportView) {
         return;
     }
     let recorded = phases.records.len();
+    let earlier = if phases.from_earlier_run { ", recorded in an earlier run of this function" } else { "" };
     let _ = writeln!(
         out,
-        "phases ({}; first iteration vs median of {} other recorded iterations):",
+        "phases ({}; first iteration vs median of {} other recorded iterations{earlier}):",
         phases.source,
         recorded.saturating_sub(1)
     );
@@ -300,6 +308,19 @@ mod tests {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
         assert!(!text.contains("phases"));
+    }
+
+    /// A later run of a function that repaid its earlier runs' advance says so.
+    #[test]
+    fn a_run_that_repaid_earlier_runs_says_so() {
+        let text = r#"{"version": 5, "function": "train", "file": "src/t.rs", "line": 3, "loop_line": 5,
+            "backend": "cubecl", "device": "cubecl:cuda", "outcome": "returned", "iterations": 200,
+            "elapsed_seconds": 0.3, "warmup": 10, "samples": [],
+            "pace": {"sample_every": 1024, "pinned": false, "step_seconds": 0.0013, "carried_seconds": 0.0125},
+            "verdict": {"leak": false, "growth_bytes_per_iteration": 0.0}}"#;
+        let text = render(&ReportView::parse("r", text).unwrap());
+        assert!(text.contains("memory read every 1024 iterations (to stay within 0.1 % of the step)"), "{text}");
+        assert!(text.contains("earlier runs of this function spent 12.50 ms beyond the budget"), "{text}");
     }
 
     /// Secondary sources: a table per source read at the marks, its coverage in the header, and

@@ -67,11 +67,15 @@ pub struct PaceView {
     /// Mean step, seconds (0 when never timed).
     #[serde(default)]
     pub step_seconds: f64,
+    /// Guard time beyond the budget carried from earlier runs of the function, seconds (0 in
+    /// reports written before session 8).
+    #[serde(default)]
+    pub carried_seconds: f64,
 }
 
 impl Default for PaceView {
     fn default() -> Self {
-        Self { sample_every: 1, pinned: false, step_seconds: 0.0 }
+        Self { sample_every: 1, pinned: false, step_seconds: 0.0, carried_seconds: 0.0 }
     }
 }
 

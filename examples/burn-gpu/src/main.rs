@@ -132,6 +132,41 @@ fn train_timed<O: Optimizer<Mlp<Ad>, Ad>>(
     model
 }
 
+/// The guard's own share of the last guarded call that wrote `path`: (guard s, elapsed s,
+/// carried s) from its report.
+fn guard_share(path: &str) -> Option<(f64, f64, f64)> {
+    memlint::wait_for_reports();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    Some((
+        v["guard_seconds"].as_f64()?,
+        v["elapsed_seconds"].as_f64()?,
+        v["pace"]["carried_seconds"].as_f64().unwrap_or(0.0),
+    ))
+}
+
+/// Prints each guarded call's share and the share over all of them.
+fn print_shares(name: &str, shares: &[(f64, f64, f64)]) {
+    for (k, (g, e, c)) in shares.iter().enumerate() {
+        println!(
+            "GUARDSHARE {name} call {k}: {:.1} µs of {:.1} ms = {:.3} % (carried {:.2} ms)",
+            g * 1e6,
+            e * 1e3,
+            g / e * 100.0,
+            c * 1e3
+        );
+    }
+    let (g, e) = shares.iter().fold((0.0, 0.0), |(g, e), s| (g + s.0, e + s.1));
+    if e > 0.0 {
+        println!(
+            "GUARDSHARE {name} all {} calls: {:.1} µs of {:.1} ms = {:.3} %",
+            shares.len(),
+            g * 1e6,
+            e * 1e3,
+            g / e * 100.0
+        );
+    }
+}
+
 fn summary(path: &str) {
     // The guard writes its reports on a background thread: wait for them before reading one.
     memlint::wait_for_reports();
@@ -201,7 +236,7 @@ fn main() {
     summary("target/memlint/burn_train.json");
 
     let (rounds, per_round) = (9, 200);
-    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    let (mut plain, mut guarded, mut shares) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
         model = train_plain(model, &mut opt, &teacher, per_round);
@@ -209,7 +244,9 @@ fn main() {
         let t = Instant::now();
         model = train_timed(model, &mut opt, &teacher, per_round);
         guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+        shares.extend(guard_share("target/memlint/burn_timed.json"));
     }
+    print_shares("burn timed", &shares);
     let ratios: Vec<f64> = plain.iter().zip(&guarded).map(|(p, g)| g / p).collect();
     plain.sort_by(f64::total_cmp);
     guarded.sort_by(f64::total_cmp);

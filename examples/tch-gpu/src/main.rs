@@ -140,6 +140,41 @@ fn train_timed(s: &mut Setup, steps: usize) -> f64 {
 }
 
 /// One line per loop: flagged or not, where, how fast, by which source; then every source.
+/// The guard's own share of the last guarded call that wrote `path`: (guard s, elapsed s,
+/// carried s) from its report.
+fn guard_share(path: &str) -> Option<(f64, f64, f64)> {
+    memlint::wait_for_reports();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    Some((
+        v["guard_seconds"].as_f64()?,
+        v["elapsed_seconds"].as_f64()?,
+        v["pace"]["carried_seconds"].as_f64().unwrap_or(0.0),
+    ))
+}
+
+/// Prints each guarded call's share and the share over all of them.
+fn print_shares(name: &str, shares: &[(f64, f64, f64)]) {
+    for (k, (g, e, c)) in shares.iter().enumerate() {
+        println!(
+            "GUARDSHARE {name} call {k}: {:.1} µs of {:.1} ms = {:.3} % (carried {:.2} ms)",
+            g * 1e6,
+            e * 1e3,
+            g / e * 100.0,
+            c * 1e3
+        );
+    }
+    let (g, e) = shares.iter().fold((0.0, 0.0), |(g, e), s| (g + s.0, e + s.1));
+    if e > 0.0 {
+        println!(
+            "GUARDSHARE {name} all {} calls: {:.1} µs of {:.1} ms = {:.3} %",
+            shares.len(),
+            g * 1e6,
+            e * 1e3,
+            g / e * 100.0
+        );
+    }
+}
+
 fn summary(name: &str, path: &str) {
     // The guard writes its reports on a background thread: wait for them before reading one.
     memlint::wait_for_reports();
@@ -244,7 +279,7 @@ fn main() {
 
     let rounds = env_or("ROUNDS", 9).max(1);
     let per_round = env_or("PER_ROUND", 300).max(1);
-    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    let (mut plain, mut guarded, mut shares) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
         train_plain(&mut s, per_round);
@@ -254,7 +289,9 @@ fn main() {
         train_timed(&mut s, per_round);
         sync();
         guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+        shares.extend(guard_share("target/memlint/tch_timed.json"));
     }
+    print_shares("tch timed", &shares);
     let mut ratios: Vec<f64> = plain.iter().zip(&guarded).map(|(p, g)| g / p).collect();
     ratios.sort_by(f64::total_cmp);
     println!("rounds (µs/step): unguarded {:?}", plain.iter().map(|x| (x * 1e7).round() / 10.0).collect::<Vec<_>>());
