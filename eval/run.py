@@ -93,6 +93,14 @@ class Finding:
     message: str
     label: str | None = None
     why: str = ""
+    also: list[int] = field(default_factory=list)
+
+    def lines(self) -> list[int]:
+        """The primary line, then the finding's other labelled lines in the same file."""
+        return [self.line, *self.also]
+
+    def near(self, file: str, line: int) -> bool:
+        return any(near(self.file, own, file, line) for own in self.lines())
 
 
 @dataclass
@@ -236,29 +244,36 @@ def near(a_file: str, a_line: int, b_file: str, b_line: int) -> bool:
 def match(findings: list[Finding], leaks: list[Leak], judged: list[Judged]) -> list[Judged]:
     """Label every finding; mark the leaks each finding finds. Returns labels that matched nothing.
 
-    A finding is true when it lands on a known leak of its rule (same file, within ±3 lines);
+    A finding is true when it lands on a known leak of its rule (same file, within ±3 lines of
+    its primary place or of one of its other labelled places in that file);
     otherwise it takes the label of the nearest `[[finding]]` entry of its rule and file within
     ±3 lines; otherwise it stays unlabelled (never counted as true). A leak whose rule is "none"
     is found by a finding of any rule at its place that is not judged false.
     """
     used = set()
     for f in findings:
-        candidates = [
-            (abs(f.line - entry.line), j) for j, entry in enumerate(judged)
-            if entry.rule == f.rule and near(f.file, f.line, entry.file, entry.line)
-        ]
-        nearest = min(candidates)[1] if candidates else None
-        if nearest is not None:
-            used.add(nearest)
-        for leak in leaks:
-            if leak.rule == f.rule and near(f.file, f.line, leak.file, leak.line):
-                f.label, f.why = "true", f"known leak: {leak.reason}"
-        if f.label is None and nearest is not None:
-            f.label, f.why = judged[nearest].label, judged[nearest].reason
+        # The primary place decides first (a known leak, then the nearest label); the finding's
+        # other places only when nothing is at the primary one.
+        for places in ([f.line], f.also):
+            at = lambda file, line: any(near(f.file, own, file, line) for own in places)
+            candidates = [
+                (min(abs(own - entry.line) for own in places), j) for j, entry in enumerate(judged)
+                if entry.rule == f.rule and at(entry.file, entry.line)
+            ]
+            nearest = min(candidates)[1] if candidates else None
+            if nearest is not None:
+                used.add(nearest)
+            for leak in leaks:
+                if f.label is None and leak.rule == f.rule and at(leak.file, leak.line):
+                    f.label, f.why = "true", f"known leak: {leak.reason}"
+            if f.label is None and nearest is not None:
+                f.label, f.why = judged[nearest].label, judged[nearest].reason
+            if f.label is not None:
+                break
     for leak in leaks:
         leak.found_by = [
             f"{f.rule}@{f.file}:{f.line}" for f in findings
-            if near(f.file, f.line, leak.file, leak.line)
+            if (near(f.file, f.line, leak.file, leak.line) or (f.near(leak.file, leak.line) and f.label != "false"))
             and (f.rule == leak.rule or (leak.rule == "none" and f.label in ("true", "unsure")))
         ]
     return [entry for j, entry in enumerate(judged) if j not in used]
@@ -324,8 +339,13 @@ def parse_findings(stdout: str, tree: Path) -> list[Finding]:
             except ValueError:
                 pass
         name = name.removeprefix("./")
+        # The finding's other labelled places in the same file (a loop's further forward passes,
+        # grouped into one finding since session 8): a known leak or a label there is this finding's.
+        also = sorted({int(s["line_start"]) for s in body.get("spans", [])
+                       if not s.get("is_primary") and s.get("file_name") == spans[0]["file_name"]}
+                      - {int(spans[0]["line_start"])})
         findings.append(Finding(code.removeprefix("memlint::"), name, int(spans[0]["line_start"]),
-                                body.get("message", "")))
+                                body.get("message", ""), also=also))
     return findings
 
 

@@ -184,6 +184,23 @@ class InputTest(unittest.TestCase):
         found = run.parse_findings("not json\n" + line + "\n", Path("."))
         self.assertEqual([(f.rule, f.file, f.line) for f in found],
                          [("accumulated_loss_tensor", "src/x.rs", 7)])
+        self.assertEqual(found[0].also, [4])
+
+    def test_a_grouped_finding_matches_at_its_other_places_only_when_its_primary_matches_nothing(self):
+        # One finding for a loop's two forward passes (lines 20 and 40): the leak was labelled at
+        # the second one.
+        leak = run.Leak("src/a.rs", 40, "autodiff_forward_without_backward", "rollout", None)
+        grouped = run.Finding("autodiff_forward_without_backward", "src/a.rs", 20, "m", also=[40])
+        run.match([grouped], [leak], [])
+        self.assertEqual(grouped.label, "true")
+        self.assertEqual(leak.found_by, ["autodiff_forward_without_backward@src/a.rs:20"])
+        # A label at the primary place wins over a known leak at another place, and a finding
+        # judged false there finds no leak through its other places.
+        leak = run.Leak("src/a.rs", 40, "autodiff_forward_without_backward", "rollout", None)
+        judged = [run.Judged("autodiff_forward_without_backward", "src/a.rs", 21, "false", "valid() model")]
+        grouped = run.Finding("autodiff_forward_without_backward", "src/a.rs", 20, "m", also=[40])
+        run.match([grouped], [leak], judged)
+        self.assertEqual((grouped.label, leak.found_by), ("false", []))
 
 
 if __name__ == "__main__":

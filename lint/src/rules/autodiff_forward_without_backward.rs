@@ -17,7 +17,8 @@ pub static META: RuleMeta = RuleMeta {
 In burn code that works on an autodiff backend (`B: AutodiffBackend`, `Autodiff<_>`, or a device
 from `device.autodiff()`), finds forward passes inside a loop that runs no backward — rollouts,
 `act()` in reinforcement-learning agents, evaluation — directly or through a function of the
-crate that runs such a forward (`agent.act(obs)`).
+crate that runs such a forward (`agent.act(obs)`). A loop with several such forward passes is one
+finding, at the first, with the others labelled.
 
 A rollout nested in a training loop is reported too when its outputs leave each step as host
 data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step's graph state
@@ -85,6 +86,9 @@ impl Rule for AutodiffForwardWithoutBackward {
         if f.owner_is_model() && !f.returns_plain() {
             return;
         }
+        // One finding per loop and shape: the first forward pass, with the loop's others as
+        // further labels (one `model.valid()` before the loop fixes them all).
+        let mut found: Vec<(crate::model::LoopId, Shape, Vec<(&crate::model::Span, String)>)> = Vec::new();
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
             if !(f.autodiff() || e.via().is_some()) || e.no_grad() {
@@ -135,40 +139,63 @@ impl Rule for AutodiffForwardWithoutBackward {
                 Some(callee) => format!("`{callee}` runs a forward pass on an autodiff model"),
                 None => "forward pass on an autodiff model".to_string(),
             };
-            let (message, loop_label) = match shape {
-                Shape::Conditional => (
-                    "forward pass on an autodiff model on iterations that may run no backward",
-                    "backward runs only on some iterations of this loop",
-                ),
-                Shape::Rollout => (
-                    "forward pass on an autodiff model in a rollout whose outputs no backward reaches",
-                    "every step of this loop keeps its graph state until the next backward",
-                ),
-                Shape::WarmUp => (
-                    "forward pass on an autodiff model on every step of a warm-up without backward",
-                    "backward runs only once a collection has reached a size",
-                ),
-                Shape::NoBackward => {
-                    ("forward pass on an autodiff model in a loop without backward", "this loop never runs backward")
-                }
-            };
-            let mut report = Report::new(message, e.span().clone(), label)
-                .label(f.loop_header(l).clone(), loop_label)
-                .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
-                .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration");
-            if let Some((path, line, caller)) = f.autodiff_from() {
-                report.elsewhere.push((
-                    path.clone(),
-                    *line,
-                    format!("`{caller}` calls this function with an autodiff backend"),
-                ));
+            match found.iter_mut().find(|(fl, fs, _)| *fl == l && *fs == shape) {
+                Some((_, _, calls)) => calls.push((e.span(), label)),
+                None => found.push((l, shape, vec![(e.span(), label)])),
             }
-            cx.report(report);
+        }
+        for (l, shape, calls) in found {
+            report_loop(f, cx, l, shape, &calls);
         }
     }
 }
 
+/// The finding of loop `l`: the first of its forward passes `calls` (span, label), the others as
+/// further labels.
+fn report_loop(
+    f: &FnModel,
+    cx: &mut Context<'_>,
+    l: crate::model::LoopId,
+    shape: Shape,
+    calls: &[(&crate::model::Span, String)],
+) {
+    let (message, loop_label) = match shape {
+        Shape::Conditional => {
+            ("on iterations that may run no backward", "backward runs only on some iterations of this loop")
+        }
+        Shape::Rollout => (
+            "in a rollout whose outputs no backward reaches",
+            "every step of this loop keeps its graph state until the next backward",
+        ),
+        Shape::WarmUp => {
+            ("on every step of a warm-up without backward", "backward runs only once a collection has reached a size")
+        }
+        Shape::NoBackward => ("in a loop without backward", "this loop never runs backward"),
+    };
+    let Some(((first, label), rest)) = calls.split_first() else { return };
+    let message = match rest.len() {
+        0 => format!("forward pass on an autodiff model {message}"),
+        n => format!("{} forward passes on an autodiff model {message}", n + 1),
+    };
+    let mut report = Report::new(message, (*first).clone(), label.clone()).label(f.loop_header(l).clone(), loop_label);
+    for (span, label) in rest {
+        report = report.label((*span).clone(), label.clone());
+    }
+    let mut report = report
+        .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
+        .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration");
+    if let Some((path, line, caller)) = f.autodiff_from() {
+        report.elsewhere.push((
+            path.clone(),
+            *line,
+            format!("`{caller}` calls this function with an autodiff backend"),
+        ));
+    }
+    cx.report(report);
+}
+
 /// How the loop of a forward pass stands to the backward passes of its function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     /// No backward in the function's iterations at all.
     NoBackward,

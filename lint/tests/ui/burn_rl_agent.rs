@@ -26,7 +26,8 @@ impl<B: AutodiffBackend, M: AutodiffModule<B> + Policy<B>> Agent<B, M> {
         for _ in 0..steps {
             let obs = env.observe();
             let q = self.model.forward(obs.clone()); //~ autodiff_forward_without_backward
-            let action = self.act(obs); //~ autodiff_forward_without_backward
+            // The same loop's second forward pass: a further label of the finding above.
+            let action = self.act(obs);
             reward += env.step(action);
             let _ = q;
         }
