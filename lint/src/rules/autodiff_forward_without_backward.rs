@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{CallKind, FnModel, Iteration, Store, Taint, TrainingCall, TrainingCallKind};
+use crate::model::{CallKind, FnModel, Iteration, LoopId, Span, Store, Taint, TrainingCall, TrainingCallKind};
 use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct AutodiffForwardWithoutBackward;
@@ -88,7 +88,7 @@ impl Rule for AutodiffForwardWithoutBackward {
         }
         // One finding per loop and shape: the first forward pass, with the loop's others as
         // further labels (one `model.valid()` before the loop fixes them all).
-        let mut found: Vec<(crate::model::LoopId, Shape, Vec<(&crate::model::Span, String)>)> = Vec::new();
+        let mut found: Vec<(LoopId, Shape, Vec<Call<'_>>)> = Vec::new();
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
             if !(f.autodiff() || e.via().is_some()) || e.no_grad() {
@@ -194,6 +194,9 @@ fn report_loop(
     cx.report(report);
 }
 
+/// A forward pass of a finding: where, and its label.
+type Call<'a> = (&'a Span, String);
+
 /// How the loop of a forward pass stands to the backward passes of its function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -220,7 +223,7 @@ fn backwards_of(f: &FnModel, it: Iteration) -> Vec<&TrainingCall> {
 
 /// Whether loop `l` stores a graph-carrying value made in it into a binding that outlives its
 /// iterations (a recurrent state, collected outputs).
-fn threads_graph_out(f: &FnModel, l: crate::model::LoopId) -> bool {
+fn threads_graph_out(f: &FnModel, l: LoopId) -> bool {
     f.stores().any(|(_, value, target, how, _)| {
         matches!(how, Store::Assign | Store::Push | Store::Fold)
             && f.taint(value).has(Taint::GRAPH)
