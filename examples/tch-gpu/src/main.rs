@@ -140,40 +140,9 @@ fn train_timed(s: &mut Setup, steps: usize) -> f64 {
 }
 
 /// One line per loop: flagged or not, where, how fast, by which source; then every source.
-/// The guard's own share of the last guarded call that wrote `path`: (guard s, elapsed s,
-/// carried s) from its report.
-fn guard_share(path: &str) -> Option<(f64, f64, f64)> {
-    memlint::wait_for_reports();
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    Some((
-        v["guard_seconds"].as_f64()?,
-        v["elapsed_seconds"].as_f64()?,
-        v["pace"]["carried_seconds"].as_f64().unwrap_or(0.0),
-    ))
-}
-
-/// Prints each guarded call's share and the share over all of them.
-fn print_shares(name: &str, shares: &[(f64, f64, f64)]) {
-    for (k, (g, e, c)) in shares.iter().enumerate() {
-        println!(
-            "GUARDSHARE {name} call {k}: {:.1} µs of {:.1} ms = {:.3} % (carried {:.2} ms)",
-            g * 1e6,
-            e * 1e3,
-            g / e * 100.0,
-            c * 1e3
-        );
-    }
-    let (g, e) = shares.iter().fold((0.0, 0.0), |(g, e), s| (g + s.0, e + s.1));
-    if e > 0.0 {
-        println!(
-            "GUARDSHARE {name} all {} calls: {:.1} µs of {:.1} ms = {:.3} %",
-            shares.len(),
-            g * 1e6,
-            e * 1e3,
-            g / e * 100.0
-        );
-    }
-}
+#[path = "../../shared/guard_share.rs"]
+mod guard_share;
+use guard_share::{guard_share, print_shares};
 
 fn summary(name: &str, path: &str) {
     // The guard writes its reports on a background thread: wait for them before reading one.
