@@ -82,6 +82,62 @@ fn train_fixed(s: &mut Setup, steps: usize) -> Result<f32> {
     Ok(sum / steps as f32)
 }
 
+/// Issue 12's slow leak on the GPU: the fixed loop (batch sizes 64..512 from `offset` on) keeping
+/// a 64 KiB copy of a slice of the hidden layer's weights every step.
+#[memlint::mem_guard(report = "target/memlint/gpu_slow_leak.json")]
+fn train_slow_leak(s: &mut Setup, steps: usize, offset: usize, kept: &mut Vec<Tensor>) -> Result<f32> {
+    let mut sum = 0f32;
+    for step in 0..steps {
+        let (xs, ys) = batch_of(&s.teacher, batch_size(offset + step))?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+        // 16 rows of 1,024 f32: 64 KiB, a new device allocation each step (`affine` writes a new
+        // buffer of the slice's size; `copy()` of a slice clones the whole 16 MiB storage, and the
+        // guard then reports 16 MiB per iteration), detached from the weight's graph.
+        kept.push(s.model.hidden.weight().narrow(0, 0, 16)?.affine(1.0, 0.0)?.detach());
+    }
+    Ok(sum / steps as f32)
+}
+
+/// The same loop without the kept copies: silent.
+#[memlint::mem_guard(report = "target/memlint/gpu_slow_fixed.json")]
+fn train_slow_fixed(s: &mut Setup, steps: usize, offset: usize) -> Result<f32> {
+    let mut sum = 0f32;
+    for step in 0..steps {
+        let (xs, ys) = batch_of(&s.teacher, batch_size(offset + step))?;
+        let loss = loss::cross_entropy(&s.model.forward(&xs)?, &ys)?;
+        s.opt.backward_step(&loss)?;
+        sum += loss.to_scalar::<f32>()?;
+    }
+    Ok(sum / steps as f32)
+}
+
+/// `SLOW_OFFSET=n`: only the slow-leak pair, one run each in this process (so that each run has
+/// its own warm-up and dense iterations), batch sizes from step `n` of the sequence on.
+fn slow_only(device: &Device, offset: usize) -> Result<()> {
+    let mut s = setup(device)?;
+    train_unguarded(&mut s, 20)?;
+    let mut kept = Vec::new();
+    train_slow_leak(&mut s, 200, offset, &mut kept)?;
+    drop(kept);
+    train_slow_fixed(&mut s, 1200, offset)?;
+    for path in ["target/memlint/gpu_slow_leak.json", "target/memlint/gpu_slow_fixed.json"] {
+        memlint::wait_for_reports();
+        let v = memlint::view::ReportView::read(std::path::Path::new(path))
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        println!(
+            "SLOW offset={offset} {path}: iterations={} warmup={} leak={} detected_at={:?} growth/it={:.0} B",
+            v.iterations,
+            v.warmup,
+            v.verdict.leak,
+            v.verdict.detected_at_iteration,
+            v.verdict.growth_bytes_per_iteration
+        );
+    }
+    Ok(())
+}
+
 /// The fixed loop plus 4 MiB per step kept from `cuMemAlloc`, outside the CUDA pool (the way
 /// libtorch's caching allocator gets its memory): the pool stays flat, the process's device
 /// memory grows.
@@ -241,6 +297,9 @@ fn one_iteration() -> u64 {
 fn main() -> Result<()> {
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(80);
     let device = Device::new_cuda(0)?;
+    if let Some(offset) = std::env::var("SLOW_OFFSET").ok().and_then(|o| o.parse().ok()) {
+        return slow_only(&device, offset);
+    }
     let mut first = setup(&device)?;
     let t = Instant::now();
     train_first(&mut first, 40)?;
