@@ -84,6 +84,11 @@ pub fn expand(args: Args, item: TokenStream) -> Result<TokenStream> {
         }
     };
     function.block.stmts.splice(0..0, prologue);
+    if args.loop_label.is_some() {
+        // The label names the loop for the guard: nothing need break to it, and rustc's
+        // `unused_labels` would otherwise warn about the label the user wrote for us.
+        function.attrs.push(parse_quote!(#[allow(unused_labels)]));
+    }
     Ok(function.into_token_stream())
 }
 

@@ -1,4 +1,6 @@
 // Methods, generics, impl Trait, labelled loop choice, per-call sampling, async fn.
+// A label written for `loop = ".."` is not reported as unused.
+#![deny(unused_labels)]
 
 use std::future::Future;
 use std::pin::pin;
