@@ -485,6 +485,11 @@ def report(results: list[RepoResult], halves: list[str]) -> dict:
                 {"repo": r.repo.name, "rule": f.rule, "file": f.file, "line": f.line, "reason": f.why}
                 for r in group for f in r.findings if f.label == "unsure"
             ],
+            "missed_leaks": [
+                {"repo": r.repo.name, "framework": r.repo.framework, "rule": l.rule, "file": l.file,
+                 "line": l.line, "reason": l.reason}
+                for r in group for l in r.leaks if not l.found_by
+            ],
             "stale_labels": [
                 {"repo": r.repo.name, "rule": j.rule, "file": j.file, "line": j.line, "label": j.label}
                 for r in group for j in r.stale_labels

@@ -79,8 +79,10 @@ pub fn function_graphs(
         known,
         offset,
         crate_fns,
+        aliases: Vec::new(),
         out: &mut out,
     };
+    items.scan_aliases(&file.items);
     for item in &file.items {
         items.item(item, None);
     }
@@ -98,6 +100,9 @@ struct Items<'o> {
     known: bool,
     offset: usize,
     crate_fns: &'o CrateNames,
+    /// `type X = ..;` aliases of the modules being walked (innermost last), with whether each
+    /// names an autodiff backend: a module's own alias wins over a crate-wide one of that name.
+    aliases: Vec<(String, bool)>,
     out: &'o mut Vec<FnModel>,
 }
 
@@ -107,13 +112,30 @@ impl Items<'_> {
         self.known && self.spec.autodiff_by_type
     }
 
+    /// Records a module's non-generic type aliases before its items are walked (an alias is
+    /// visible in its whole module).
+    fn scan_aliases(&mut self, items: &[syn::Item]) {
+        for item in items {
+            if let syn::Item::Type(alias) = item
+                && alias.generics.params.is_empty()
+                && !reads_as_generic_param(&alias.ident.to_string())
+            {
+                use syn::visit::Visit;
+                let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
+                v.visit_type(&alias.ty);
+                self.aliases.push((alias.ident.to_string(), v.found));
+            }
+        }
+    }
+
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
         match item {
             syn::Item::Fn(f) => self.function(&f.sig, &f.block, owner),
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
                 let outer = (self.impl_autodiff, self.impl_generic);
-                self.impl_autodiff = self.autodiff_by_type() && mentions_autodiff(&imp.generics, self.crate_fns);
+                self.impl_autodiff =
+                    self.autodiff_by_type() && mentions_autodiff(&imp.generics, self.crate_fns, &self.aliases);
                 self.impl_generic = imp.generics.type_params().next().is_some();
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
@@ -141,9 +163,12 @@ impl Items<'_> {
             }
             syn::Item::Mod(m) => {
                 if let Some((_, items)) = &m.content {
+                    let mark = self.aliases.len();
+                    self.scan_aliases(items);
                     for it in items {
                         self.item(it, None);
                     }
+                    self.aliases.truncate(mark);
                 }
             }
             _ => {}
@@ -161,13 +186,14 @@ impl Items<'_> {
         };
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
+        b.aliases.clone_from(&self.aliases);
         b.g.ident = sig.ident.to_string();
         b.g.returns_plain = match &sig.output {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
-        b.g.autodiff =
-            self.impl_autodiff || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns));
+        b.g.autodiff = self.impl_autodiff
+            || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns, &self.aliases));
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
@@ -262,6 +288,10 @@ struct Builder<'c> {
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
+    /// Type aliases in scope: the module's, then `type Backend = Autodiff<Wgpu>;` declared in
+    /// this function's body (the crate-wide alias list leaves names as generic as `Backend` out),
+    /// with whether each names an autodiff backend.
+    aliases: Vec<(String, bool)>,
     /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
     /// runs at most once per call, so what it does after a backward is not done every step.
     leaving: usize,
@@ -392,6 +422,7 @@ impl Builder<'_> {
             params: Vec::new(),
             backward_marks: vec![None],
             leaving: 0,
+            aliases: Vec::new(),
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -451,6 +482,7 @@ impl Builder<'_> {
             decl_loop: self.cur_loop(),
             host: false,
             ty: None,
+            ty_guessed: false,
         });
         let v = self.add_node(NodeKind::Version(id), decl);
         if let Some((value, how, span)) = init {
@@ -491,6 +523,7 @@ impl Builder<'_> {
                 decl_loop: None,
                 host: self.crate_fns.plain_fields.contains(&name.to_string()),
                 ty: None,
+                ty_guessed: false,
             });
             let v = self.add_node(NodeKind::Version(id), span);
             self.env.push((id, v));
@@ -630,6 +663,12 @@ impl Builder<'_> {
         self.g.bindings[self.env[slot].0].ty.as_deref()
     }
 
+    fn binding_ref(&self, e: &Expr) -> Option<&super::graph::Binding> {
+        let Expr::Path(p) = strip_place(e) else { return None };
+        let slot = self.lookup(&p.path.get_ident()?.to_string())?;
+        Some(&self.g.bindings[self.env[slot].0])
+    }
+
     fn declared_type_of(&self, e: &Expr) -> Option<String> {
         let Expr::Path(p) = strip_place(e) else { return None };
         let slot = self.lookup(&p.path.get_ident()?.to_string())?;
@@ -764,13 +803,37 @@ impl Builder<'_> {
     fn block(&mut self, block: &Block) -> Val {
         let mark = self.env.len();
         let no_grad = self.no_grad;
-        let mut last = Val::plain();
-        for stmt in &block.stmts {
-            last = self.stmt(stmt);
-        }
+        let last = self.stmts(&block.stmts);
         self.no_grad = no_grad;
         self.env.truncate(mark.min(self.env.len()));
         last
+    }
+
+    /// A block's statements. After an early exit on a length (`if memory.len() < batch { return; }`,
+    /// or `continue` in a loop) the rest runs only once a collection has reached a size: it is a
+    /// branch that waits for size, like the then-block of `if memory.len() >= batch { .. }`.
+    fn stmts(&mut self, stmts: &[Stmt]) -> Val {
+        let mut last = Val::plain();
+        for (i, stmt) in stmts.iter().enumerate() {
+            last = self.stmt(stmt);
+            let rest = &stmts[i + 1..];
+            if !rest.is_empty() && self.exits_until_a_size(stmt) {
+                self.g.size_wait_branches.push(self.next_branch + 1);
+                return self.branch(|s| s.stmts(rest));
+            }
+        }
+        last
+    }
+
+    /// `if <length comparison> { return }` (or `continue` inside a loop), with no `else`.
+    fn exits_until_a_size(&self, stmt: &Stmt) -> bool {
+        let Stmt::Expr(Expr::If(i), _) = stmt else { return false };
+        if i.else_branch.is_some() || !compares_a_length(&i.cond) {
+            return false;
+        }
+        let continues =
+            matches!(i.then_branch.stmts.last(), Some(Stmt::Expr(Expr::Continue(c), _)) if c.label.is_none());
+        leaves_function(&i.then_branch) || continues && self.cur_loop().is_some()
     }
 
     fn stmt(&mut self, stmt: &Stmt) -> Val {
@@ -780,6 +843,16 @@ impl Builder<'_> {
                 Val::plain()
             }
             Stmt::Item(item) => {
+                if let syn::Item::Type(alias) = item
+                    && alias.generics.params.is_empty()
+                    && self.g.spec.autodiff_by_type
+                {
+                    use syn::visit::Visit;
+                    let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
+                    v.visit_type(&alias.ty);
+                    let found = v.found;
+                    self.aliases.push((alias.ident.to_string(), found));
+                }
                 if matches!(item, syn::Item::Fn(_) | syn::Item::Impl(_) | syn::Item::Mod(_) | syn::Item::Trait(_)) {
                     self.nested_items.push(item.clone());
                 }
@@ -807,9 +880,19 @@ impl Builder<'_> {
             && let Pat::Type(t) = &local.pat
         {
             use syn::visit::Visit;
-            let mut v = AutodiffNames::new(self.crate_fns);
+            let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
             v.visit_type(&t.ty);
             self.g.autodiff = v.found;
+        }
+        // `let model = config.init::<Backend>(&device);` with `Backend` an autodiff backend: the
+        // generic arguments state the type of the value bound, as an annotation would.
+        if self.g.spec.autodiff_by_type
+            && self.g.framework_known
+            && !self.g.autodiff
+            && let Some(init) = init
+            && let Some(args) = made_with_generic_args(&init.expr)
+        {
+            self.g.autodiff = args.iter().any(|a| self.generic_args_autodiff(a) == Some(true));
         }
         // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
         if let Some(init) = init
@@ -841,7 +924,11 @@ impl Builder<'_> {
         pat_idents(&local.pat, &mut names);
         let host = pat_is_host_scalar(&local.pat)
             || (matches!(strip_pat_type(&local.pat), Pat::Ident(_)) && init.is_some_and(|i| is_number(&i.expr)));
-        let ty = declared_type(&local.pat, init.map(|i| &*i.expr))
+        let stated = declared_type(&local.pat, init.map(|i| &*i.expr));
+        let guessed = stated.is_none().then(|| init.and_then(|i| config_init_type(&i.expr))).flatten();
+        let ty_guessed = guessed.is_some();
+        let ty = stated
+            .or(guessed)
             .or_else(|| {
                 init.is_some_and(|i| allocates_grads(&i.expr, self.g.spec)).then(|| common::GRADS_TYPE.to_string())
             })
@@ -856,6 +943,7 @@ impl Builder<'_> {
             if let Some(b) = self.g.bindings.last_mut() {
                 b.host = host || host_elem;
                 b.ty = ty.clone();
+                b.ty_guessed = ty_guessed;
             }
         }
     }
@@ -1521,10 +1609,12 @@ impl Builder<'_> {
         let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = self.span(m.method.span());
         let receiver_type = self.declared_type_of(&m.receiver);
+        let receiver_type_guessed = self.binding_ref(&m.receiver).is_some_and(|b| b.ty_guessed);
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         if let Some(site) = self.g.call_sites.last_mut() {
             site.receiver_type = receiver_type;
+            site.receiver_type_guessed = receiver_type_guessed;
             site.turbofish_autodiff = turbofish_autodiff;
         }
         result
@@ -1574,6 +1664,7 @@ impl Builder<'_> {
             receiver,
             receiver_self,
             receiver_type: None,
+            receiver_type_guessed: false,
             args: arg_values,
             result,
             span,
@@ -1741,7 +1832,7 @@ impl Builder<'_> {
             return None;
         }
         use syn::visit::Visit;
-        let mut v = AutodiffNames::new(self.crate_fns);
+        let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
         v.visit_angle_bracketed_generic_arguments(args);
         if v.found {
             return Some(true);
@@ -1996,17 +2087,17 @@ fn mentions_inner_backend(ty: &syn::Type, spec: &Spec) -> bool {
 }
 
 /// Whether generics name an autodiff backend (`B: AutodiffBackend`, `Autodiff<NdArray>`).
-fn mentions_autodiff(generics: &syn::Generics, names: &CrateNames) -> bool {
+fn mentions_autodiff(generics: &syn::Generics, names: &CrateNames, aliases: &[(String, bool)]) -> bool {
     use syn::visit::Visit;
-    let mut v = AutodiffNames::new(names);
+    let mut v = AutodiffNames::new(names).with(aliases);
     v.visit_generics(generics);
     v.found
 }
 
 /// Whether a signature's generics or parameter types name an autodiff backend.
-fn signature_mentions_autodiff(sig: &syn::Signature, names: &CrateNames) -> bool {
+fn signature_mentions_autodiff(sig: &syn::Signature, names: &CrateNames, aliases: &[(String, bool)]) -> bool {
     use syn::visit::Visit;
-    let mut v = AutodiffNames::new(names);
+    let mut v = AutodiffNames::new(names).with(aliases);
     v.visit_generics(&sig.generics);
     for input in &sig.inputs {
         if let syn::FnArg::Typed(t) = input {
@@ -2020,12 +2111,19 @@ fn signature_mentions_autodiff(sig: &syn::Signature, names: &CrateNames) -> bool
 /// and the crate's aliases of them (`type TrainingBackend = Autodiff<Wgpu>;`).
 struct AutodiffNames<'n> {
     names: &'n CrateNames,
+    /// Aliases in scope where the type is written (module and function body, innermost last),
+    /// with whether each names an autodiff backend.
+    scope: &'n [(String, bool)],
     found: bool,
 }
 
 impl<'n> AutodiffNames<'n> {
     fn new(names: &'n CrateNames) -> Self {
-        Self { names, found: false }
+        Self { names, scope: &[], found: false }
+    }
+
+    fn with(self, scope: &'n [(String, bool)]) -> Self {
+        Self { scope, ..self }
     }
 }
 
@@ -2033,7 +2131,8 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames<'_> {
     fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
         // `AutodiffBackend`, and crate traits extending it (`GaeAutodiffBackend`).
         let name = s.ident.to_string();
-        if self.names.is_autodiff_name(&name) {
+        let in_scope = self.scope.iter().rev().find(|(n, _)| *n == name).map(|&(_, autodiff)| autodiff);
+        if in_scope.unwrap_or_else(|| self.names.is_autodiff_name(&name)) {
             self.found = true;
         }
         if !self.found {
@@ -2143,18 +2242,6 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     while let Expr::Try(t) = e {
         e = &t.expr;
     }
-    // burn's configs: `CrossEntropyLossConfig::new().with_smoothing(..).init(&device)` makes a
-    // `CrossEntropyLoss`.
-    if let Expr::MethodCall(m) = e
-        && m.method == "init"
-    {
-        let mut root = &*m.receiver;
-        while let Expr::MethodCall(inner) = root {
-            root = &inner.receiver;
-        }
-        let config = declared_type(&Pat::Verbatim(Default::default()), Some(root))?;
-        return config.strip_suffix("Config").filter(|t| !t.is_empty()).map(str::to_string);
-    }
     let path = match e {
         Expr::Struct(s) => return s.path.segments.last().map(|s| s.ident.to_string()),
         Expr::Call(c) => match &*c.func {
@@ -2168,19 +2255,73 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     ty.starts_with(char::is_uppercase).then_some(ty)
 }
 
+/// One letter, or two capitals (`B`, `AD`): read as a generic parameter, which would shadow an
+/// alias of that name inside the function that declares it.
+fn reads_as_generic_param(name: &str) -> bool {
+    name.len() <= 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()))
+}
+
+/// burn's configs: `CrossEntropyLossConfig::new().with_smoothing(..).init(&device)` makes a
+/// `CrossEntropyLoss` — a convention, so a guess for a crate's own configs.
+fn config_init_type(init: &Expr) -> Option<String> {
+    let mut e = init;
+    while let Expr::Try(t) = e {
+        e = &t.expr;
+    }
+    let Expr::MethodCall(m) = e else { return None };
+    if m.method != "init" {
+        return None;
+    }
+    let mut root = &*m.receiver;
+    while let Expr::MethodCall(inner) = root {
+        root = &inner.receiver;
+    }
+    let config = declared_type(&Pat::Verbatim(Default::default()), Some(root))?;
+    config.strip_suffix("Config").filter(|t| !t.is_empty()).map(str::to_string)
+}
+
 /// Whether a condition compares a collection's length with `<`, `<=`, `>` or `>=`
 /// (`config.batch_size < memory.len()`, `buffer.len() >= min_replay && ready`).
 fn compares_a_length(cond: &Expr) -> bool {
     let is_len = |e: &Expr| matches!(strip_parens(e), Expr::MethodCall(m) if m.method == "len" && m.args.is_empty());
     match strip_parens(cond) {
         Expr::Binary(b) => match b.op {
-            syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => {
+            // `==` too: `if buffer.len() == horizon { train() }` waits for a size as well.
+            syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) => {
                 is_len(&b.left) || is_len(&b.right)
             }
             syn::BinOp::And(_) => compares_a_length(&b.left) || compares_a_length(&b.right),
             _ => false,
         },
         _ => false,
+    }
+}
+
+/// The explicit generic arguments of the call that makes a bound value: `cfg.init::<B>(&d)`,
+/// `Net::<B>::new(..)`, through `?`, `.unwrap()`, `.expect(..)` and `.to_device(..)`.
+fn made_with_generic_args(e: &Expr) -> Option<Vec<&syn::AngleBracketedGenericArguments>> {
+    match strip_parens(e) {
+        Expr::Try(t) => made_with_generic_args(&t.expr),
+        Expr::MethodCall(m) if m.turbofish.is_some() => m.turbofish.as_ref().map(|t| vec![t]),
+        Expr::MethodCall(m) if ["unwrap", "expect", "to_device", "fork"].iter().any(|n| m.method == n) => {
+            made_with_generic_args(&m.receiver)
+        }
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) => {
+                let args: Vec<_> = p
+                    .path
+                    .segments
+                    .iter()
+                    .filter_map(|s| match &s.arguments {
+                        syn::PathArguments::AngleBracketed(a) => Some(a),
+                        _ => None,
+                    })
+                    .collect();
+                (!args.is_empty()).then_some(args)
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

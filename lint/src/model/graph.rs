@@ -88,6 +88,9 @@ pub struct Binding {
     /// The declared type's name, when the declaration says it (`trace: &mut Trace<2>`,
     /// `let m = Memory::new(..)`, `let t: Trace = ..`).
     pub(super) ty: Option<String>,
+    /// `ty` is guessed from a convention, not stated (`let m = ModelConfig::new(..).init(&d)` →
+    /// `Model`, as burn's own configs do; the crate's `init` may return something else).
+    pub(super) ty_guessed: bool,
 }
 
 /// Index of a binding in [`FnModel::bindings`].
@@ -472,6 +475,9 @@ pub struct CallSite {
     /// The receiver's declared type, when it is a binding whose declaration names one
     /// (`memory: &mut Memory<B>` → `Memory`).
     pub(super) receiver_type: Option<String>,
+    /// `receiver_type` is a guess (see `Binding::ty_guessed`): it orders candidates, it does not
+    /// rule all of them out.
+    pub(super) receiver_type_guessed: bool,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.
     pub(super) args: Vec<ArgValue>,
     /// The value node of the call's result.

@@ -434,9 +434,21 @@ fn autodiff_aliases(aliases: &[(&str, &str)]) -> HashSet<String> {
             }
         }
         if found.len() == before {
-            return found;
+            break;
         }
     }
+    // A name aliased differently in different modules (`type TestBackend = NdArray;` in one test
+    // module, `= Autodiff<NdArray>` in another) is not known to be autodiff where it is used.
+    let names_autodiff = |rhs: &str| {
+        rhs.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| crate::frameworks::common::is_autodiff_name(w) || found.contains(w))
+    };
+    let ambiguous: Vec<&str> =
+        aliases.iter().filter(|(name, rhs)| found.contains(*name) && !names_autodiff(rhs)).map(|(n, _)| *n).collect();
+    for name in ambiguous {
+        found.remove(name);
+    }
+    found
 }
 
 /// The declared return type of the function whose name ends at `from` in `text`, when it is
@@ -702,7 +714,11 @@ impl Index {
         // `env.step(action)` with `env: &mut Env<B>`: when no candidate is a method of `Env`,
         // only a trait's default body can be reached (other types' methods cannot).
         let fits = match &site.receiver_type {
-            Some(ty) if site.method && !fits.iter().any(|id| g(id).owner.as_deref() == Some(ty.as_str())) => {
+            Some(ty)
+                if site.method
+                    && !site.receiver_type_guessed
+                    && !fits.iter().any(|id| g(id).owner.as_deref() == Some(ty.as_str())) =>
+            {
                 fits.into_iter().filter(|id| g(id).trait_default).collect()
             }
             _ => fits,
@@ -1013,6 +1029,7 @@ fn self_field(g: &mut FnModel, name: &str, span: &Span) -> NodeIndex {
                 decl_loop: None,
                 host: false,
                 ty: None,
+                ty_guessed: false,
             });
             g.bindings.len() - 1
         }

@@ -743,4 +743,128 @@ fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usize) {
         assert_ne!(guard, WARM_UP_IN_LOOP);
         assert_eq!(count("autodiff_forward_without_backward", None, &guard), 0);
     }
+
+    /// A trainer whose `learn` returns early until its memory holds a batch, made by the crate's
+    /// own `ModelConfig::init` with a backend named by a function-local alias.
+    const EARLY_RETURN: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Trainer<B: AutodiffBackend> {
+    network: Net<B>,
+    memory: Vec<Tensor<B, 1>>,
+    batch_size: usize,
+}
+impl<B: AutodiffBackend> Trainer<B> {
+    pub fn learn(&mut self) {
+        if self.memory.len() < self.batch_size {
+            return;
+        }
+        let grads = self.network.forward(self.batch()).backward();
+        self.apply(grads);
+    }
+    pub fn pick_action(&self, x: Tensor<B, 1>) -> u32 {
+        self.network.forward(x.unsqueeze()).argmax(1).into_scalar() as u32
+    }
+}
+pub struct ModelConfig;
+impl ModelConfig {
+    pub fn init<B: AutodiffBackend>(&self, device: &B::Device) -> Trainer<B> {
+        Trainer { network: Net::new(device), memory: Vec::new(), batch_size: 32 }
+    }
+}
+fn main() {
+    type Backend = burn::backend::Autodiff<burn::backend::Wgpu>;
+    let device = Default::default();
+    let mut trainer = ModelConfig.init::<Backend>(&device);
+    for step in 0..100_000u64 {
+        let state = Tensor::<Backend, 1>::from_floats([0.0], &device);
+        trainer.memory.push(state.clone());
+        if step % 4 == 0 {
+            trainer.learn();
+        }
+        let _action = trainer.pick_action(state);
+    }
+}
+"#;
+
+    #[test]
+    fn an_early_return_on_a_length_is_a_warm_up() {
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", EARLY_RETURN);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(text[0].contains("warm-up"), "{text:?}");
+        // `init`'s `Trainer<B>` is the crate's to say: the `ModelConfig` → `Model` convention is
+        // only a guess and does not hide the trainer's methods.
+        assert!(EARLY_RETURN.contains("pub struct ModelConfig;"));
+        // A length test that does not leave the function is no warm-up of what follows.
+        let no_exit = EARLY_RETURN.replace("            return;\n", "            println!(\"small\");\n");
+        assert_ne!(no_exit, EARLY_RETURN);
+        assert_eq!(count("autodiff_forward_without_backward", None, &no_exit), 0);
+    }
+
+    /// An on-policy rollout that trains whenever its buffer reaches the horizon (`==`).
+    const HORIZON: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+fn main() {
+    let device = Default::default();
+    let mut model: Ppo<Autodiff<NdArray>> = Ppo::new(device);
+    for _episode in 0..1_000 {
+        let mut done = false;
+        while !done {
+            let state: Tensor<Autodiff<NdArray>, 1> = Tensor::from_data(obs(), &device);
+            let probs = model.pi(state).to_data();
+            done = env_step(&probs);
+            model.put_data(probs);
+            if model.data.len() == 20 {
+                model.train_net();
+            }
+        }
+    }
+}
+impl<B: AutodiffBackend> Ppo<B> {
+    fn pi(&self, x: Tensor<B, 1>) -> Tensor<B, 1> {
+        self.fc.forward(x)
+    }
+    fn train_net(&mut self) {
+        let grads = self.loss().backward();
+        self.step(grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_backward_at_a_buffer_length_is_a_warm_up() {
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", HORIZON);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(text[0].contains("warm-up"), "{text:?}");
+    }
+
+    /// One alias name, two modules, two backends: each module's own alias decides.
+    const TWO_MODULES: &str = r#"
+use burn::tensor::backend::Backend;
+mod network_tests {
+    type TestBackend = burn::backend::NdArray<f32>;
+    fn batch_sizes() {
+        let network = ActorCriticConfig::new(20, 20).init::<TestBackend>(&Default::default());
+        for batch_size in [1, 4, 16, 32] {
+            let (_logits, _value) = network.forward(Tensor::zeros([batch_size, 4], &Default::default()));
+        }
+    }
+}
+mod ppo_tests {
+    type TestBackend = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
+    fn rollout() {
+        let network = ActorCriticConfig::new(20, 20).init::<TestBackend>(&Default::default());
+        for step in 0..8 {
+            let (_logits, _value) = network.forward(Tensor::zeros([step, 4], &Default::default()));
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_modules_own_alias_decides_its_backend() {
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", TWO_MODULES);
+        assert_eq!(text.len(), 1, "{text:?}");
+        let lines = crate::rules::testing::lines("autodiff_forward_without_backward", TWO_MODULES);
+        assert_eq!(lines, vec![17], "only ppo_tests' loop runs on an autodiff backend");
+    }
 }

@@ -28,3 +28,14 @@ pub(crate) fn messages(rule: &str, src: &str) -> Vec<String> {
         .map(|f| f.message)
         .collect()
 }
+
+/// The 1-based lines of `rule`'s findings linting `src` (framework detected).
+pub(crate) fn lines(rule: &str, src: &str) -> Vec<usize> {
+    let linter = linter(None);
+    linter
+        .lint_text(Path::new("src/lib.rs"), src, None)
+        .into_iter()
+        .filter(|f| f.rule == rule)
+        .map(|f| f.line)
+        .collect()
+}
