@@ -446,7 +446,8 @@ pub fn detect_in(registry: &[&'static Spec], file: &syn::File) -> Option<Framewo
             }
         }
         fn count_n(&mut self, ident: &syn::Ident, n: usize) {
-            let name = ident.to_string().replace('-', "_");
+            // An identifier never holds `-` (crate names are written with `_` in code).
+            let name = ident.to_string();
             if let Some(i) = self.registry.iter().position(|s| s.crate_names.contains(&name.as_str())) {
                 self.counts[i] += n;
             }

@@ -80,6 +80,7 @@ pub fn function_graphs(
         offset,
         crate_fns,
         aliases: Vec::new(),
+        impl_params: Vec::new(),
         out: &mut out,
     };
     items.scan_aliases(&file.items);
@@ -103,6 +104,8 @@ struct Items<'o> {
     /// `type X = ..;` aliases of the modules being walked (innermost last), with whether each
     /// names an autodiff backend: a module's own alias wins over a crate-wide one of that name.
     aliases: Vec<(String, bool)>,
+    /// The type parameters of the `impl` being walked, when there are module aliases to shadow.
+    impl_params: Vec<String>,
     out: &'o mut Vec<FnModel>,
 }
 
@@ -118,7 +121,6 @@ impl Items<'_> {
         for item in items {
             if let syn::Item::Type(alias) = item
                 && alias.generics.params.is_empty()
-                && !reads_as_generic_param(&alias.ident.to_string())
             {
                 use syn::visit::Visit;
                 let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
@@ -137,6 +139,10 @@ impl Items<'_> {
                 self.impl_autodiff =
                     self.autodiff_by_type() && mentions_autodiff(&imp.generics, self.crate_fns, &self.aliases);
                 self.impl_generic = imp.generics.type_params().next().is_some();
+                let outer_params = std::mem::take(&mut self.impl_params);
+                if !self.aliases.is_empty() {
+                    self.impl_params = imp.generics.type_params().map(|p| p.ident.to_string()).collect();
+                }
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
@@ -145,6 +151,7 @@ impl Items<'_> {
                     }
                 }
                 (self.impl_autodiff, self.impl_generic) = outer;
+                self.impl_params = outer_params;
             }
             syn::Item::Trait(tr) => {
                 let owner = tr.ident.to_string();
@@ -184,16 +191,27 @@ impl Items<'_> {
             let start = byte_range(sig.fn_token.span, self.offset).start;
             start..byte_range(sig.paren_token.span.close(), self.offset).end
         };
+        // The module's aliases, with the impl's and the function's type parameters over them
+        // (`fn f<B: Backend>` inside a module with `type B = Autodiff<..>;` means its own `B`).
+        let shadowed: Vec<(String, bool)>;
+        let aliases: &[(String, bool)] = if self.aliases.is_empty() {
+            &self.aliases
+        } else {
+            let params =
+                self.impl_params.iter().cloned().chain(sig.generics.type_params().map(|p| p.ident.to_string()));
+            shadowed = self.aliases.iter().cloned().chain(params.map(|p| (p, false))).collect();
+            &shadowed
+        };
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
-        b.aliases.clone_from(&self.aliases);
+        b.module_aliases = aliases;
         b.g.ident = sig.ident.to_string();
         b.g.returns_plain = match &sig.output {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
         b.g.autodiff = self.impl_autodiff
-            || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns, &self.aliases));
+            || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns, aliases));
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
@@ -292,6 +310,9 @@ struct Builder<'c> {
     /// this function's body (the crate-wide alias list leaves names as generic as `Backend` out),
     /// with whether each names an autodiff backend.
     aliases: Vec<(String, bool)>,
+    /// The aliases of the modules around the function (see `Items::aliases`), looked up after
+    /// `aliases`.
+    module_aliases: &'c [(String, bool)],
     /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
     /// runs at most once per call, so what it does after a backward is not done every step.
     leaving: usize,
@@ -423,6 +444,7 @@ impl Builder<'_> {
             backward_marks: vec![None],
             leaving: 0,
             aliases: Vec::new(),
+            module_aliases: &[],
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -848,7 +870,7 @@ impl Builder<'_> {
                     && self.g.spec.autodiff_by_type
                 {
                     use syn::visit::Visit;
-                    let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
+                    let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases).around(self.module_aliases);
                     v.visit_type(&alias.ty);
                     let found = v.found;
                     self.aliases.push((alias.ident.to_string(), found));
@@ -880,7 +902,7 @@ impl Builder<'_> {
             && let Pat::Type(t) = &local.pat
         {
             use syn::visit::Visit;
-            let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
+            let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases).around(self.module_aliases);
             v.visit_type(&t.ty);
             self.g.autodiff = v.found;
         }
@@ -890,9 +912,8 @@ impl Builder<'_> {
             && self.g.framework_known
             && !self.g.autodiff
             && let Some(init) = init
-            && let Some(args) = made_with_generic_args(&init.expr)
         {
-            self.g.autodiff = args.iter().any(|a| self.generic_args_autodiff(a) == Some(true));
+            self.g.autodiff = made_with_generic_args(&init.expr, &mut |a| self.generic_args_autodiff(a) == Some(true));
         }
         // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
         if let Some(init) = init
@@ -1608,8 +1629,8 @@ impl Builder<'_> {
         let receiver = self.materialize(recv.clone(), recv_span);
         let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = self.span(m.method.span());
-        let receiver_type = self.declared_type_of(&m.receiver);
-        let receiver_type_guessed = self.binding_ref(&m.receiver).is_some_and(|b| b.ty_guessed);
+        let (receiver_type, receiver_type_guessed) =
+            self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         if let Some(site) = self.g.call_sites.last_mut() {
@@ -1832,7 +1853,7 @@ impl Builder<'_> {
             return None;
         }
         use syn::visit::Visit;
-        let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases);
+        let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases).around(self.module_aliases);
         v.visit_angle_bracketed_generic_arguments(args);
         if v.found {
             return Some(true);
@@ -2114,16 +2135,22 @@ struct AutodiffNames<'n> {
     /// Aliases in scope where the type is written (module and function body, innermost last),
     /// with whether each names an autodiff backend.
     scope: &'n [(String, bool)],
+    /// Aliases of an enclosing scope, looked up after `scope`.
+    outer: &'n [(String, bool)],
     found: bool,
 }
 
 impl<'n> AutodiffNames<'n> {
     fn new(names: &'n CrateNames) -> Self {
-        Self { names, scope: &[], found: false }
+        Self { names, scope: &[], outer: &[], found: false }
     }
 
     fn with(self, scope: &'n [(String, bool)]) -> Self {
         Self { scope, ..self }
+    }
+
+    fn around(self, outer: &'n [(String, bool)]) -> Self {
+        Self { outer, ..self }
     }
 }
 
@@ -2131,7 +2158,13 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames<'_> {
     fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
         // `AutodiffBackend`, and crate traits extending it (`GaeAutodiffBackend`).
         let name = s.ident.to_string();
-        let in_scope = self.scope.iter().rev().find(|(n, _)| *n == name).map(|&(_, autodiff)| autodiff);
+        let in_scope = self
+            .scope
+            .iter()
+            .rev()
+            .chain(self.outer.iter().rev())
+            .find(|(n, _)| *n == name)
+            .map(|&(_, autodiff)| autodiff);
         if in_scope.unwrap_or_else(|| self.names.is_autodiff_name(&name)) {
             self.found = true;
         }
@@ -2255,12 +2288,6 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     ty.starts_with(char::is_uppercase).then_some(ty)
 }
 
-/// One letter, or two capitals (`B`, `AD`): read as a generic parameter, which would shadow an
-/// alias of that name inside the function that declares it.
-fn reads_as_generic_param(name: &str) -> bool {
-    name.len() <= 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()))
-}
-
 /// burn's configs: `CrossEntropyLossConfig::new().with_smoothing(..).init(&device)` makes a
 /// `CrossEntropyLoss` — a convention, so a guess for a crate's own configs.
 fn config_init_type(init: &Expr) -> Option<String> {
@@ -2297,31 +2324,28 @@ fn compares_a_length(cond: &Expr) -> bool {
     }
 }
 
-/// The explicit generic arguments of the call that makes a bound value: `cfg.init::<B>(&d)`,
-/// `Net::<B>::new(..)`, through `?`, `.unwrap()`, `.expect(..)` and `.to_device(..)`.
-fn made_with_generic_args(e: &Expr) -> Option<Vec<&syn::AngleBracketedGenericArguments>> {
-    match strip_parens(e) {
-        Expr::Try(t) => made_with_generic_args(&t.expr),
-        Expr::MethodCall(m) if m.turbofish.is_some() => m.turbofish.as_ref().map(|t| vec![t]),
-        Expr::MethodCall(m) if ["unwrap", "expect", "to_device", "fork"].iter().any(|n| m.method == n) => {
-            made_with_generic_args(&m.receiver)
-        }
-        Expr::Call(c) => match &*c.func {
-            Expr::Path(p) => {
-                let args: Vec<_> = p
-                    .path
-                    .segments
-                    .iter()
-                    .filter_map(|s| match &s.arguments {
-                        syn::PathArguments::AngleBracketed(a) => Some(a),
-                        _ => None,
-                    })
-                    .collect();
-                (!args.is_empty()).then_some(args)
+/// Whether `f` holds for explicit generic arguments of the call that makes a bound value:
+/// `cfg.init::<B>(&d)`, `Net::<B>::new(..)`, through `?`, `.unwrap()`, `.expect(..)` and
+/// `.to_device(..)`.
+fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGenericArguments) -> bool) -> bool {
+    match e {
+        Expr::Paren(p) => made_with_generic_args(&p.expr, f),
+        Expr::Try(t) => made_with_generic_args(&t.expr, f),
+        Expr::MethodCall(m) => match &m.turbofish {
+            Some(t) => f(t),
+            None => {
+                ["unwrap", "expect", "to_device", "fork"].iter().any(|n| m.method == n)
+                    && made_with_generic_args(&m.receiver, f)
             }
-            _ => None,
         },
-        _ => None,
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) => p.path.segments.iter().any(|s| match &s.arguments {
+                syn::PathArguments::AngleBracketed(a) => f(a),
+                _ => false,
+            }),
+            _ => false,
+        },
+        _ => false,
     }
 }
 

@@ -603,23 +603,31 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             let rest = text[at + 3..].trim_start();
             let len = ident_end(rest);
             if len > 0 {
-                let name = rest[..len].to_string();
+                // Names repeat (`new`, `forward`): allocate one only for a set that lacks it.
+                let name = &rest[..len];
                 let name_end = text.len() - rest.len() + len;
                 // Only forward-named functions are asked about (see `plain_fns`).
-                if crate::frameworks::is_forward_method(&name) && declares_plain_return(text, name_end) == Some(true) {
-                    plain_fns.insert(name.clone());
+                let set = if crate::frameworks::is_forward_method(name)
+                    && declares_plain_return(text, name_end) == Some(true)
+                {
+                    &mut plain_fns
                 } else {
-                    other_fns.insert(name.clone());
+                    &mut other_fns
+                };
+                if !set.contains(name) {
+                    set.insert(name.to_string());
                 }
                 let mask = tuple_host_mask(text, name_end).filter(|m| m.iter().any(|&h| h));
-                match tuple_fns.get_mut(&name) {
+                match tuple_fns.get_mut(name) {
                     Some(known) if *known != mask => *known = None,
                     Some(_) => {}
                     None => {
-                        tuple_fns.insert(name.clone(), mask);
+                        tuple_fns.insert(name.to_string(), mask);
                     }
                 }
-                fns.insert(name);
+                if !fns.contains(name) {
+                    fns.insert(name.to_string());
+                }
             }
         }
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
