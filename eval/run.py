@@ -94,6 +94,9 @@ class Finding:
     label: str | None = None
     why: str = ""
     also: list[int] = field(default_factory=list)
+    # Places in other files the finding names in a note (`src/main.rs:175: `train` calls this
+    # function with an autodiff backend`): the call that makes the reported code leak.
+    elsewhere: list[tuple[str, int]] = field(default_factory=list)
 
     def lines(self) -> list[int]:
         """The primary line, then the finding's other labelled lines in the same file."""
@@ -237,6 +240,9 @@ def load_labels(labels_dir: Path, repo: Repo) -> tuple[list[Leak], list[Judged],
     return leaks, judged, True
 
 
+ELSEWHERE = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+): ")
+
+
 def near(a_file: str, a_line: int, b_file: str, b_line: int) -> bool:
     return a_file == b_file and abs(a_line - b_line) <= LINE_TOLERANCE
 
@@ -273,7 +279,9 @@ def match(findings: list[Finding], leaks: list[Leak], judged: list[Judged]) -> l
     for leak in leaks:
         leak.found_by = [
             f"{f.rule}@{f.file}:{f.line}" for f in findings
-            if (near(f.file, f.line, leak.file, leak.line) or (f.near(leak.file, leak.line) and f.label != "false"))
+            if (near(f.file, f.line, leak.file, leak.line)
+                or (f.label != "false" and (f.near(leak.file, leak.line)
+                                            or any(near(e, l, leak.file, leak.line) for e, l in f.elsewhere))))
             and (f.rule == leak.rule or (leak.rule == "none" and f.label in ("true", "unsure")))
         ]
     return [entry for j, entry in enumerate(judged) if j not in used]
@@ -344,8 +352,15 @@ def parse_findings(stdout: str, tree: Path) -> list[Finding]:
         also = sorted({int(s["line_start"]) for s in body.get("spans", [])
                        if not s.get("is_primary") and s.get("file_name") == spans[0]["file_name"]}
                       - {int(spans[0]["line_start"])})
+        # Notes that name another place (`src/main.rs:175: `train_command` calls this function
+        # with an autodiff backend`): where the reported code is made to leak.
+        elsewhere = []
+        for child in body.get("children", []):
+            named = ELSEWHERE.match(child.get("message", "")) if child.get("level") == "note" else None
+            if named:
+                elsewhere.append((named["file"].removeprefix("./"), int(named["line"])))
         findings.append(Finding(code.removeprefix("memlint::"), name, int(spans[0]["line_start"]),
-                                body.get("message", ""), also=also))
+                                body.get("message", ""), also=also, elsewhere=elsewhere))
     return findings
 
 

@@ -202,6 +202,35 @@ class InputTest(unittest.TestCase):
         run.match([grouped], [leak], judged)
         self.assertEqual((grouped.label, leak.found_by), ("false", []))
 
+    def test_a_caller_named_in_a_note_finds_the_leak_labelled_there(self):
+        # The forward runs in a generic helper; the note names the call that instantiates it with
+        # an autodiff backend, where the leak was labelled.
+        line = json.dumps({
+            "reason": "compiler-message",
+            "message": {
+                "message": "forward pass on an autodiff model in a loop without backward",
+                "code": {"code": "memlint::autodiff_forward_without_backward"},
+                "spans": [{"file_name": "src/utils.rs", "line_start": 39, "is_primary": True}],
+                "children": [
+                    {"level": "help", "message": "run the forward on `model.valid()`"},
+                    {"level": "note", "message": "src/main.rs:175: `train` calls this function with an autodiff backend"},
+                    {"level": "note", "message": "for more information see https://x/rules.md#r"},
+                ],
+            },
+        })
+        [finding] = run.parse_findings(line + "\n", Path("."))
+        self.assertEqual(finding.elsewhere, [("src/main.rs", 175)])
+        leak = run.Leak("src/main.rs", 175, "autodiff_forward_without_backward", "generation", None)
+        judged = [run.Judged("autodiff_forward_without_backward", "src/utils.rs", 39, "true", "the helper")]
+        run.match([finding], [leak], judged)
+        self.assertEqual(leak.found_by, ["autodiff_forward_without_backward@src/utils.rs:39"])
+        # Judged false at its own place, it finds nothing through the note.
+        [finding] = run.parse_findings(line + "\n", Path("."))
+        leak = run.Leak("src/main.rs", 175, "autodiff_forward_without_backward", "generation", None)
+        judged = [run.Judged("autodiff_forward_without_backward", "src/utils.rs", 39, "false", "inner backend")]
+        run.match([finding], [leak], judged)
+        self.assertEqual(leak.found_by, [])
+
 
 if __name__ == "__main__":
     unittest.main()
