@@ -210,6 +210,11 @@ impl Items<'_> {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
+        if let Some(fields) = size_gate_fields(sig, block) {
+            b.g.size_gate = true;
+            b.g.gate_fields = fields;
+        }
+        b.g.returns_struct = returns_struct_literal(block);
         b.g.autodiff = self.impl_autodiff
             || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns, aliases));
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
@@ -313,6 +318,9 @@ struct Builder<'c> {
     /// The aliases of the modules around the function (see `Items::aliases`), looked up after
     /// `aliases`.
     module_aliases: &'c [(String, bool)],
+    /// Fields compared by the early exits passed so far in the enclosing blocks
+    /// (`if self.step < self.config.learning_starts { return random }`).
+    guard_fields: Vec<String>,
     /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
     /// runs at most once per call, so what it does after a backward is not done every step.
     leaving: usize,
@@ -410,6 +418,10 @@ impl Builder<'_> {
                 seeds: Vec::new(),
                 inert_seeds: Vec::new(),
                 size_wait_branches: Vec::new(),
+                gated_branches: Vec::new(),
+                size_gate: false,
+                returns_struct: false,
+                gate_fields: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
                 uses_after_backward: Vec::new(),
@@ -445,6 +457,7 @@ impl Builder<'_> {
             leaving: 0,
             aliases: Vec::new(),
             module_aliases: &[],
+            guard_fields: Vec::new(),
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -626,6 +639,8 @@ impl Builder<'_> {
             via: None,
             discarded,
             path: self.path.clone(),
+            guard_fields: self.guard_fields.clone(),
+            waits: false,
         });
     }
 
@@ -825,7 +840,9 @@ impl Builder<'_> {
     fn block(&mut self, block: &Block) -> Val {
         let mark = self.env.len();
         let no_grad = self.no_grad;
+        let guards = self.guard_fields.len();
         let last = self.stmts(&block.stmts);
+        self.guard_fields.truncate(guards);
         self.no_grad = no_grad;
         self.env.truncate(mark.min(self.env.len()));
         last
@@ -843,8 +860,65 @@ impl Builder<'_> {
                 self.g.size_wait_branches.push(self.next_branch + 1);
                 return self.branch(|s| s.stmts(rest));
             }
+            if !rest.is_empty()
+                && let Stmt::Expr(Expr::If(i), _) = stmt
+                && i.else_branch.is_none()
+                && self.exits(&i.then_branch)
+            {
+                compared_fields(&i.cond, &mut self.guard_fields);
+            }
+            if !rest.is_empty()
+                && let Some(callee) = self.exits_unless_a_call(stmt)
+            {
+                self.g.gated_branches.push((self.next_branch + 1, callee));
+                return self.branch(|s| s.stmts(rest));
+            }
         }
         last
+    }
+
+    /// `if !ready() { return }` or `let Some(x) = sample() else { return };` (or `continue` in a
+    /// loop), with a call of the crate deciding: that call's name.
+    fn exits_unless_a_call(&self, stmt: &Stmt) -> Option<String> {
+        let (cond, exit) = match stmt {
+            Stmt::Expr(Expr::If(i), _) if i.else_branch.is_none() => match strip_parens(&i.cond) {
+                Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => (&*u.expr, &i.then_branch),
+                _ => return None,
+            },
+            Stmt::Local(syn::Local { init: Some(syn::LocalInit { expr, diverge: Some((_, d)), .. }), .. }) => {
+                match &**d {
+                    Expr::Block(b) => (&**expr, &b.block),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        if !self.exits(exit) {
+            return None;
+        }
+        self.crate_call_name(cond)
+    }
+
+    /// A block that ends by leaving the function, or by `continue` inside a loop.
+    fn exits(&self, block: &Block) -> bool {
+        let continues = matches!(block.stmts.last(), Some(Stmt::Expr(Expr::Continue(c), _)) if c.label.is_none());
+        leaves_function(block) || continues && self.cur_loop().is_some()
+    }
+
+    /// The name of the crate function a condition calls (`self.can_learn()`, `ready(&b)`,
+    /// through `?` and `.ok()`), when the crate has a function of that name.
+    fn crate_call_name(&self, e: &Expr) -> Option<String> {
+        let name = match strip_parens(e) {
+            Expr::Try(t) => return self.crate_call_name(&t.expr),
+            Expr::MethodCall(m) if m.method == "ok" && m.args.is_empty() => return self.crate_call_name(&m.receiver),
+            Expr::MethodCall(m) => m.method.to_string(),
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => p.path.segments.last()?.ident.to_string(),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.crate_fns.fns.contains(&name).then_some(name)
     }
 
     /// `if <length comparison> { return }` (or `continue` inside a loop), with no `else`.
@@ -1913,6 +1987,19 @@ impl Builder<'_> {
         if compares_a_length(&i.cond) {
             // The id `branch` gives the then-block.
             self.g.size_wait_branches.push(self.next_branch + 1);
+        } else {
+            let mut cond = strip_parens(&i.cond);
+            while let Expr::Binary(b) = cond
+                && matches!(b.op, syn::BinOp::And(_))
+            {
+                if let Some(callee) = self.crate_call_name(&b.right) {
+                    self.g.gated_branches.push((self.next_branch + 1, callee));
+                }
+                cond = strip_parens(&b.left);
+            }
+            if let Some(callee) = self.crate_call_name(cond) {
+                self.g.gated_branches.push((self.next_branch + 1, callee));
+            }
         }
         let leaves = leaves_function(&i.then_branch);
         self.leaving += usize::from(leaves);
@@ -2305,6 +2392,106 @@ fn config_init_type(init: &Expr) -> Option<String> {
     }
     let config = declared_type(&Pat::Verbatim(Default::default()), Some(root))?;
     config.strip_suffix("Config").filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+/// Whether a body's value is a struct literal, possibly in `Ok(..)`, `Some(..)` or `Box::new(..)`.
+fn returns_struct_literal(block: &Block) -> bool {
+    let Some(Stmt::Expr(e, None)) = block.stmts.last() else { return false };
+    let mut e = e;
+    loop {
+        match strip_parens(e) {
+            Expr::Struct(_) => return true,
+            Expr::Call(c) if c.args.len() == 1 => match &*c.func {
+                Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| ["Ok", "Some", "new"].iter().any(|n| s.ident == n)) =>
+                {
+                    e = &c.args[0];
+                }
+                _ => return false,
+            },
+            _ => return false,
+        }
+    }
+}
+
+/// Whether a function tells that a collection has reached a size (see `FnModel::size_gate`):
+/// `-> bool` whose value compares a length, or `-> Option<..>` that returns `None` while a
+/// length comparison holds (or is `Some` only under one).
+fn size_gate_fields(sig: &syn::Signature, block: &Block) -> Option<Vec<String>> {
+    let syn::ReturnType::Type(_, ty) = &sig.output else { return None };
+    let syn::Type::Path(p) = &**ty else { return None };
+    let last = p.path.segments.last()?;
+    let tail = match block.stmts.last() {
+        Some(Stmt::Expr(e, None)) => Some(e),
+        _ => None,
+    };
+    let fields = |cond: &Expr| {
+        let mut out = Vec::new();
+        compared_fields(cond, &mut out);
+        out
+    };
+    if last.ident == "bool" {
+        return tail.filter(|e| compares_a_length(e)).map(&fields);
+    }
+    if last.ident != "Option" {
+        return None;
+    }
+    let is_none = |e: &Expr| matches!(strip_parens(e), Expr::Path(p) if p.path.is_ident("None"));
+    let returns_none = |b: &Block| match b.stmts.last() {
+        Some(Stmt::Expr(Expr::Return(r), _)) => r.expr.as_deref().is_some_and(is_none),
+        Some(Stmt::Expr(e, None)) => is_none(e),
+        _ => false,
+    };
+    // `if memory.len() < n { return None; }` at the top level of the body.
+    let early = block.stmts.iter().find_map(|s| match s {
+        Stmt::Expr(Expr::If(i), _)
+            if i.else_branch.is_none() && compares_a_length(&i.cond) && returns_none(&i.then_branch) =>
+        {
+            Some(&i.cond)
+        }
+        _ => None,
+    });
+    // `if n <= memory.len() { .. Some(batch) } else { None }` as the body's value.
+    let gated_tail = tail.and_then(|e| match strip_parens(e) {
+        Expr::If(i)
+            if compares_a_length(&i.cond)
+                && matches!(&i.else_branch, Some((_, els)) if matches!(&**els, Expr::Block(b) if returns_none(&b.block))) =>
+        {
+            Some(&*i.cond)
+        }
+        _ => None,
+    });
+    early.map(|c| &**c).or(gated_tail).map(fields)
+}
+
+/// The fields and variables a condition's comparisons read (`self.step < self.config.start` →
+/// `step`, `start`), not lengths (`buffer.len()`) or calls.
+fn compared_fields(cond: &Expr, out: &mut Vec<String>) {
+    fn name(e: &Expr) -> Option<String> {
+        match strip_parens(e) {
+            Expr::Field(f) => match &f.member {
+                syn::Member::Named(n) => Some(n.to_string()),
+                syn::Member::Unnamed(_) => None,
+            },
+            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            Expr::Cast(c) => name(&c.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => name(&u.expr),
+            _ => None,
+        }
+    }
+    if let Expr::Binary(b) = strip_parens(cond) {
+        match b.op {
+            syn::BinOp::And(_) | syn::BinOp::Or(_) => {
+                compared_fields(&b.left, out);
+                compared_fields(&b.right, out);
+            }
+            syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => {
+                out.extend(name(&b.left));
+                out.extend(name(&b.right));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Whether a condition compares a collection's length with `<`, `<=`, `>` or `>=`

@@ -448,6 +448,21 @@ pub struct FnModel {
     pub(super) inert_seeds: Vec<NodeIndex>,
     /// Branches taken only once a collection has reached a size (`if memory.len() > n`).
     pub(super) size_wait_branches: Vec<usize>,
+    /// Branches taken only when a call of the crate says so (`if agent.can_learn() { .. }`,
+    /// the rest of a block after `if !self.ready() { return; }` or after `let Some(batch) =
+    /// memory.sample() else { return };`): (branch, callee). The crate-level pass makes them
+    /// size waits when every function of that name is a [`FnModel::size_gate`].
+    pub(super) gated_branches: Vec<(usize, String)>,
+    /// The function tells whether a collection has reached a size: it returns a `bool` that
+    /// compares a length (`fn can_learn(&self) -> bool { self.buffer.len() >= self.batch }`),
+    /// or an `Option` that is `None` until it has (`if self.memory.len() < n { return None; }`).
+    pub(super) size_gate: bool,
+    /// The function's value is a struct literal (`Ok(Self { policy, target: policy.valid() })`):
+    /// a container, not a model, even when one of its fields is an inert model.
+    pub(super) returns_struct: bool,
+    /// For a size gate: the fields its comparisons read (`batch_size`, `step`,
+    /// `learning_starts`), which name its warm-up threshold elsewhere too.
+    pub(super) gate_fields: Vec<String>,
 }
 
 /// An argument of a call site, kept unmaterialized until the call resolves.
@@ -512,6 +527,12 @@ pub struct VocabCall {
     pub(super) discarded: bool,
     /// Branches the call sits in (as for [`TrainingCall::path`]).
     pub(super) path: Vec<usize>,
+    /// Fields compared by the early exits before the call (`if self.step < self.config.start {
+    /// return random }`): `["step", "start"]`. Usually empty.
+    pub(super) guard_fields: Vec<String>,
+    /// A forward pass that runs only once a warm-up is over: after an early exit on a field a
+    /// size gate of the crate also compares, or inside a called function whose forwards all do.
+    pub(super) waits: bool,
 }
 
 impl VocabCall {
@@ -558,6 +579,11 @@ impl VocabCall {
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
     pub fn discarded(&self) -> bool {
         self.discarded
+    }
+
+    /// A forward pass that runs only once the crate's warm-up is over (see the field).
+    pub fn waits(&self) -> bool {
+        self.waits
     }
 }
 

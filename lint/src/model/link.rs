@@ -48,6 +48,8 @@ pub struct Summary {
     /// Runs a forward pass and no backward, on whatever backend it is given (`impl<B: Backend>`):
     /// a forward on an autodiff model when an autodiff caller hands it one.
     forwards: bool,
+    /// Every such forward runs only once the crate's warm-up is over (see `VocabCall::waits`).
+    forwards_wait: bool,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -79,6 +81,7 @@ impl Summary {
             framework: if self.framework == other.framework { self.framework } else { None },
             forwards_autodiff: self.forwards_autodiff && other.forwards_autodiff,
             forwards: self.forwards && other.forwards,
+            forwards_wait: self.forwards_wait && other.forwards_wait,
             stores: self
                 .stores
                 .iter()
@@ -118,6 +121,7 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     if index.by_name.is_empty() {
         return;
     }
+    mark_size_gates(files, &index);
     let mut resolved: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
     for (fi, (_, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
@@ -215,7 +219,11 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         let mut returns_inert: Vec<FnId> = Vec::new();
         for (fi, (_, graphs)) in files.iter().enumerate() {
             for (gi, f) in graphs.iter().enumerate() {
-                if may_hold_inert(f) && !f.returns.is_empty() && f.returns.iter().all(|&n| is_inert(f, n)) {
+                if may_hold_inert(f)
+                    && !f.returns_struct
+                    && !f.returns.is_empty()
+                    && f.returns.iter().all(|&n| is_inert(f, n))
+                {
                     returns_inert.push((fi, gi));
                 }
             }
@@ -271,6 +279,53 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         dirty.dedup();
         for (fi, gi) in dirty {
             files[fi].1[gi].propagate();
+        }
+    }
+}
+
+/// Branches a call of the crate opens (`if agent.can_learn() { .. }`) wait for a size when every
+/// function of that name is a size gate; training calls on such branches then wait too.
+fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index) {
+    let gates: Vec<String> = index
+        .by_name
+        .iter()
+        .filter(|(_, ids)| ids.iter().all(|&(fi, gi)| files[fi].1[gi].size_gate))
+        .map(|(name, _)| name.clone())
+        .collect();
+    if gates.is_empty() {
+        return;
+    }
+    // The fields the gates compare: a forward after an early exit on one of them waits for the
+    // same warm-up (`if self.step < self.config.learning_starts { return random }`).
+    let mut gate_fields: Vec<String> = files
+        .iter()
+        .flat_map(|(_, graphs)| graphs.iter())
+        .filter(|g| g.size_gate)
+        .flat_map(|g| g.gate_fields.iter().cloned())
+        .collect();
+    gate_fields.sort_unstable();
+    gate_fields.dedup();
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        for e in &mut g.vocab_calls {
+            if e.kind == super::graph::CallKind::Forward
+                && e.guard_fields.iter().any(|f| gate_fields.binary_search(f).is_ok())
+            {
+                e.waits = true;
+            }
+        }
+        if g.gated_branches.is_empty() {
+            continue;
+        }
+        let opened: Vec<usize> =
+            g.gated_branches.iter().filter(|(_, callee)| gates.contains(callee)).map(|&(b, _)| b).collect();
+        if opened.is_empty() {
+            continue;
+        }
+        g.size_wait_branches.extend(opened);
+        for i in 0..g.calls.len() {
+            if !g.calls[i].waits_for_size && g.waits_for_size(&g.calls[i].path) {
+                g.calls[i].waits_for_size = true;
+            }
         }
     }
 }
@@ -798,9 +853,12 @@ fn summarize(g: &FnModel) -> Summary {
             stores.push(StoredParam { param: i, span, target, target_name, inner });
         }
     }
-    let forwards = !runs_backward
-        && g.calls_of(super::graph::CallKind::Forward)
-            .any(|e| !e.no_grad && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL)));
+    let counted = |e: &&super::graph::VocabCall| {
+        !e.no_grad && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
+    };
+    let forwards = !runs_backward && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e));
+    let forwards_wait = forwards
+        && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
     // A generic function made autodiff by one caller may be called with other backends too:
     // its forwards count at each caller that hands it an autodiff model (see `apply`).
     let forwards_autodiff = g.autodiff && g.autodiff_from.is_none() && forwards;
@@ -815,6 +873,7 @@ fn summarize(g: &FnModel) -> Summary {
         framework,
         forwards_autodiff,
         forwards,
+        forwards_wait,
         stores,
     }
 }
@@ -915,7 +974,12 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     if s.clears && same_framework {
         add_call(g, TrainingCallKind::Clear);
     }
-    if forwards && !g.calls_of(super::graph::CallKind::Forward).any(|e| e.span == site.span) {
+    if forwards
+        && let Some(e) =
+            g.vocab_calls.iter_mut().find(|e| e.kind == super::graph::CallKind::Forward && e.span == site.span)
+    {
+        e.waits = s.forwards_wait;
+    } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
             span: site.span.clone(),
@@ -926,6 +990,8 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             via: Some(callee.to_string()),
             discarded: false,
             path: site.path.clone(),
+            guard_fields: Vec::new(),
+            waits: s.forwards_wait,
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

@@ -113,7 +113,8 @@ impl Rule for AutodiffForwardWithoutBackward {
                     let backwards = backwards_of(f, it);
                     let warm_up = !backwards.is_empty()
                         && backwards.iter().all(|b| b.waits_for_size())
-                        && !f.waits_for_size(e.path());
+                        && !f.waits_for_size(e.path())
+                        && !e.waits();
                     if !warm_up {
                         continue;
                     }
@@ -902,5 +903,96 @@ mod ppo_tests {
         assert_eq!(text.len(), 1, "{text:?}");
         let lines = crate::rules::testing::lines("autodiff_forward_without_backward", TWO_MODULES);
         assert_eq!(lines, vec![17], "only ppo_tests' loop runs on an autodiff backend");
+    }
+
+    /// An agent whose `learn_step` returns early until `can_learn()` (a length comparison), built
+    /// by a constructor whose struct literal holds an inert target network.
+    const GATED: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Agent<B: AutodiffBackend> {
+    policy: Net<B>,
+    target: Net<B::InnerBackend>,
+    buffer: Vec<f32>,
+    step: usize,
+    config: Config,
+}
+impl<B: AutodiffBackend> Agent<B> {
+    pub fn new(policy: Net<B>, config: Config) -> Result<Self, Error> {
+        let target = policy.valid();
+        Ok(Self { policy, target, buffer: Vec::new(), step: 0, config })
+    }
+    pub fn act(&self, obs: &Obs) -> usize {
+        self.policy.forward(obs.tensor()).argmax(1).into_scalar() as usize
+    }
+    pub fn can_learn(&self) -> bool {
+        self.buffer.len() >= self.config.batch_size && self.step >= self.config.learning_starts
+    }
+    pub fn learn_step(&mut self) -> Result<Option<f32>, Error> {
+        if !self.can_learn() {
+            return Ok(None);
+        }
+        let grads = self.policy.forward(self.batch()).mean().backward();
+        self.apply(grads);
+        Ok(Some(0.0))
+    }
+}
+pub fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usize) -> Result<(), Error> {
+    for _ in 0..steps {
+        let action = agent.act(&env.obs());
+        env.step(action);
+        if let Some(loss) = agent.learn_step()? {
+            println!("{loss}");
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_crate_function_that_compares_a_length_gates_the_backward() {
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", GATED);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(text[0].contains("warm-up"), "{text:?}");
+        // A gate that compares no length is no warm-up (a guard such as a finite loss).
+        let finite = GATED.replace(
+            "self.buffer.len() >= self.config.batch_size && self.step >= self.config.learning_starts",
+            "self.loss_ok",
+        );
+        assert_ne!(finite, GATED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &finite), 0);
+        // An `Option` that is `None` until the memory holds a batch gates it too.
+        let sampled = GATED
+            .replace(
+                "        if !self.can_learn() {\n            return Ok(None);\n        }\n",
+                "        let Some(batch) = self.sample() else {\n            return Ok(None);\n        };\n",
+            )
+            .replace(
+                "    pub fn can_learn(&self) -> bool {",
+                "    pub fn sample(&self) -> Option<Vec<f32>> {\n        if self.buffer.len() < self.config.batch_size {\n            return None;\n        }\n        Some(self.buffer.clone())\n    }\n    pub fn can_learn(&self) -> bool {",
+            );
+        assert_eq!(count("autodiff_forward_without_backward", None, &sampled), 1);
+        // The agent comes from a constructor whose struct literal holds `policy.valid()`: a
+        // container with an inert field, not an inert model.
+        let built = format!(
+            "{GATED}\nfn main() -> Result<(), Error> {{\n    let mut agent = Agent::new(Net::new(), Config::default())?;\n    train(&mut agent, &mut Env::new(), 1_000)\n}}\n"
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &built), 1);
+    }
+
+    #[test]
+    fn a_forward_behind_the_gates_threshold_waits_with_it() {
+        // `act` plays at random until the step the gate waits for: no forward in the warm-up.
+        let random_first = GATED.replace(
+            "    pub fn act(&self, obs: &Obs) -> usize {\n",
+            "    pub fn act(&self, obs: &Obs) -> usize {\n        if self.step < self.config.learning_starts {\n            return random_action();\n        }\n",
+        );
+        assert_ne!(random_first, GATED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &random_first), 0);
+        // An epsilon test compares another field: the forward still runs in the warm-up.
+        let epsilon = GATED.replace(
+            "    pub fn act(&self, obs: &Obs) -> usize {\n",
+            "    pub fn act(&self, obs: &Obs) -> usize {\n        if self.roll < self.epsilon {\n            return random_action();\n        }\n",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &epsilon), 1);
     }
 }
