@@ -2497,7 +2497,8 @@ fn compared_fields(cond: &Expr, out: &mut Vec<String>) {
 /// Whether a condition compares a collection's length with `<`, `<=`, `>` or `>=`
 /// (`config.batch_size < memory.len()`, `buffer.len() >= min_replay && ready`).
 fn compares_a_length(cond: &Expr) -> bool {
-    let is_len = |e: &Expr| matches!(strip_parens(e), Expr::MethodCall(m) if m.method == "len" && m.args.is_empty());
+    // `size()` too: a buffer type of the crate often names its length so (`replay_buffer.size()`).
+    let is_len = |e: &Expr| matches!(strip_parens(e), Expr::MethodCall(m) if (m.method == "len" || m.method == "size") && m.args.is_empty());
     match strip_parens(cond) {
         Expr::Binary(b) => match b.op {
             // `==` too: `if buffer.len() == horizon { train() }` waits for a size as well.

@@ -872,6 +872,14 @@ impl<B: AutodiffBackend> Ppo<B> {
         let text = crate::rules::testing::messages("autodiff_forward_without_backward", HORIZON);
         assert_eq!(text.len(), 1, "{text:?}");
         assert!(text[0].contains("warm-up"), "{text:?}");
+        // A buffer of the crate that names its length `size()`.
+        let size = HORIZON.replace("if model.data.len() == 20 {", "if model.data.size() >= 20 {");
+        assert_ne!(size, HORIZON);
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", &size);
+        assert!(text.len() == 1 && text[0].contains("warm-up"), "{text:?}");
+        // A modulo test is not a length: the backward runs on a schedule, no warm-up.
+        let every = HORIZON.replace("if model.data.len() == 20 {", "if step % 20 == 0 {");
+        assert_eq!(count("autodiff_forward_without_backward", None, &every), 0);
     }
 
     /// One alias name, two modules, two backends: each module's own alias decides.
