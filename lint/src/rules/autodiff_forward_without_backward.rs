@@ -25,9 +25,12 @@ data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step
 waits in the store for the next backward, and the memory grows with the rollout's length. A
 nested loop that hands graph-carrying values on (`h = cell.forward(x, h)`, outputs collected for
 the loss) is an unrolled computation and is not. In the training loop itself, a backward that
-waits for a warm-up (`if memory.len() > batch_size { train() }`, in the loop or in the called
-function) leaves every forward before it in the store; a backward skipped by any other check (a
-non-finite loss) is taken for a guard.
+waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
+before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
+`let Some(batch) = memory.sample() else { return }`; in the loop or in the called function)
+leaves every forward before it in the store; a backward skipped by any other check (a non-finite
+loss) is taken for a guard. A forward that itself waits for the same threshold (`if self.step <
+self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
 Autodiff<Wgpu>;`), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
