@@ -18,24 +18,17 @@ pub(crate) fn count(rule: &str, framework: Option<&str>, src: &str) -> usize {
     linter.lint_text(Path::new("src/lib.rs"), src, None).iter().filter(|f| f.rule == rule).count()
 }
 
+/// `rule`'s findings linting `src` (framework detected).
+fn findings(rule: &str, src: &str) -> Vec<crate::Finding> {
+    linter(None).lint_text(Path::new("src/lib.rs"), src, None).into_iter().filter(|f| f.rule == rule).collect()
+}
+
 /// The messages of `rule`'s findings linting `src` (framework detected).
 pub(crate) fn messages(rule: &str, src: &str) -> Vec<String> {
-    let linter = linter(None);
-    linter
-        .lint_text(Path::new("src/lib.rs"), src, None)
-        .into_iter()
-        .filter(|f| f.rule == rule)
-        .map(|f| f.message)
-        .collect()
+    findings(rule, src).into_iter().map(|f| f.message).collect()
 }
 
 /// The 1-based lines of `rule`'s findings linting `src` (framework detected).
 pub(crate) fn lines(rule: &str, src: &str) -> Vec<usize> {
-    let linter = linter(None);
-    linter
-        .lint_text(Path::new("src/lib.rs"), src, None)
-        .into_iter()
-        .filter(|f| f.rule == rule)
-        .map(|f| f.line)
-        .collect()
+    findings(rule, src).into_iter().map(|f| f.line).collect()
 }
