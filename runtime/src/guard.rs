@@ -23,7 +23,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::cost::{HorizonSpec, Severity, negligible, severity};
@@ -218,7 +218,7 @@ struct Run {
     phases: Recorder,
     /// The phases of the function's last run that recorded them, for a run that records none
     /// (it started owing time budget: `pace.rs`).
-    earlier_phases: Option<Phases>,
+    earlier_phases: Option<Arc<Phases>>,
     /// Wall time spent inside the guard (ticks, reads at marks, reports written while running),
     /// nanoseconds: what the guard adds to the loop, measured where it runs.
     own_ns: u64,
@@ -800,7 +800,7 @@ impl Run {
             sources,
             blind,
             phases: match &self.earlier_phases {
-                Some(earlier) => Some(Phases { from_earlier_run: true, ..earlier.clone() }),
+                Some(earlier) => Some(Phases { from_earlier_run: true, ..(**earlier).clone() }),
                 None => self.phases.report(self.kind.as_str(), o.lines, &self.secondaries.rates()),
             },
             lines: self.line_rows(o.lines),
@@ -812,14 +812,20 @@ impl Run {
         if !lines {
             return Vec::new();
         }
+        let recorded;
         let phases = match &self.earlier_phases {
-            Some(earlier) => Some(earlier.clone()),
-            None => self.phases.primary(self.kind.as_str(), true),
+            Some(earlier) => &**earlier,
+            None => match self.phases.primary(self.kind.as_str(), true) {
+                Some(p) => {
+                    recorded = p;
+                    &recorded
+                }
+                None => return Vec::new(),
+            },
         };
-        let Some(phases) = phases else { return Vec::new() };
         let findings: Vec<(u32, String)> =
             self.site.static_findings.iter().map(|f| (f.line, format!("{}: {}", f.rule, f.message))).collect();
-        line_table(&phases, &findings)
+        line_table(phases, &findings)
     }
 
     /// The report of the run so far, once its sources are open.
@@ -913,8 +919,9 @@ struct SiteMemory {
     ledger: Ledger,
     /// The pace the last run ended with.
     pace: PaceReport,
-    /// The phases of the last run that recorded them.
-    phases: Option<Phases>,
+    /// The phases of the last run that recorded them (shared with the runs that resume from it:
+    /// a call that starts at an earlier pace takes them without copying the records).
+    phases: Option<Arc<Phases>>,
 }
 
 static FINISHED: Mutex<Vec<SiteMemory>> = Mutex::new(Vec::new());
@@ -924,7 +931,7 @@ static FINISHED: Mutex<Vec<SiteMemory>> = Mutex::new(Vec::new());
 /// ones; `phases` are kept when the run recorded some.
 fn remember_run(site: &'static Site, rates: Vec<u64>, run: Ledger, pace: PaceReport, phases: Option<&Phases>) {
     let key = std::ptr::from_ref(site) as usize;
-    let phases = phases.filter(|p| !p.from_earlier_run && !p.records.is_empty()).cloned();
+    let phases = phases.filter(|p| !p.from_earlier_run && !p.records.is_empty()).map(|p| Arc::new(p.clone()));
     let mut sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
     match sites.iter_mut().find(|m| m.key == key) {
         Some(m) => {
@@ -957,7 +964,7 @@ fn previous_rates(site: &'static Site, count: usize) -> Option<Vec<u64>> {
 /// For a new run of `site` whose earlier runs in this process spent beyond the budget: its
 /// pace ([`Pace::resumed`], from what they owe and the pace the last one ended with) and the
 /// phases of the last one that recorded them. `None` when nothing is owed.
-fn resumed(site: &'static Site, decide_at: u64) -> Option<(Pace, Option<Phases>)> {
+fn resumed(site: &'static Site, decide_at: u64) -> Option<(Pace, Option<Arc<Phases>>)> {
     let key = std::ptr::from_ref(site) as usize;
     let sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
     let m = sites.iter().find(|m| m.key == key)?;
