@@ -422,6 +422,8 @@ impl Builder<'_> {
                 size_gate: false,
                 returns_struct: false,
                 gate_fields: Vec::new(),
+                param_gates: Vec::new(),
+                bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
                 uses_after_backward: Vec::new(),
@@ -897,6 +899,23 @@ impl Builder<'_> {
             return None;
         }
         self.crate_call_name(cond)
+    }
+
+    /// `is_train` or `!is_train` with `is_train` a parameter: (its index, the value that makes the
+    /// condition true, its name).
+    fn bool_param_test(&self, cond: &Expr) -> Option<(usize, bool, String)> {
+        let (e, opens_on) = match strip_parens(cond) {
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => (strip_parens(&u.expr), false),
+            e => (e, true),
+        };
+        let Expr::Path(p) = e else { return None };
+        let name = p.path.get_ident()?.to_string();
+        let b = self.env[self.lookup(&name)?].0;
+        if self.g.bindings[b].kind != BindingKind::Param {
+            return None;
+        }
+        let index = self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))?;
+        Some((index, opens_on, name))
     }
 
     /// A block that ends by leaving the function, or by `continue` inside a loop.
@@ -1706,6 +1725,7 @@ impl Builder<'_> {
         let (receiver_type, receiver_type_guessed) =
             self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
+        self.note_bool_literals(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         if let Some(site) = self.g.call_sites.last_mut() {
             site.receiver_type = receiver_type;
@@ -1713,6 +1733,17 @@ impl Builder<'_> {
             site.turbofish_autodiff = turbofish_autodiff;
         }
         result
+    }
+
+    /// Marks the `true`/`false` literals among the arguments of the call site just recorded.
+    fn note_bool_literals<'e>(&mut self, args: impl Iterator<Item = &'e Expr>) {
+        for (i, value) in args.enumerate() {
+            if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) = value
+                && let Some(a) = self.g.call_sites.last_mut().and_then(|s| s.args.get_mut(i))
+            {
+                a.bool_literal = Some(b.value);
+            }
+        }
     }
 
     /// Records a call to a function that may be the crate's own; the result is derived from the
@@ -1747,6 +1778,7 @@ impl Builder<'_> {
                 producer: v.producer,
                 op: v.op,
                 span: span.clone(),
+                bool_literal: None,
             });
             parts.push((v, span));
         }
@@ -1908,6 +1940,7 @@ impl Builder<'_> {
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
         let result = self.call_site(last.to_string(), qualifier, false, None, false, None, args, span);
+        self.note_bool_literals(c.args.iter());
         // `run_evaluation::<TrainingBackend>(..)`: the callee is instantiated with that backend.
         if let Some(syn::PathSegment { arguments: syn::PathArguments::AngleBracketed(t), .. }) = p.path.segments.last()
         {
@@ -1999,6 +2032,9 @@ impl Builder<'_> {
             }
             if let Some(callee) = self.crate_call_name(cond) {
                 self.g.gated_branches.push((self.next_branch + 1, callee));
+            }
+            if let Some((param, opens_on, name)) = self.bool_param_test(&i.cond) {
+                self.g.param_gates.push((self.next_branch + 1, param, opens_on, name));
             }
         }
         let leaves = leaves_function(&i.then_branch);

@@ -463,6 +463,12 @@ pub struct FnModel {
     /// For a size gate: the fields its comparisons read (`batch_size`, `step`,
     /// `learning_starts`), which name its warm-up threshold elsewhere too.
     pub(super) gate_fields: Vec<String>,
+    /// Branches a `bool` parameter opens (`if is_train { loss.backward(); .. }`): (branch,
+    /// parameter index, the value that opens it, the parameter's name).
+    pub(super) param_gates: Vec<(usize, usize, bool, String)>,
+    /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
+    /// index, value, where the call is, the caller's name).
+    pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
 }
 
 /// An argument of a call site, kept unmaterialized until the call resolves.
@@ -473,10 +479,12 @@ pub struct ArgValue {
     pub(super) op: bool,
     /// The argument as written (empty: exact spans of every argument cost more than they give).
     pub(super) span: Span,
+    /// The argument is `true` or `false` as written.
+    pub(super) bool_literal: Option<bool>,
 }
 
 /// A call that may reach one of the crate's own functions.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CallSite {
     /// The function or method name (`record`, `compute_loss`).
     pub(super) name: String,
@@ -807,6 +815,32 @@ impl FnModel {
     /// For a generic function made autodiff by a caller: that call (file, line, caller's name).
     pub fn autodiff_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
         self.autodiff_from.as_ref()
+    }
+
+    /// When every call in `calls` sits on a branch a `bool` parameter opens (`if is_train {
+    /// loss.backward() }`) and a call of the crate passes the value that closes it: the
+    /// parameter's name, the value that opens the branch, and that call (file, line, caller).
+    pub fn closed_by_a_caller<'a>(
+        &'a self,
+        paths: impl IntoIterator<Item = &'a [usize]>,
+    ) -> Option<(&'a str, bool, (&'a std::path::Path, usize, &'a str))> {
+        let mut gate: Option<&(usize, usize, bool, String)> = None;
+        for path in paths {
+            let g = self.param_gates.iter().find(|(b, ..)| path.contains(b))?;
+            match gate {
+                Some(seen) if (seen.1, seen.2) != (g.1, g.2) => return None,
+                _ => gate = Some(g),
+            }
+        }
+        let (_, param, opens_on, name) = gate?;
+        let (_, _, file, line, caller) =
+            self.bool_args.iter().find(|(p, value, ..)| p == param && value != opens_on)?;
+        Some((name.as_str(), *opens_on, (file.as_path(), *line, caller.as_str())))
+    }
+
+    /// Whether the branch path lies on a branch a `bool` parameter opens.
+    pub fn on_param_branch(&self, path: &[usize]) -> bool {
+        self.param_gates.iter().any(|(b, ..)| path.contains(b))
     }
 
     /// Whether the crate makes a module untracked anywhere (`target.valid()`,

@@ -136,6 +136,7 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     if resolved.is_empty() {
         return;
     }
+    note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
     instantiate_autodiff(files, &resolved);
     mark_per_step(files, &resolved);
@@ -280,6 +281,33 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         for (fi, gi) in dirty {
             files[fi].1[gi].propagate();
         }
+    }
+}
+
+/// The `true`/`false` literals the crate's calls pass to a function with a branch on that
+/// parameter (`run_epoch(&model, valid, false)` for `if is_train { backward }`), kept on the callee.
+fn note_bool_args(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let mut found = Vec::new();
+    for (caller, ci, callees) in resolved {
+        let [callee] = callees.as_slice() else { continue };
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        if !site.args.iter().any(|a| a.bool_literal.is_some()) {
+            continue;
+        }
+        let gates = &files[callee.0].1[callee.1].param_gates;
+        for (i, a) in site.args.iter().enumerate() {
+            if let Some(value) = a.bool_literal
+                && gates.iter().any(|&(_, p, _, _)| p == i)
+            {
+                let file = &files[caller.0].0;
+                let (line, _) = file.line_col(site.span.start);
+                found.push((*callee, (i, value, file.path().to_path_buf(), line, g.name.clone())));
+            }
+        }
+    }
+    for (callee, arg) in found {
+        files[callee.0].1[callee.1].bool_args.push(arg);
     }
 }
 
@@ -922,7 +950,8 @@ fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>,
 
 /// Applies a callee's summary at call site `ci` of `g`.
 fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Arc<SourceFile>) {
-    let site = g.call_sites[ci].clone();
+    // Taken out while it is applied (no copy of its arguments), and put back at the end.
+    let site = std::mem::take(&mut g.call_sites[ci]);
     if s.returns_graph && !g.seeds.contains(&site.result) {
         g.seeds.push(site.result);
     }
@@ -995,6 +1024,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         });
     }
     apply_stores(g, &site, s, callee, callee_file);
+    g.call_sites[ci] = site;
 }
 
 /// The callee's stores of its parameters, seen at the call site: "stored into" edges from the

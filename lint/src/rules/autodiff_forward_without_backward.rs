@@ -92,6 +92,7 @@ impl Rule for AutodiffForwardWithoutBackward {
         // One finding per loop and shape: the first forward pass, with the loop's others as
         // further labels (one `model.valid()` before the loop fixes them all).
         let mut found: Vec<(LoopId, Shape, Vec<Call<'_>>)> = Vec::new();
+        let mut param_off = None;
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
             if !(f.autodiff() || e.via().is_some()) || e.no_grad() {
@@ -118,10 +119,18 @@ impl Rule for AutodiffForwardWithoutBackward {
                         && backwards.iter().all(|b| b.waits_for_size())
                         && !f.waits_for_size(e.path())
                         && !e.waits();
-                    if !warm_up {
+                    if warm_up {
+                        Shape::WarmUp
+                    } else if !f.on_param_branch(e.path())
+                        && let Some(closed) = f.closed_by_a_caller(backwards.iter().map(|b| b.path()))
+                    {
+                        // `if is_train { loss.backward() }` and a caller that passes `false`: on
+                        // those calls the loop runs no backward (a validation pass).
+                        param_off = Some(closed);
+                        Shape::ParamOff
+                    } else {
                         continue;
                     }
-                    Shape::WarmUp
                 }
                 Some(Iteration::Call) => continue,
                 Some(it) => {
@@ -149,7 +158,7 @@ impl Rule for AutodiffForwardWithoutBackward {
             }
         }
         for (l, shape, calls) in found {
-            report_loop(f, cx, l, shape, &calls);
+            report_loop(f, cx, l, shape, &calls, param_off);
         }
     }
 }
@@ -162,8 +171,15 @@ fn report_loop(
     l: crate::model::LoopId,
     shape: Shape,
     calls: &[(&crate::model::Span, String)],
+    param_off: Option<(&str, bool, (&std::path::Path, usize, &str))>,
 ) {
+    let off_label;
     let (message, loop_label) = match shape {
+        Shape::ParamOff => {
+            let (name, opens_on, _) = param_off.unwrap_or(("flag", true, (std::path::Path::new(""), 0, "")));
+            off_label = format!("this loop runs backward only when `{name}` is {opens_on}");
+            ("on calls that turn its backward off", off_label.as_str())
+        }
         Shape::Conditional => {
             ("on iterations that may run no backward", "backward runs only on some iterations of this loop")
         }
@@ -188,6 +204,13 @@ fn report_loop(
     let mut report = report
         .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
         .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration");
+    if let (Shape::ParamOff, Some((name, opens_on, (path, line, caller)))) = (shape, param_off) {
+        report.elsewhere.push((
+            path.to_path_buf(),
+            line,
+            format!("`{caller}` calls this function with `{name}` = {}", !opens_on),
+        ));
+    }
     if let Some((path, line, caller)) = f.autodiff_from() {
         report.elsewhere.push((
             path.clone(),
@@ -212,6 +235,8 @@ enum Shape {
     Rollout,
     /// The training loop's own forward while its backward waits for a collection to fill.
     WarmUp,
+    /// A loop whose backward a `bool` parameter turns off, called with it off (validation).
+    ParamOff,
 }
 
 /// The backward calls (direct or through a called function) of training iteration `it`.
@@ -1005,5 +1030,43 @@ pub fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usi
             "    pub fn act(&self, obs: &Obs) -> usize {\n        if self.roll < self.epsilon {\n            return random_action();\n        }\n",
         );
         assert_eq!(count("autodiff_forward_without_backward", None, &epsilon), 1);
+    }
+
+    /// One function for training and validation epochs, with its backward behind a flag.
+    const FLAGGED: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+type B = Autodiff<NdArray>;
+fn run_epoch(model: &mut Model<B>, items: &[Item], optim: &mut Optim, is_train: bool) -> f32 {
+    let mut total = 0.0;
+    for batch in items.chunks(32) {
+        let loss = model.forward(input(batch)).loss(target(batch));
+        total += loss.clone().into_scalar();
+        if is_train {
+            let grads = GradientsParams::from_grads(loss.backward(), model);
+            *model = optim.step(1e-3, model.clone(), grads);
+        }
+    }
+    total
+}
+fn train(model: &mut Model<B>, data: &Data, optim: &mut Optim) {
+    for _epoch in 0..10 {
+        run_epoch(model, &data.train, optim, true);
+        run_epoch(model, &data.valid, optim, false);
+    }
+}
+"#;
+
+    #[test]
+    fn a_caller_that_turns_the_backward_off_leaves_a_validation_loop() {
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", FLAGGED);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(text[0].contains("turn its backward off"), "{text:?}");
+        // Only training calls: every call runs the backward.
+        let train_only = FLAGGED.replace("        run_epoch(model, &data.valid, optim, false);\n", "");
+        assert_ne!(train_only, FLAGGED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &train_only), 0);
+        // The flag is not a parameter (a field): nothing is known of its callers.
+        let field = FLAGGED.replace("        if is_train {", "        if model.is_train {");
+        assert_eq!(count("autodiff_forward_without_backward", None, &field), 0);
     }
 }
