@@ -643,6 +643,7 @@ impl Builder<'_> {
             path: self.path.clone(),
             guard_fields: self.guard_fields.clone(),
             waits: false,
+            reported_inside: false,
         });
     }
 

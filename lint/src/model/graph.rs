@@ -541,6 +541,9 @@ pub struct VocabCall {
     /// A forward pass that runs only once a warm-up is over: after an early exit on a field a
     /// size gate of the crate also compares, or inside a called function whose forwards all do.
     pub(super) waits: bool,
+    /// A forward through a called function whose own loop runs it without any backward: that
+    /// function is reported, this call is not reported again.
+    pub(super) reported_inside: bool,
 }
 
 impl VocabCall {
@@ -592,6 +595,11 @@ impl VocabCall {
     /// A forward pass that runs only once the crate's warm-up is over (see the field).
     pub fn waits(&self) -> bool {
         self.waits
+    }
+
+    /// A forward the called function's own loop already runs without backward (see the field).
+    pub fn reported_inside(&self) -> bool {
+        self.reported_inside
     }
 }
 

@@ -50,6 +50,9 @@ pub struct Summary {
     forwards: bool,
     /// Every such forward runs only once the crate's warm-up is over (see `VocabCall::waits`).
     forwards_wait: bool,
+    /// Every such forward runs in a loop of the function (or of one it calls) that runs no
+    /// backward: the function's own finding covers it (`fn play_game<B>(..) { loop { pick() } }`).
+    forwards_in_own_loop: bool,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -82,6 +85,7 @@ impl Summary {
             forwards_autodiff: self.forwards_autodiff && other.forwards_autodiff,
             forwards: self.forwards && other.forwards,
             forwards_wait: self.forwards_wait && other.forwards_wait,
+            forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
             stores: self
                 .stores
                 .iter()
@@ -802,6 +806,20 @@ impl Index {
                 }
             })
             .collect();
+        // `self.policy.action(x)` inside `Selector::action`: a field of `self` is not a value of
+        // `self`'s own type (a struct cannot hold itself), so the caller's type is not a candidate.
+        let on_own_field = site.method
+            && !site.receiver_self
+            && caller_owner.is_some()
+            && site
+                .receiver
+                .and_then(|r| g(&caller).binding_of(r))
+                .is_some_and(|b| g(&caller).bindings[b].kind == super::graph::BindingKind::SelfField);
+        let fits: Vec<FnId> = if on_own_field && fits.len() > 1 {
+            fits.into_iter().filter(|id| g(id).owner != caller_owner).collect()
+        } else {
+            fits
+        };
         // `env.step(action)` with `env: &mut Env<B>`: when no candidate is a method of `Env`,
         // only a trait's default body can be reached (other types' methods cannot).
         let fits = match &site.receiver_type {
@@ -885,6 +903,15 @@ fn summarize(g: &FnModel) -> Summary {
         !e.no_grad && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
     };
     let forwards = !runs_backward && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e));
+    // Reported where they run: in a loop here (no backward anywhere in the function), or
+    // inside a called function that reports them; model methods that return tensors are left
+    // to their callers and report nothing.
+    let forwards_in_own_loop = forwards
+        && g.autodiff
+        && (!g.owner_is_model || g.returns_plain)
+        && g.calls_of(super::graph::CallKind::Forward)
+            .filter(counted)
+            .all(|e| e.in_loop.is_some() || e.reported_inside);
     let forwards_wait = forwards
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
     // A generic function made autodiff by one caller may be called with other backends too:
@@ -902,6 +929,7 @@ fn summarize(g: &FnModel) -> Summary {
         forwards_autodiff,
         forwards,
         forwards_wait,
+        forwards_in_own_loop,
         stores,
     }
 }
@@ -1008,6 +1036,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             g.vocab_calls.iter_mut().find(|e| e.kind == super::graph::CallKind::Forward && e.span == site.span)
     {
         e.waits = s.forwards_wait;
+        e.reported_inside = s.forwards_in_own_loop;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -1021,6 +1050,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             path: site.path.clone(),
             guard_fields: Vec::new(),
             waits: s.forwards_wait,
+            reported_inside: s.forwards_in_own_loop,
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

@@ -95,7 +95,7 @@ impl Rule for AutodiffForwardWithoutBackward {
         let mut param_off = None;
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
-            if !(f.autodiff() || e.via().is_some()) || e.no_grad() {
+            if !(f.autodiff() || e.via().is_some()) || e.no_grad() || e.reported_inside() {
                 continue;
             }
             if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
@@ -1068,5 +1068,58 @@ fn train(model: &mut Model<B>, data: &Data, optim: &mut Optim) {
         // The flag is not a parameter (a field): nothing is known of its callers.
         let field = FLAGGED.replace("        if is_train {", "        if model.is_train {");
         assert_eq!(count("autodiff_forward_without_backward", None, &field), 0);
+    }
+
+    /// Self-play through two generic helpers and a selector whose method shares its name with
+    /// the policy's (`self.policy.action(x)` inside `Selector::action`).
+    const NESTED_ROLLOUT: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub struct Policy<B: Backend> { input: Linear<B>, output: Linear<B> }
+impl<B: Backend> Policy<B> {
+    fn action(&self, state: Tensor<B, 1>) -> Tensor<B, 1> {
+        self.output.forward(self.input.forward(state))
+    }
+}
+pub struct Selector<B: Backend> { policy: Policy<B> }
+impl<B: Backend> Selector<B> {
+    pub fn action(&self, state: Tensor<B, 1>) -> Tensor<B, 1> {
+        self.policy.action(state)
+    }
+    pub fn pick(&self, state: Tensor<B, 1>) -> usize {
+        self.action(state).argmax(0).into_scalar() as usize
+    }
+}
+fn play_game<B: Backend>(selector: &Selector<B>, env: &mut Env) -> f32 {
+    let mut reward = 0.0;
+    while !env.done() {
+        let action = selector.pick(env.state());
+        reward += env.step(action);
+    }
+    reward
+}
+fn play_games<B: Backend>(selector: &Selector<B>, env: &mut Env, n: usize) -> Vec<f32> {
+    let mut rewards = Vec::new();
+    for _ in 0..n {
+        rewards.push(play_game(selector, env));
+    }
+    rewards
+}
+pub struct Trainer<B: AutodiffBackend> { selector: Selector<B> }
+impl<B: AutodiffBackend> Trainer<B> {
+    pub fn train(&mut self, env: &mut Env) {
+        for _episode in 0..1_000 {
+            let rewards = play_games(&self.selector, env, 40);
+            let grads = self.loss(rewards).backward();
+            self.update(grads);
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_rollout_through_helpers_is_reported_once_where_it_loops() {
+        let lines = crate::rules::testing::lines("autodiff_forward_without_backward", NESTED_ROLLOUT);
+        // play_game's loop; not again at play_games' loop, which only calls it.
+        assert_eq!(lines, vec![21], "{lines:?}");
     }
 }
