@@ -18,7 +18,9 @@ Finds layers and variables created in a variable store that outlives the step
 (`nn::linear(vs.root() / "fc", ..)`, `p.var("w", ..)`, `Net::new(&vs.root(), ..)`, tch):
 - in a closure or function that also runs the forward pass, with the store coming from outside
   it (a parameter, a captured variable, a field): every forward creates the layers again;
-- in a loop that runs a forward pass or backward, with the store made before the loop.
+- in a loop that runs a forward pass or backward, with the store made before the loop;
+- in a function a training loop reaches (an evaluation every few epochs), with the store kept in
+  a field of `self`: every call adds a model's worth of variables.
 
 ### Why is this bad?
 A tch `VarStore` keeps every variable created in it: a second `nn::linear(vs.root() / "fc", ..)`
@@ -60,8 +62,8 @@ impl Rule for VariablesCreatedPerStep {
         for v in f.var_creations() {
             let Some(why) = repeats(f, v) else { continue };
             let scope = match why {
-                Repeats::PerForward => (v.closure(), None),
-                Repeats::PerIteration => (v.closure(), v.in_loop()),
+                Repeats::ForwardPass | Repeats::StepCall => (v.closure(), None),
+                Repeats::LoopIteration => (v.closure(), v.in_loop()),
             };
             match groups.iter_mut().find(|(s, w, _)| *s == scope && *w == why) {
                 Some((_, _, vs)) => vs.push(v),
@@ -77,9 +79,19 @@ impl Rule for VariablesCreatedPerStep {
             for v in vs.iter().skip(1).take(MAX_LABELS) {
                 report = report.label(v.span().clone(), "and here");
             }
-            cx.report(report.help(why.help()).note(
+            let mut report = report.help(why.help()).note(
                 "a variable store keeps every variable created in it: a second layer of the same name is added beside the first, never reused",
-            ));
+            );
+            if why == Repeats::StepCall
+                && let Some((path, line, caller)) = f.per_step_from()
+            {
+                report.elsewhere.push((
+                    path.clone(),
+                    *line,
+                    format!("a training loop reaches this function through `{caller}`"),
+                ));
+            }
+            cx.report(report);
         }
     }
 }
@@ -94,25 +106,32 @@ const MAX_LABELS: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Repeats {
     /// In a closure or function that runs the forward pass.
-    PerForward,
+    ForwardPass,
     /// In a loop that runs a forward pass or backward.
-    PerIteration,
+    LoopIteration,
+    /// In a function reached from a training loop, with the store in a field of `self`: every
+    /// call (an evaluation every epoch) adds a model's worth of variables to it.
+    StepCall,
 }
 
 impl Repeats {
     fn label(self) -> &'static str {
         match self {
-            Repeats::PerForward => "new variables in the store on every forward pass",
-            Repeats::PerIteration => "new variables in the store every iteration",
+            Repeats::ForwardPass => "new variables in the store on every forward pass",
+            Repeats::LoopIteration => "new variables in the store every iteration",
+            Repeats::StepCall => "new variables in a store kept in `self`, on every call",
         }
     }
 
     fn help(self) -> &'static str {
         match self {
-            Repeats::PerForward => {
+            Repeats::ForwardPass => {
                 "build the layers once, outside the forward pass, and keep them (a field, or a value the closure captures)"
             }
-            Repeats::PerIteration => "build the layers once before the loop, or make the store inside the loop",
+            Repeats::LoopIteration => "build the layers once before the loop, or make the store inside the loop",
+            Repeats::StepCall => {
+                "build the model once and keep it, or build it in a fresh `VarStore` per call and copy the weights in (`vs.copy(&trained)`)"
+            }
         }
     }
 }
@@ -121,7 +140,7 @@ fn repeats(f: &FnModel, v: &VarCreation) -> Option<Repeats> {
     if let Some(c) = v.closure() {
         // A closure that runs the forward pass and builds its layers in a store it is handed.
         let outside = matches!(v.root(), VarRoot::Param | VarRoot::Captured | VarRoot::Field);
-        return (f.closure_runs_forward(c) && outside).then_some(Repeats::PerForward);
+        return (f.closure_runs_forward(c) && outside).then_some(Repeats::ForwardPass);
     }
     if let Some(l) = v.in_loop() {
         let before_loop = match v.root() {
@@ -129,13 +148,18 @@ fn repeats(f: &FnModel, v: &VarCreation) -> Option<Repeats> {
             VarRoot::Local { decl_loop } => !f.loop_within(decl_loop, l),
             VarRoot::Captured | VarRoot::Unknown => false,
         };
-        return (f.loop_trains_or_infers(l) && before_loop).then_some(Repeats::PerIteration);
+        return (f.loop_trains_or_infers(l) && before_loop).then_some(Repeats::LoopIteration);
     }
     // A forward method (`fn forward(&self, xs)`) that builds what it runs. Another function
     // that builds a model and then runs it (`fn train(vs: &VarStore) { let net = ..; for .. }`)
     // is called once, not per step.
     let handed = matches!(v.root(), VarRoot::Param | VarRoot::Field);
-    (crate::frameworks::is_forward_method(f.ident()) && f.runs_forward() && handed).then_some(Repeats::PerForward)
+    if crate::frameworks::is_forward_method(f.ident()) && f.runs_forward() && handed {
+        return Some(Repeats::ForwardPass);
+    }
+    // A method a training loop calls (an evaluation every epoch) that builds a model in a store
+    // of `self`: the store outlives the call and gains the model's variables again each time.
+    (matches!(v.root(), VarRoot::Field) && f.per_step_from().is_some()).then_some(Repeats::StepCall)
 }
 
 #[cfg(test)]
@@ -236,5 +260,47 @@ fn train(data: &[(Tensor, Tensor)]) {
         );
         assert_ne!(per_call, BUILT_ONCE);
         assert_eq!(count("variables_created_per_step", None, &per_call), 1);
+    }
+
+    /// An evaluation, called from the training loop every few epochs, that builds the model to
+    /// pit on a store the evaluator keeps.
+    const EVALUATOR: &str = r#"
+use tch::{nn, nn::OptimizerConfig, Tensor};
+struct Evaluator { vs: nn::VarStore }
+impl Evaluator {
+    fn pit(&self) -> f64 {
+        let net = Net::new(&self.vs.root(), 64);
+        play(&net)
+    }
+}
+fn train(vs: &nn::VarStore, net: &Net, evaluator: &Evaluator, data: &[Tensor]) {
+    let mut opt = nn::Adam::default().build(vs, 1e-3).unwrap();
+    for epoch in 0..100 {
+        for xs in data {
+            opt.backward_step(&net.forward(xs).mean(tch::Kind::Float));
+        }
+        if epoch % 10 == 0 {
+            println!("{}", evaluator.pit());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_model_built_in_a_kept_store_by_a_function_the_training_loop_calls() {
+        assert_eq!(count("variables_created_per_step", None, EVALUATOR), 1);
+        // A fresh store per evaluation: nothing accumulates.
+        let fresh = EVALUATOR.replace(
+            "        let net = Net::new(&self.vs.root(), 64);",
+            "        let vs = nn::VarStore::new(tch::Device::Cpu);\n        let net = Net::new(&vs.root(), 64);",
+        );
+        assert_ne!(fresh, EVALUATOR);
+        assert_eq!(count("variables_created_per_step", None, &fresh), 0);
+        // Called once, after training: not per step.
+        let once = EVALUATOR
+            .replace("        if epoch % 10 == 0 {\n            println!(\"{}\", evaluator.pit());\n        }\n", "")
+            .replace("        }\n    }\n}\n", "        }\n    }\n    println!(\"{}\", evaluator.pit());\n}\n");
+        assert!(once.contains("    }\n    println!(\"{}\", evaluator.pit());\n}"), "{once}");
+        assert_eq!(count("variables_created_per_step", None, &once), 0);
     }
 }
