@@ -29,6 +29,11 @@ impl SourceFile {
         &self.path
     }
 
+    /// 1-based line of a byte offset (no column to count).
+    pub fn line(&self, offset: usize) -> usize {
+        self.line_starts.partition_point(|&s| s <= offset.min(self.text.len()))
+    }
+
     /// 1-based line and 1-based column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
@@ -88,5 +93,9 @@ mod tests {
         // 'x' follows a two-byte character: byte 5, character column 2.
         assert_eq!(f.line_col(5), (2, 2));
         assert_eq!(&f.text[f.line_range(2)], "πx = 1;");
+        // `line` agrees with `line_col` everywhere, past the end included.
+        for offset in 0..=f.text.len() + 2 {
+            assert_eq!(f.line(offset), f.line_col(offset).0, "offset {offset}");
+        }
     }
 }

@@ -194,13 +194,17 @@ impl Items<'_> {
         // The module's aliases, with the impl's and the function's type parameters over them
         // (`fn f<B: Backend>` inside a module with `type B = Autodiff<..>;` means its own `B`).
         let shadowed: Vec<(String, bool)>;
-        let aliases: &[(String, bool)] = if self.aliases.is_empty() {
-            &self.aliases
-        } else {
+        let aliased = |name: &str| self.aliases.iter().any(|(a, _)| a == name);
+        let shadows = !self.aliases.is_empty()
+            && (self.impl_params.iter().any(|p| aliased(p))
+                || sig.generics.type_params().any(|p| aliased(&p.ident.to_string())));
+        let aliases: &[(String, bool)] = if shadows {
             let params =
                 self.impl_params.iter().cloned().chain(sig.generics.type_params().map(|p| p.ident.to_string()));
             shadowed = self.aliases.iter().cloned().chain(params.map(|p| (p, false))).collect();
             &shadowed
+        } else {
+            &self.aliases
         };
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
@@ -639,6 +643,7 @@ impl Builder<'_> {
             receiver: None,
             no_grad: self.no_grad > 0,
             via: None,
+            forward_at: None,
             discarded,
             path: self.path.clone(),
             guard_fields: self.guard_fields.clone(),

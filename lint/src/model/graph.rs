@@ -471,6 +471,17 @@ pub struct FnModel {
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
 }
 
+/// A line of a file, equal to another when it is the same file (by address) and line: cheap to
+/// copy and compare in the summaries of the crate-level pass.
+#[derive(Debug, Clone)]
+pub struct At(pub(super) std::sync::Arc<crate::SourceFile>, pub(super) usize);
+
+impl PartialEq for At {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) && self.1 == other.1
+    }
+}
+
 /// An argument of a call site, kept unmaterialized until the call resolves.
 #[derive(Debug, Clone)]
 pub struct ArgValue {
@@ -531,6 +542,8 @@ pub struct VocabCall {
     pub(super) no_grad: bool,
     /// Made inside this called function of the crate (`Agent::act`), seen at the call.
     pub(super) via: Option<String>,
+    /// For a forward made inside a called function: where that function runs it (file, line).
+    pub(super) forward_at: Option<At>,
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
     pub(super) discarded: bool,
     /// Branches the call sits in (as for [`TrainingCall::path`]).
@@ -595,6 +608,11 @@ impl VocabCall {
     /// A forward pass that runs only once the crate's warm-up is over (see the field).
     pub fn waits(&self) -> bool {
         self.waits
+    }
+
+    /// For a forward made inside a called function: where it runs (file, line).
+    pub fn forward_at(&self) -> Option<(&std::path::Path, usize)> {
+        self.forward_at.as_ref().map(|At(file, line)| (file.path(), *line))
     }
 
     /// A forward the called function's own loop already runs without backward (see the field).

@@ -53,6 +53,8 @@ pub struct Summary {
     /// Every such forward runs in a loop of the function (or of one it calls) that runs no
     /// backward: the function's own finding covers it (`fn play_game<B>(..) { loop { pick() } }`).
     forwards_in_own_loop: bool,
+    /// Where its first such forward runs (file, line; through the functions it calls).
+    forward_at: Option<super::graph::At>,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -86,6 +88,7 @@ impl Summary {
             forwards: self.forwards && other.forwards,
             forwards_wait: self.forwards_wait && other.forwards_wait,
             forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
+            forward_at: if self.forward_at == other.forward_at { self.forward_at.clone() } else { None },
             stores: self
                 .stores
                 .iter()
@@ -155,7 +158,7 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     for _ in 0..MAX_ROUNDS {
         let mut changed: Vec<FnId> = Vec::new();
         for (k, &id) in callees.iter().enumerate() {
-            let s = summarize(&files[id.0].1[id.1]);
+            let s = summarize(&files[id.0].1[id.1], &files[id.0].0);
             if summaries[k].as_ref() != Some(&s) {
                 summaries[k] = Some(s);
                 changed.push(id);
@@ -875,7 +878,7 @@ impl Index {
 }
 
 /// The summary of one function from its (propagated) graph.
-fn summarize(g: &FnModel) -> Summary {
+fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     let returns_graph = !g.returns_plain && g.returns.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH));
     let kinds = |k: TrainingCallKind| g.calls.iter().any(|c| c.kind == k);
     let runs_backward = kinds(TrainingCallKind::Backward) || kinds(TrainingCallKind::BackwardStep);
@@ -912,6 +915,15 @@ fn summarize(g: &FnModel) -> Summary {
         && g.calls_of(super::graph::CallKind::Forward)
             .filter(counted)
             .all(|e| e.in_loop.is_some() || e.reported_inside);
+    let forward_at = if forwards {
+        g.calls_of(super::graph::CallKind::Forward).find(counted).and_then(|e| match &e.forward_at {
+            Some(at) => Some(at.clone()),
+            None if e.via.is_none() => Some(super::graph::At(file.clone(), file.line(e.span.start))),
+            None => None,
+        })
+    } else {
+        None
+    };
     let forwards_wait = forwards
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
     // A generic function made autodiff by one caller may be called with other backends too:
@@ -930,6 +942,7 @@ fn summarize(g: &FnModel) -> Summary {
         forwards,
         forwards_wait,
         forwards_in_own_loop,
+        forward_at,
         stores,
     }
 }
@@ -1037,6 +1050,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     {
         e.waits = s.forwards_wait;
         e.reported_inside = s.forwards_in_own_loop;
+        e.forward_at.clone_from(&s.forward_at);
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -1046,6 +1060,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             receiver: site.receiver,
             no_grad: false,
             via: Some(callee.to_string()),
+            forward_at: s.forward_at.clone(),
             discarded: false,
             path: site.path.clone(),
             guard_fields: Vec::new(),

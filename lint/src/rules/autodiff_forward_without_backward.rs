@@ -153,8 +153,8 @@ impl Rule for AutodiffForwardWithoutBackward {
                 None => "forward pass on an autodiff model".to_string(),
             };
             match found.iter_mut().find(|(fl, fs, _)| *fl == l && *fs == shape) {
-                Some((_, _, calls)) => calls.push((e.span(), label)),
-                None => found.push((l, shape, vec![(e.span(), label)])),
+                Some((_, _, calls)) => calls.push((e.span(), label, e.forward_at())),
+                None => found.push((l, shape, vec![(e.span(), label, e.forward_at())])),
             }
         }
         for (l, shape, calls) in found {
@@ -170,7 +170,7 @@ fn report_loop(
     cx: &mut Context<'_>,
     l: crate::model::LoopId,
     shape: Shape,
-    calls: &[(&crate::model::Span, String)],
+    calls: &[Call<'_>],
     param_off: Option<(&str, bool, (&std::path::Path, usize, &str))>,
 ) {
     let off_label;
@@ -192,18 +192,22 @@ fn report_loop(
         }
         Shape::NoBackward => ("in a loop without backward", "this loop never runs backward"),
     };
-    let Some(((first, label), rest)) = calls.split_first() else { return };
+    let Some(((first, label, first_at), rest)) = calls.split_first() else { return };
     let message = match rest.len() {
         0 => format!("forward pass on an autodiff model {message}"),
         n => format!("{} forward passes on an autodiff model {message}", n + 1),
     };
     let mut report = Report::new(message, (*first).clone(), label.clone()).label(f.loop_header(l).clone(), loop_label);
-    for (span, label) in rest {
+    for (span, label, _) in rest {
         report = report.label((*span).clone(), label.clone());
     }
     let mut report = report
         .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
         .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration");
+    // A forward inside a called function: where it runs.
+    if let Some((path, line)) = first_at {
+        report.elsewhere.push((path.to_path_buf(), *line, "the forward pass inside the call".to_string()));
+    }
     if let (Shape::ParamOff, Some((name, opens_on, (path, line, caller)))) = (shape, param_off) {
         report.elsewhere.push((
             path.to_path_buf(),
@@ -222,7 +226,7 @@ fn report_loop(
 }
 
 /// A forward pass of a finding: where, and its label.
-type Call<'a> = (&'a Span, String);
+type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>);
 
 /// How the loop of a forward pass stands to the backward passes of its function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1121,5 +1125,8 @@ impl<B: AutodiffBackend> Trainer<B> {
         let lines = crate::rules::testing::lines("autodiff_forward_without_backward", NESTED_ROLLOUT);
         // play_game's loop; not again at play_games' loop, which only calls it.
         assert_eq!(lines, vec![21], "{lines:?}");
+        // The note shows where the forward pass itself runs (Policy::action's first layer).
+        let notes = crate::rules::testing::elsewhere("autodiff_forward_without_backward", NESTED_ROLLOUT);
+        assert!(notes.iter().any(|(line, text)| *line == 6 && text.contains("forward pass")), "{notes:?}");
     }
 }

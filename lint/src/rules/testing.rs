@@ -32,3 +32,8 @@ pub(crate) fn messages(rule: &str, src: &str) -> Vec<String> {
 pub(crate) fn lines(rule: &str, src: &str) -> Vec<usize> {
     findings(rule, src).into_iter().map(|f| f.line).collect()
 }
+
+/// The notes naming other places (line, text) of `rule`'s findings linting `src`.
+pub(crate) fn elsewhere(rule: &str, src: &str) -> Vec<(usize, String)> {
+    findings(rule, src).into_iter().flat_map(|f| f.elsewhere.into_iter().map(|(_, line, text)| (line, text))).collect()
+}
