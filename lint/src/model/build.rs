@@ -864,47 +864,49 @@ impl Builder<'_> {
         for (i, stmt) in stmts.iter().enumerate() {
             last = self.stmt(stmt);
             let rest = &stmts[i + 1..];
-            if !rest.is_empty() && self.exits_until_a_size(stmt) {
-                self.g.size_wait_branches.push(self.next_branch + 1);
-                return self.branch(|s| s.stmts(rest));
+            if rest.is_empty() {
+                continue;
             }
-            if !rest.is_empty()
-                && let Stmt::Expr(Expr::If(i), _) = stmt
-                && i.else_branch.is_none()
-                && self.exits(&i.then_branch)
-            {
-                compared_fields(&i.cond, &mut self.guard_fields);
-            }
-            if !rest.is_empty()
-                && let Some(callee) = self.exits_unless_a_call(stmt)
-            {
-                self.g.gated_branches.push((self.next_branch + 1, callee));
-                return self.branch(|s| s.stmts(rest));
+            match self.early_exit(stmt) {
+                Some(EarlyExit::Length) => {
+                    self.g.size_wait_branches.push(self.next_branch + 1);
+                    return self.branch(|s| s.stmts(rest));
+                }
+                Some(EarlyExit::Gate(callee)) => {
+                    self.g.gated_branches.push((self.next_branch + 1, callee));
+                    return self.branch(|s| s.stmts(rest));
+                }
+                Some(EarlyExit::Threshold(cond)) => compared_fields(cond, &mut self.guard_fields),
+                None => {}
             }
         }
         last
     }
 
-    /// `if !ready() { return }` or `let Some(x) = sample() else { return };` (or `continue` in a
-    /// loop), with a call of the crate deciding: that call's name.
-    fn exits_unless_a_call(&self, stmt: &Stmt) -> Option<String> {
-        let (cond, exit) = match stmt {
-            Stmt::Expr(Expr::If(i), _) if i.else_branch.is_none() => match strip_parens(&i.cond) {
-                Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => (&*u.expr, &i.then_branch),
-                _ => return None,
-            },
+    /// What an early exit (`if .. { return }`, `let .. else { return }`, or `continue` inside a
+    /// loop) says about the statements after it.
+    fn early_exit<'s>(&self, stmt: &'s Stmt) -> Option<EarlyExit<'s>> {
+        match stmt {
+            Stmt::Expr(Expr::If(i), _) if i.else_branch.is_none() && self.exits(&i.then_branch) => {
+                if compares_a_length(&i.cond) {
+                    return Some(EarlyExit::Length);
+                }
+                if let Expr::Unary(u) = strip_parens(&i.cond)
+                    && matches!(u.op, syn::UnOp::Not(_))
+                    && let Some(callee) = self.crate_call_name(&u.expr)
+                {
+                    return Some(EarlyExit::Gate(callee));
+                }
+                Some(EarlyExit::Threshold(&i.cond))
+            }
             Stmt::Local(syn::Local { init: Some(syn::LocalInit { expr, diverge: Some((_, d)), .. }), .. }) => {
                 match &**d {
-                    Expr::Block(b) => (&**expr, &b.block),
-                    _ => return None,
+                    Expr::Block(b) if self.exits(&b.block) => self.crate_call_name(expr).map(EarlyExit::Gate),
+                    _ => None,
                 }
             }
-            _ => return None,
-        };
-        if !self.exits(exit) {
-            return None;
+            _ => None,
         }
-        self.crate_call_name(cond)
     }
 
     /// `is_train` or `!is_train` with `is_train` a parameter: (its index, the value that makes the
@@ -944,17 +946,6 @@ impl Builder<'_> {
             _ => return None,
         };
         self.crate_fns.fns.contains(&name).then_some(name)
-    }
-
-    /// `if <length comparison> { return }` (or `continue` inside a loop), with no `else`.
-    fn exits_until_a_size(&self, stmt: &Stmt) -> bool {
-        let Stmt::Expr(Expr::If(i), _) = stmt else { return false };
-        if i.else_branch.is_some() || !compares_a_length(&i.cond) {
-            return false;
-        }
-        let continues =
-            matches!(i.then_branch.stmts.last(), Some(Stmt::Expr(Expr::Continue(c), _)) if c.label.is_none());
-        leaves_function(&i.then_branch) || continues && self.cur_loop().is_some()
     }
 
     fn stmt(&mut self, stmt: &Stmt) -> Val {
@@ -2454,6 +2445,18 @@ fn returns_struct_literal(block: &Block) -> bool {
             _ => return false,
         }
     }
+}
+
+/// What an early exit says about the rest of its block (see `Builder::early_exit`).
+enum EarlyExit<'s> {
+    /// `if memory.len() < n { return; }`: the rest waits for a size.
+    Length,
+    /// `if !agent.can_learn() { return }`, `let Some(b) = memory.sample() else { return }`: the
+    /// rest waits for what that crate function says (a size, if it is a size gate).
+    Gate(String),
+    /// Any other test (`if self.step < self.config.learning_starts { return random }`): the
+    /// fields it compares guard the rest.
+    Threshold(&'s Expr),
 }
 
 /// Whether a function tells that a collection has reached a size (see `FnModel::size_gate`):
