@@ -199,6 +199,9 @@ struct Run {
     pace: Pace,
     skip: u64,
     skipping: bool,
+    /// Added to `iterations` when the sampled iterations are chosen (multiples of the pace): a
+    /// run that resumed its predecessor's pace goes on where that run's next read was due.
+    phase: u64,
     /// Sampled iterations completed.
     sampled: u64,
     /// The primary source was pinned (`source = ..`, `MEMLINT_SOURCE`): never switched.
@@ -235,7 +238,15 @@ struct Run {
 impl Run {
     fn new(site: &'static Site) -> Self {
         let mut run = Self::fresh(site);
-        if let Some((pace, phases)) = resumed(site, site.options.warmup.max(MIN_TIMED_ITERATIONS)) {
+        if let Some(Resumed { pace, phases, due_in }) = resumed(site, site.options.warmup.max(MIN_TIMED_ITERATIONS)) {
+            if pace.resumes() {
+                // One loop over the runs: the first read is where the previous run's next one
+                // was due, so a short call may read nothing (its time still repays the debt).
+                let every = pace.every().max(1);
+                run.skip = due_in % every;
+                run.phase = (every - run.skip) % every;
+                run.started = Some(Instant::now());
+            }
             run.pace = pace;
             run.phases.pause();
             run.earlier_phases = phases;
@@ -262,6 +273,7 @@ impl Run {
             pace: Pace::new(o.warmup.max(MIN_TIMED_ITERATIONS)),
             skip: 0,
             skipping: false,
+            phase: 0,
             sampled: 0,
             source_pinned: false,
             started: None,
@@ -367,11 +379,12 @@ impl Run {
     }
 
     fn begin(&mut self) {
-        if self.sampler.is_none() {
-            self.open_sources();
-        }
+        // The run's wall time includes the opening of the sources, which the guard's time does.
         if self.started.is_none() {
             self.started = Some(Instant::now());
+        }
+        if self.sampler.is_none() {
+            self.open_sources();
         }
         if let Some(sampler) = self.sampler.as_mut() {
             let from = Instant::now();
@@ -583,7 +596,8 @@ impl Run {
             self.secondaries.set_rates(choice.secondary_share, every);
         }
         self.secondaries.regrid(every);
-        self.skip = self.iterations.next_multiple_of(every) - self.iterations;
+        let at = self.iterations + self.phase;
+        self.skip = at.next_multiple_of(every) - at;
     }
 
     /// Never silently blind: when the CUDA pool has held nothing in every iteration of the
@@ -781,6 +795,7 @@ impl Run {
             tolerance_bytes: o.tolerance_bytes,
             budget_bytes: o.budget_bytes,
             iterations: self.iterations,
+            reads: self.sampled,
             elapsed_seconds: self.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
             guard_seconds: self.own_ns as f64 * 1e-9,
             guard_time: crate::report::GuardTime {
@@ -873,7 +888,12 @@ impl Run {
     /// this thread.
     fn finish(&mut self, outcome: &'static str, now: bool) {
         if self.sampler.is_none() {
-            return;
+            if self.iterations == 0 {
+                return;
+            }
+            // A run that went on at its predecessor's pace and read nothing: its report says so,
+            // from the sources the predecessor left open (taking them reads nothing).
+            self.open_sources();
         }
         let report = self.report(outcome);
         if crate::summary::wanted() {
@@ -899,7 +919,14 @@ impl Run {
             self.show(&report, Event::Budget);
         }
         let ledger = self.pace.ledger(Instant::now(), self.own_ns);
-        remember_run(self.site, self.secondaries.rates(), ledger, self.pace.report(), report.phases.as_ref());
+        let memory = RunMemory {
+            rates: self.secondaries.rates(),
+            ledger,
+            pace: self.pace.report(),
+            phases: report.phases.as_ref(),
+            due_in: self.skip,
+        };
+        remember_run(self.site, memory);
         if now {
             if let Err(e) = crate::writer::write_now(&self.path, &report) {
                 notice_once(&format!("memlint: cannot write report {}: {e}", self.path.display()));
@@ -917,20 +944,38 @@ struct SiteMemory {
     rates: Vec<u64>,
     /// The guard's time over all the runs, for the budget ([`Pace::resumed`]).
     ledger: Ledger,
-    /// The pace the last run ended with.
+    /// The last pace chosen (a run that made no choice keeps its predecessor's).
     pace: PaceReport,
     /// The phases of the last run that recorded them (shared with the runs that resume from it:
     /// a call that starts at an earlier pace takes them without copying the records).
     phases: Option<Arc<Phases>>,
+    /// Iterations the last run still had to go, when it ended, before its next read.
+    due_in: u64,
+}
+
+/// What one finished run leaves for [`remember_run`].
+struct RunMemory<'a> {
+    /// The secondary sources' rates it ended with (0: never chosen).
+    rates: Vec<u64>,
+    /// Its guard time and wall time, as the budget counts them.
+    ledger: Ledger,
+    /// Its pace.
+    pace: PaceReport,
+    /// Its report's phases.
+    phases: Option<&'a Phases>,
+    /// Iterations it still had to go, when it ended, before its next read.
+    due_in: u64,
 }
 
 static FINISHED: Mutex<Vec<SiteMemory>> = Mutex::new(Vec::new());
 
-/// Remembers the rates `site`'s run ended with and adds its guard time to the site's ledger.
-/// Rates never chosen (a short run that started at its predecessor's pace) keep the earlier
-/// ones; `phases` are kept when the run recorded some.
-fn remember_run(site: &'static Site, rates: Vec<u64>, run: Ledger, pace: PaceReport, phases: Option<&Phases>) {
+/// Remembers the rates `site`'s run ended with, its pace and where its next read was due, and
+/// adds its guard time to the site's ledger. Rates and a pace never chosen (a short run that
+/// went on at its predecessor's pace) keep the earlier ones; `phases` are kept when the run
+/// recorded some.
+fn remember_run(site: &'static Site, run: RunMemory<'_>) {
     let key = std::ptr::from_ref(site) as usize;
+    let RunMemory { rates, ledger, pace, phases, due_in } = run;
     let phases = phases.filter(|p| !p.from_earlier_run && !p.records.is_empty()).map(|p| Arc::new(p.clone()));
     let mut sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
     match sites.iter_mut().find(|m| m.key == key) {
@@ -938,13 +983,16 @@ fn remember_run(site: &'static Site, rates: Vec<u64>, run: Ledger, pace: PaceRep
             if rates.iter().all(|&n| n > 0) || m.rates.len() != rates.len() {
                 m.rates = rates;
             }
-            m.ledger.add(run);
-            m.pace = pace;
+            m.ledger.add(ledger);
+            if pace.choices > 0 || m.pace.choices == 0 {
+                m.pace = pace;
+            }
             if phases.is_some() {
                 m.phases = phases;
             }
+            m.due_in = due_in;
         }
-        None => sites.push(SiteMemory { key, rates, ledger: run, pace, phases }),
+        None => sites.push(SiteMemory { key, rates, ledger, pace, phases, due_in }),
     }
 }
 
@@ -961,15 +1009,23 @@ fn previous_rates(site: &'static Site, count: usize) -> Option<Vec<u64>> {
         .map(|m| m.rates.clone())
 }
 
-/// For a new run of `site` whose earlier runs in this process spent beyond the budget: its
-/// pace ([`Pace::resumed`], from what they owe and the pace the last one ended with) and the
-/// phases of the last one that recorded them. `None` when nothing is owed.
-fn resumed(site: &'static Site, decide_at: u64) -> Option<(Pace, Option<Arc<Phases>>)> {
+/// A new run of a function whose earlier runs in this process spent beyond the budget.
+struct Resumed {
+    /// Its pace ([`Pace::resumed`], from what they owe and the last pace chosen).
+    pace: Pace,
+    /// The phases of the last run that recorded them.
+    phases: Option<Arc<Phases>>,
+    /// Iterations before its first read, where the last run's next one was due.
+    due_in: u64,
+}
+
+/// How a new run of `site` goes on from its earlier runs; `None` when nothing is owed.
+fn resumed(site: &'static Site, decide_at: u64) -> Option<Resumed> {
     let key = std::ptr::from_ref(site) as usize;
     let sites = FINISHED.lock().unwrap_or_else(|p| p.into_inner());
     let m = sites.iter().find(|m| m.key == key)?;
     let pace = Pace::resumed(decide_at, m.ledger.owed(), Some(m.pace));
-    (pace.report().carried_seconds > 0.0).then(|| (pace, m.phases.clone()))
+    (pace.report().carried_seconds > 0.0).then(|| Resumed { pace, phases: m.phases.clone(), due_in: m.due_in })
 }
 
 /// The detector's settings from the macro's options.
@@ -1315,6 +1371,7 @@ pub(crate) mod tests {
             tolerance_bytes: 1 << 20,
             budget_bytes: Some(1 << 30),
             iterations: 37,
+            reads: 37,
             elapsed_seconds: 3.7,
             guard_seconds: 0.0,
             guard_time: Default::default(),
@@ -1512,24 +1569,29 @@ pub(crate) mod tests {
 
     /// A function called many times with a primary source that is dear to read (a cubecl
     /// client's read waits for the device): its first run's warm-up and dense iterations are an
-    /// advance on the budget, which its later runs repay. They choose their pace after one timed
-    /// iteration, sample no dense iterations, and say what they carried.
+    /// advance on the budget, which its later runs repay. They go on at the first run's pace as
+    /// if the calls were one loop (no warm-up or dense iterations; a 200-iteration call at one
+    /// read per 1,024 iterations mostly reads nothing), say what they carried, and once the debt
+    /// is repaid a run starts afresh.
     #[test]
     fn later_runs_of_a_function_repay_what_its_first_run_spent_ahead() {
         static MEMORY: AtomicU64 = AtomicU64::new(1 << 20);
         static MARKS: [Mark; 1] = [Mark { line: 5, phase: "forward", code: "let y = m.forward(&x)?;" }];
         let site = test_site("short_calls", Options { marks: &MARKS, ..Options::DEFAULT });
-        let call = || {
+        let call = |step: std::time::Duration| {
             let mut run = Run::new(site);
-            run.kind = BackendKind::Cuda;
-            let mut primary = fake(BackendKind::Cuda, &MEMORY, 1);
-            primary.delay = std::time::Duration::from_micros(200);
-            run.sampler = Some(primary);
+            let fresh = run.sampler.is_none();
             for _ in 0..200 {
-                // The step: half the read's time, so the guard takes about two thirds of the run.
-                std::thread::sleep(std::time::Duration::from_micros(100));
+                std::thread::sleep(step);
                 run.mark(0);
                 if !run.skip_tick() {
+                    if run.sampler.is_none() {
+                        // The sources a real run opens at its first read; a fake one here.
+                        run.kind = BackendKind::Cuda;
+                        let mut primary = fake(BackendKind::Cuda, &MEMORY, 1);
+                        primary.delay = std::time::Duration::from_micros(50);
+                        run.sampler = Some(primary);
+                    }
                     let from = Instant::now();
                     run.end();
                     run.begin_next();
@@ -1537,27 +1599,70 @@ pub(crate) mod tests {
                 }
             }
             run.end_skipped();
+            assert!(fresh);
             let report = run.report("returned");
-            let ledger = run.pace.ledger(Instant::now(), run.own_ns);
-            remember_run(site, run.secondaries.rates(), ledger, run.pace.report(), report.phases.as_ref());
-            (run.sampled, report.pace, report.phases.expect("marks: phases"))
+            let memory = RunMemory {
+                rates: run.secondaries.rates(),
+                ledger: run.pace.ledger(Instant::now(), run.own_ns),
+                pace: run.pace.report(),
+                phases: report.phases.as_ref(),
+                due_in: run.skip,
+            };
+            remember_run(site, memory);
+            (run.sampled, report)
         };
-        let (first_sampled, first, first_phases) = call();
+        let owed = || {
+            let key = std::ptr::from_ref(site) as usize;
+            let sites = FINISHED.lock().unwrap();
+            sites.iter().find(|m| m.key == key).map(|m| m.ledger.owed()).unwrap()
+        };
+        // The step: twice the read's time, so the guard takes about a third of the first run's
+        // dense iterations, and a read per 1,024 iterations 0.05 % of the later runs.
+        let step = std::time::Duration::from_micros(100);
+        let (first_sampled, first) = call(step);
+        let first_phases = first.phases.expect("marks: phases");
         assert!(!first_phases.from_earlier_run && !first_phases.records.is_empty());
-        assert_eq!(first.carried_seconds, 0.0);
+        assert_eq!(first.pace.carried_seconds, 0.0);
         assert!(first_sampled >= 10 + crate::pace::DENSE, "warm-up and dense iterations: {first_sampled}");
-        let (second_sampled, second, second_phases) = call();
-        // The first run spent about 2/3 of some 60 ms in the guard: tens of milliseconds owed.
-        assert!(second.carried_seconds > 0.01, "{second:?}");
-        // At the first run's pace from its first iteration: only iteration 0 is read.
-        assert_eq!(first.sample_every, crate::pace::MAX_EVERY);
-        assert_eq!(second_sampled, 1, "the first iteration only, no warm-up or dense ones");
-        assert_eq!(second.sample_every, crate::pace::MAX_EVERY);
-        assert_eq!(second.choices, 0, "200 iterations: no flush, so no choice");
-        // It recorded no phases (each recorded iteration reads at every mark) and reports the
-        // first run's, saying so.
-        assert!(second_phases.from_earlier_run);
-        assert_eq!(second_phases.records, first_phases.records);
+        assert_eq!(first.pace.sample_every, crate::pace::MAX_EVERY);
+        let debt = owed();
+        // The first run read some 44 iterations at 50 µs each: milliseconds owed.
+        assert!(debt > std::time::Duration::from_millis(1), "{debt:?}");
+
+        // At the first run's pace, read every 1,024 iterations of the runs together: the first
+        // run read last at its iteration 0 of that pace's grid, so the next four 200-iteration
+        // runs read nothing and the fifth reads once.
+        let mut reads = Vec::new();
+        for _ in 0..5 {
+            let (sampled, later) = call(step);
+            assert!(later.pace.carried_seconds > 0.0, "{:?}", later.pace);
+            assert_eq!(later.pace.sample_every, crate::pace::MAX_EVERY);
+            assert_eq!(later.pace.choices, 0, "200 iterations: no flush, so no choice");
+            assert_eq!(later.iterations, 200);
+            assert_eq!(later.reads, sampled);
+            assert!(later.elapsed_seconds >= 0.02, "{}", later.elapsed_seconds);
+            // It recorded no phases (each recorded iteration reads at every mark) and reports
+            // the first run's, saying so.
+            let phases = later.phases.expect("the first run's phases");
+            assert!(phases.from_earlier_run);
+            assert_eq!(phases.records, first_phases.records);
+            reads.push(sampled);
+        }
+        assert_eq!(reads, [0, 0, 0, 0, 1]);
+        // Their time repays the debt: 0.1 % of their time is more than one read.
+        assert!(owed() < debt, "{:?} of {debt:?}", owed());
+
+        // Once it is repaid (here: as if the runs had lasted long enough), a run starts afresh.
+        {
+            let key = std::ptr::from_ref(site) as usize;
+            let mut sites = FINISHED.lock().unwrap();
+            let m = sites.iter_mut().find(|m| m.key == key).unwrap();
+            m.ledger.elapsed_ns = (m.ledger.spent_ns as f64 / crate::pace::OVERHEAD_BUDGET) as u64;
+        }
+        assert_eq!(owed(), std::time::Duration::ZERO);
+        let (fresh_sampled, fresh) = call(step);
+        assert_eq!(fresh.pace.carried_seconds, 0.0);
+        assert!(fresh_sampled >= 10 + crate::pace::DENSE, "{fresh_sampled}");
     }
 
     #[test]
@@ -1662,7 +1767,14 @@ pub(crate) mod tests {
         // A later run of the same function reads at its first iteration's marks only the source
         // its predecessor read every iteration: the dear one is not read there again.
         if std::env::var_os("MEMLINT_READ_EVERY").is_none() {
-            remember_run(site, run.secondaries.rates(), Ledger::default(), run.pace.report(), None);
+            let memory = RunMemory {
+                rates: run.secondaries.rates(),
+                ledger: Ledger::default(),
+                pace: run.pace.report(),
+                phases: None,
+                due_in: 0,
+            };
+            remember_run(site, memory);
             let mut again = Run::new(site);
             again.kind = BackendKind::Cuda;
             again.sampler = Some(fake(BackendKind::Cuda, &MEMORY, 1));

@@ -27,11 +27,13 @@
 //!
 //! A function called many times (a 200-step call per epoch) would pay its warm-up and dense
 //! iterations in every call. So the advance is kept per function across its runs in the process
-//! ([`Ledger`]): a later run that starts owing budget starts at the pace its predecessor ended
-//! with, from its first iteration (no warm-up or dense iterations), and repays what is owed from
-//! its first choice on ([`Pace::resumed`]). Its leak is then judged from fewer reads; the first
-//! run, whose dense iterations flag a leak present from the start within about 30 iterations, is
-//! unchanged.
+//! ([`Ledger`]): a later run that starts owing budget goes on at the pace its predecessor ended
+//! with, as if the runs were one loop (no warm-up or dense iterations; its first read is due where
+//! the predecessor's next read would have been, so a short call may read nothing at all), and
+//! repays what is owed from its first choice on ([`Pace::resumed`]). Once the debt is repaid,
+//! the next run starts afresh (warm-up and dense iterations), so the budget holds over the
+//! function's runs together. Their leak is then judged from fewer reads; the first run, whose
+//! dense iterations flag a leak present from the start within about 30 iterations, is unchanged.
 //!
 //! `MEMLINT_SAMPLE_EVERY=n` pins the rate (1: every iteration, the fastest detection).
 
@@ -118,6 +120,10 @@ pub struct Pace {
     carried_ns: u64,
     /// The first choice waits for a report flush too (a run that starts at its predecessor's pace).
     at_flush: bool,
+    /// The start of a run that resumed its predecessor's pace: its budget counts from here, its
+    /// first iteration included (its sources come opened from the predecessor, and it may read
+    /// nothing at all).
+    started: Option<Instant>,
     report: PaceReport,
 }
 
@@ -170,6 +176,7 @@ impl Pace {
             extra_dense: 0,
             carried_ns: 0,
             at_flush: false,
+            started: None,
             report: PaceReport { sample_every: every, pinned: pinned.is_some(), ..PaceReport::default() },
         }
     }
@@ -177,8 +184,9 @@ impl Pace {
     /// The pace of a later run of a function whose earlier runs in this process spent `owed`
     /// beyond the budget (their dense iterations are an advance, [`Ledger::owed`]): it samples no
     /// dense iterations and repays `owed` from its first choice on. When the previous run chose a
-    /// pace (`previous`), this run starts at it, from its first iteration, and chooses again at
-    /// its first report flush; otherwise it chooses after its first timed iteration. The budget
+    /// pace (`previous`), this run goes on at it from its first iteration ([`Pace::resumes`]:
+    /// the caller starts it where the predecessor's next read was due) and chooses again at its
+    /// first report flush; otherwise it chooses after its first timed iteration. The budget
     /// then holds over all the function's runs together, short calls included (a 200-step burn
     /// call whose primary read waits for the device spent 5 % of its time in the guard, nearly
     /// all of it in its warm-up and dense iterations). With nothing owed it is [`Pace::new`].
@@ -195,6 +203,7 @@ impl Pace {
                 pace.decide_at = 0;
                 pace.every = p.sample_every;
                 pace.at_flush = true;
+                pace.started = Some(Instant::now());
                 pace.report = PaceReport { choices: 0, carried_seconds: owed.as_secs_f64(), ..p };
             }
             None => {
@@ -205,9 +214,21 @@ impl Pace {
         pace
     }
 
+    /// Whether this run goes on at its predecessor's pace ([`Pace::resumed`] with a previous
+    /// pace): its reads are due where the predecessor's next one was.
+    pub fn resumes(&self) -> bool {
+        self.started.is_some()
+    }
+
     /// The run's figures for the function's [`Ledger`] at `now`, with `spent_ns` the guard's
-    /// time so far; zero before the first iteration ended.
+    /// time so far; zero before the first iteration ended (all of a resumed run's time counts).
     pub fn ledger(&self, now: Instant, spent_ns: u64) -> Ledger {
+        if let Some(started) = self.started {
+            return Ledger {
+                spent_ns,
+                elapsed_ns: now.saturating_duration_since(started).as_nanos().min(u128::from(u64::MAX)) as u64,
+            };
+        }
         match self.base {
             Some(base) => Ledger {
                 spent_ns: spent_ns.saturating_sub(base.spent_ns),
@@ -230,6 +251,7 @@ impl Pace {
             extra_dense: 0,
             carried_ns: 0,
             at_flush: false,
+            started: None,
             report: PaceReport { sample_every: every, pinned: true, ..PaceReport::default() },
         }
     }
@@ -399,6 +421,7 @@ mod tests {
             extra_dense: 0,
             carried_ns: 0,
             at_flush: false,
+            started: None,
             report: PaceReport::default(),
         };
         let t0 = Instant::now();
@@ -441,6 +464,7 @@ mod tests {
             extra_dense: 0,
             carried_ns: 0,
             at_flush: false,
+            started: None,
             report: PaceReport::default(),
         };
         assert_eq!(pace.every_at(10), 1);

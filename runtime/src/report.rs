@@ -129,6 +129,10 @@ pub struct Report {
     pub budget_bytes: Option<u64>,
     /// Completed iterations.
     pub iterations: u64,
+    /// Iterations whose memory the primary source read (schema 5, added in session 10). Below
+    /// `iterations` when the guard samples to stay inside its time budget (`pace`); 0 in a short
+    /// run that went on at an earlier run's pace and whose next read was not yet due.
+    pub reads: u64,
     /// Wall time from the first iteration's start, seconds.
     pub elapsed_seconds: f64,
     /// Wall time spent inside the guard itself over that time (ticks, reads at marks, reports

@@ -51,9 +51,15 @@ pub fn render(report: &ReportView) -> String {
     if report.pace.carried_seconds > 0.0 {
         let _ = writeln!(
             out,
-            "earlier runs of this function spent {:.2} ms beyond the budget: this run started at their pace (no warm-up or dense iterations)",
+            "earlier runs of this function spent {:.2} ms beyond the budget: this run went on at their pace (no warm-up or dense iterations)",
             report.pace.carried_seconds * 1e3
         );
+        if report.reads == Some(0) && report.iterations > 0 {
+            let _ = writeln!(
+                out,
+                "memory not read in this run: its next read was not yet due (no verdict from this run alone)"
+            );
+        }
     }
     sources(&mut out, &report.source_list());
     phases(&mut out, report);
@@ -321,6 +327,23 @@ mod tests {
         let text = render(&ReportView::parse("r", text).unwrap());
         assert!(text.contains("memory read every 1024 iterations (to stay within 0.1 % of the step)"), "{text}");
         assert!(text.contains("earlier runs of this function spent 12.50 ms beyond the budget"), "{text}");
+        assert!(!text.contains("memory not read"), "no `reads`: a report written before session 10\n{text}");
+        let none = text_with_reads(0);
+        assert!(none.contains("memory not read in this run: its next read was not yet due"), "{none}");
+        assert!(!text_with_reads(1).contains("memory not read"));
+    }
+
+    fn text_with_reads(reads: u64) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(
+            r#"{"version": 5, "function": "train", "file": "src/t.rs", "line": 3, "loop_line": 5,
+            "backend": "cubecl", "device": "cubecl:cuda", "outcome": "returned", "iterations": 200,
+            "elapsed_seconds": 0.3, "warmup": 10, "samples": [],
+            "pace": {"sample_every": 1024, "pinned": false, "step_seconds": 0.0013, "carried_seconds": 0.0125},
+            "verdict": {"leak": false, "growth_bytes_per_iteration": 0.0}}"#,
+        )
+        .unwrap();
+        v["reads"] = reads.into();
+        render(&ReportView::parse("r", &v.to_string()).unwrap())
     }
 
     /// Secondary sources: a table per source read at the marks, its coverage in the header, and

@@ -127,6 +127,9 @@ pub struct ReportView {
     pub budget_bytes: Option<u64>,
     /// Completed iterations.
     pub iterations: u64,
+    /// Iterations whose memory the primary source read (added in session 10; absent before).
+    #[serde(default)]
+    pub reads: Option<u64>,
     /// Wall time, seconds.
     pub elapsed_seconds: f64,
     /// Wall time inside the guard itself, seconds (version 4; 0 before).
