@@ -146,7 +146,6 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
     instantiate_autodiff(files, &resolved);
-    mark_per_step(files, &resolved);
 
     // Only callees need summaries; only callers of a changed summary need re-propagation.
     let mut callees: Vec<FnId> = resolved.iter().flat_map(|r| r.2.iter().copied()).collect();
@@ -208,6 +207,9 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
             files[fi].1[gi].propagate();
         }
     }
+    // After the summaries: a loop whose backward runs inside a call (`agent.update(..)`) is a
+    // training loop too, and what it calls runs once per step.
+    mark_per_step(files, &resolved);
 }
 
 /// Models made inert (`model.valid()`, `Module::no_grad`) across calls: a function whose every

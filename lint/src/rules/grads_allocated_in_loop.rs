@@ -16,7 +16,8 @@ pub static META: RuleMeta = RuleMeta {
     group: Group::Stable,
     docs: r#"### What it does
 Finds `model.alloc_grads()` and copies of a gradient store (`.clone()`/`.to_owned()`, dfdx)
-inside a loop that runs backward. A store is recognised by what it is, whatever its name: a
+inside a loop that runs backward, or in a function that such a loop calls on every step (an
+agent's `learn` or `act`, directly or through other calls). A store is recognised by what it is, whatever its name: a
 binding made by `alloc_grads()`, a binding, parameter or field declared as `Gradients<..>`, or a
 value handed to `trace(..)`/`traced(..)` (`model.forward(x.trace(zeroed.clone()))`).
 
@@ -67,6 +68,30 @@ impl Rule for GradsAllocatedInLoop {
                 Report::new(message, e.span().clone(), label)
                     .label(f.loop_header(l).clone(), TRAINING_LOOP)
                     .help("allocate the gradients once before the loop and reuse them: `model.zero_grads(&mut grads)` clears them in place")
+                    .note("a gradient store holds one buffer per parameter"),
+            );
+        }
+        // A function that a training loop calls once per step (`agent.learn()` from the episode
+        // loop) allocates or copies the store on every step as well.
+        let Some((file, line, caller)) = f.per_step_from() else { return };
+        let mut per_call: Vec<_> = [CallKind::AllocGrads, CallKind::GradsCopy]
+            .into_iter()
+            .flat_map(|k| f.calls_of(k))
+            .filter(|c| c.in_loop().is_none())
+            .collect();
+        per_call.sort_by_key(|c| c.span().start);
+        for e in per_call {
+            let (message, label) = match e.kind() {
+                CallKind::AllocGrads => ("gradients allocated on every training step", "a new gradient store per call"),
+                _ => ("gradients cloned on every training step", "a copy of every gradient buffer per call"),
+            };
+            cx.report(
+                Report::new(message, e.span().clone(), label)
+                    .help("keep one gradient store (in the agent or the caller) and reuse it: `model.zero_grads(&mut grads)` clears it in place")
+                    .note(format!(
+                        "this function runs on every step of a training loop: `{caller}` calls it at {}:{line}",
+                        file.display()
+                    ))
                     .note("a gradient store holds one buffer per parameter"),
             );
         }
@@ -157,5 +182,52 @@ fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)], k: usize) -> Result<(), E> {
         assert_eq!(count("grads_allocated_in_loop", None, FALLIBLE), 1);
         let traced_once = FALLIBLE.replace("traced(grads.clone())", "traced(grads)");
         assert_eq!(count("grads_allocated_in_loop", None, &traced_once), 0);
+    }
+
+    /// An agent whose per-step methods copy its store: the episode loop runs backward only
+    /// through `agent.observe(..)`, which calls `learn`.
+    const AGENT: &str = r#"
+use dfdx::prelude::*;
+struct Agent { net: Net, opt: Sgd, grads: Gradients<f32, Cpu> }
+impl Agent {
+    fn act(&mut self, s: Obs) -> usize {
+        argmax(&self.net.forward(s.trace(self.grads.clone())).array())
+    }
+    fn learn(&mut self, x: Obs, y: Target) {
+        let q = self.net.forward(x.trace(self.grads.clone()));
+        self.grads = mse_loss(q, y).backward();
+        self.opt.update(&mut self.net, &self.grads).unwrap();
+        self.net.zero_grads(&mut self.grads);
+    }
+    fn observe(&mut self, x: Obs, y: Target) {
+        self.learn(x, y);
+    }
+}
+fn main() {
+    let mut agent = Agent::new();
+    let mut env = Env::new();
+    for _ in 0..1000 {
+        let s = env.state();
+        let a = agent.act(s.clone());
+        agent.observe(s, env.step(a));
+    }
+}
+"#;
+
+    #[test]
+    fn reports_copies_in_the_functions_a_training_loop_calls_every_step() {
+        assert_eq!(count("grads_allocated_in_loop", None, AGENT), 2);
+        // Traced with the store itself (moved in and back), nothing is copied.
+        let moved = AGENT
+            .replace("s.trace(self.grads.clone())", "s")
+            .replace("x.trace(self.grads.clone())", "x.trace(std::mem::take(&mut self.grads))");
+        assert_eq!(count("grads_allocated_in_loop", None, &moved), 0);
+        // Called once, after training: not per step.
+        let once = AGENT.replace("        let a = agent.act(s.clone());\n", "").replace(
+            "agent.observe(s, env.step(a));",
+            "agent.observe(s, env.step(0));\n    }\n    {\n        agent.act(env.state());",
+        );
+        assert_ne!(once, AGENT);
+        assert_eq!(count("grads_allocated_in_loop", None, &once), 1);
     }
 }

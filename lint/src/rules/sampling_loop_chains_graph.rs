@@ -74,7 +74,9 @@ impl Rule for SamplingLoopChainsGraph {
                 continue;
             }
             let (Some(binding), Some(l)) = (f.binding_of(target), f.loop_of(value)) else { continue };
-            if f.loop_runs_backward(l) || reported.contains(&binding) {
+            // A loop over the model's own parts (`for block in &self.blocks { h = block.forward(&h)? }`)
+            // is one forward pass through its layers, not a sampling loop.
+            if f.loop_runs_backward(l) || f.loop_over_self(l) || reported.contains(&binding) {
                 continue;
             }
             // The state lives across the loop's iterations and a forward pass reads it.
@@ -181,5 +183,29 @@ fn train(model: &Net, opt: &mut candle_nn::AdamW, data: &[Tensor], init: &Tensor
 }
 "#;
         assert_eq!(count("sampling_loop_chains_graph", None, nested), 1);
+    }
+
+    /// A decoder that a preview sampler calls: its loop over its own blocks feeds each block
+    /// the previous one's output, within one forward pass.
+    #[test]
+    fn accepts_a_loop_over_the_models_own_layers() {
+        let layers = PREVIEW.replace(
+            "fn sample_preview(",
+            r#"struct Decoder { blocks: Vec<Block> }
+impl Decoder {
+    fn decode(&self, z: &Tensor) -> Result<Tensor> {
+        let mut h = z.clone();
+        for block in &self.blocks {
+            h = block.forward(&h)?;
+        }
+        Ok(h)
+    }
+}
+fn sample_preview("#,
+        );
+        let layers = layers.replace("save(&preview)?;", "save(&decoder.decode(&preview)?)?;");
+        assert_ne!(layers, PREVIEW);
+        // The sampler's own loop only.
+        assert_eq!(count("sampling_loop_chains_graph", None, &layers), 1);
     }
 }
