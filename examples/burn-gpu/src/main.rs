@@ -204,7 +204,9 @@ fn main() {
     summary("target/memlint/burn_fixed.json");
     summary("target/memlint/burn_train.json");
 
-    let (rounds, per_round) = (9, 200);
+    // ROUNDS interleaved rounds (default 9) of one unguarded and one guarded 200-step call.
+    let rounds: usize = std::env::var("ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(9).max(1);
+    let per_round = 200;
     let (mut plain, mut guarded, mut shares) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
