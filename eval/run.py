@@ -305,8 +305,12 @@ def checkout(repo: Repo, cache: Path, mirrors: Path) -> Path:
         if done.returncode != 0:
             raise EvalError(f"{repo.name}: git clone {source} failed: {done.stderr.strip()}")
     # Only Rust sources and manifests of the linted paths: memlint reads nothing else, and
-    # snapshots may lack large blobs (images, weights) that a full checkout would need.
-    patterns = ["Cargo.toml"] + [
+    # snapshots may lack large blobs (images, weights) that a full checkout would need. Every
+    # package's default targets too (`src/lib.rs`, `src/main.rs`): without one, `cargo metadata`
+    # refuses the manifest, and memlint then groups files by folder instead of by package, which
+    # a user's run does not (until session 10 every workspace whose members lay partly outside
+    # `paths` was linted that way, calls across its crates unfollowed).
+    patterns = ["Cargo.toml", "**/src/lib.rs", "**/src/main.rs"] + [
         "*.rs" if p in (".", "./") else f"/{p.strip('/')}/**/*.rs" for p in repo.paths
     ]
     git("sparse-checkout", "set", "--no-cone", *patterns, cwd=dest)

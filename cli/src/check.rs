@@ -193,13 +193,19 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         if args.verbose > 0 {
             eprintln!("{}", describe(g, &ws, &files, linter.framework));
         }
-        // Calls into the workspace members this package depends on by path (a sibling crate of
-        // agents) are followed: their files are read for the call graph, and reported in their
-        // own group.
+        // The workspace members this package depends on by path (a sibling crate of agents) and
+        // those that depend on it (the trainer that calls its `update_on_batch` once per batch)
+        // are read for the call graph: calls into them and from them are followed, as within
+        // one crate. What is found in them is reported in their own group.
         let context: Vec<PathBuf> = match g.package {
             Some(i) => groups
                 .iter()
-                .filter(|o| o.package.is_some_and(|j| j != i && ws.members[i].path_deps.contains(&ws.members[j].name)))
+                .filter(|o| {
+                    o.package.is_some_and(|j| {
+                        let (me, other) = (&ws.members[i], &ws.members[j]);
+                        j != i && (me.path_deps.contains(&other.name) || other.path_deps.contains(&me.name))
+                    })
+                })
                 .flat_map(|o| o.files.iter().map(|f| relative_to(f, &cwd)))
                 .collect(),
             None => Vec::new(),

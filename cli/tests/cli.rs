@@ -189,6 +189,60 @@ fn calls_into_path_dependencies_are_followed() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The other direction: a library crate's function that the trainer crate calls once per batch
+/// runs on every training step, and what it does per call is reported in the library crate.
+#[test]
+fn calls_from_dependent_crates_are_followed() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-ws-rev-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["learn/src", "trainer/src"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(dir.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"learn\", \"trainer\"]\n")
+        .unwrap();
+    let manifest = |name: &str, deps: &str| {
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ndfdx = \"0.13\"\n{deps}"
+        )
+    };
+    std::fs::write(dir.join("learn/Cargo.toml"), manifest("learn", "")).unwrap();
+    std::fs::write(dir.join("trainer/Cargo.toml"), manifest("trainer", "learn = { path = \"../learn\" }\n")).unwrap();
+    std::fs::write(
+        dir.join("learn/src/lib.rs"),
+        "use dfdx::prelude::*;\n\
+         pub fn update_on_batch(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, x: Batch, y: Target) -> f32 {\n    \
+         let grads = model.alloc_grads();\n    \
+         let loss = mse_loss(model.forward_mut(x.traced(grads)), y);\n    \
+         let value = loss.array();\n    \
+         let grads = loss.backward();\n    \
+         opt.update(model, &grads).unwrap();\n    \
+         value\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("trainer/src/main.rs"),
+        "use learn::update_on_batch;\n\
+         fn train(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, data: &Data, batches: usize) {\n    \
+         for _ in 0..batches {\n        let (x, y) = data.sample();\n        update_on_batch(model, opt, x, y);\n    }\n}\n\
+         fn main() {}\n",
+    )
+    .unwrap();
+    for args in [
+        &["--message-format", "short", "--workspace"][..],
+        &["--message-format", "short", "learn/src", "trainer/src"][..],
+    ] {
+        let out = memlint(args, &dir);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let hits: Vec<&str> = stdout.lines().filter(|l| l.contains("grads_allocated_in_loop")).collect();
+        assert_eq!(hits.len(), 1, "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(hits[0].starts_with("learn/src/lib.rs:3:"), "{args:?}: {stdout}");
+    }
+    // Linted alone, the library does not know who calls it.
+    let out = memlint(&["--message-format", "short", "-p", "learn"], &dir);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("grads_allocated_in_loop"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn explain_prints_rule_docs() {
     let out = memlint(&["explain", "memlint::missing_zero_grad"], &fixture());
