@@ -34,6 +34,7 @@ pub(super) static SPEC: Spec = Spec {
     param_read_methods: &[],
     param_map_methods: &[],
     param_rebuild: &[],
+    param_mapper: None,
     param_type: "",
     explicit_grads: true,
     grads_alloc_methods: &["alloc_grads", "try_alloc_grads"],

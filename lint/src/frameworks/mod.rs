@@ -191,6 +191,9 @@ pub struct Spec {
     /// Associated functions of [`Spec::param_type`] that build a parameter from a tensor, and
     /// whether each gives it a fresh id (`Param::from_tensor`) or keeps one (`Param::initialized`).
     pub param_rebuild: &'static [(&'static str, bool)],
+    /// The trait and method through which a visitor rewrites every parameter of a module
+    /// (burn `ModuleMapper::map_float`): its return value is the parameter's new value.
+    pub param_mapper: Option<(&'static str, &'static str)>,
     /// The parameter type of [`Spec::param_rebuild`] (`Param`).
     pub param_type: &'static str,
     /// Gradients are a value the user holds and passes around (dfdx `Gradients`).

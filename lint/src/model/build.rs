@@ -75,6 +75,7 @@ pub fn function_graphs(
         impl_autodiff: false,
         impl_generic: false,
         trait_impl: false,
+        impl_trait: None,
         spec,
         known,
         offset,
@@ -97,6 +98,8 @@ struct Items<'o> {
     impl_generic: bool,
     /// The function being walked is in `impl Trait for Type`.
     trait_impl: bool,
+    /// The name of that trait (its last path segment).
+    impl_trait: Option<String>,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -143,11 +146,14 @@ impl Items<'_> {
                 if !self.aliases.is_empty() {
                     self.impl_params = imp.generics.type_params().map(|p| p.ident.to_string()).collect();
                 }
+                let impl_trait = imp.trait_.as_ref().and_then(|t| t.0.segments.last()).map(|s| s.ident.to_string());
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
+                        self.impl_trait.clone_from(&impl_trait);
                         self.function(&f.sig, &f.block, owner.as_deref());
                         self.trait_impl = false;
+                        self.impl_trait = None;
                     }
                 }
                 (self.impl_autodiff, self.impl_generic) = outer;
@@ -266,7 +272,17 @@ impl Items<'_> {
         if b.g.framework_known && b.g.spec.explicit_grads {
             b.grad_stores = GradStores::scan(block, b.g.spec);
         }
+        // The framework's module mapper (burn `impl ModuleMapper<B> for SoftUpdater { fn
+        // map_float(..) }`): the returned value replaces each parameter's value.
+        let mapper = self.impl_trait.take().is_some_and(|t| {
+            b.g.framework_known && b.g.spec.param_mapper.is_some_and(|(tr, m)| tr == t && sig.ident == m)
+        });
+        let mapper_params: Vec<NodeIndex> =
+            if mapper { b.g.params.iter().flatten().copied().collect() } else { Vec::new() };
         let tail = b.block(block);
+        if !mapper_params.is_empty() {
+            b.mapped_value(block, &tail, mapper_params);
+        }
         b.returned(tail);
         let nested = std::mem::take(&mut b.nested_items);
         self.out.push(b.finish());
@@ -759,6 +775,32 @@ impl Builder<'_> {
         }
         // `map` hands the parameter on: a move, as for any other `map`.
         self.combine(vec![(recv, 0..0), (body, 0..0)], false)
+    }
+
+    /// The value a module mapper's method returns for a parameter (`tensor * (1.0 - tau) +
+    /// online * tau`): a rewrite of that parameter, as `param.map(|t| …)` is, when it is derived
+    /// with tensor ops from the parameter it was handed (`old`) and stays on the autodiff side.
+    fn mapped_value(&mut self, block: &Block, tail: &Val, old: Vec<NodeIndex>) {
+        let Some(Stmt::Expr(last, None)) = block.stmts.last() else { return };
+        if tail.producer != Producer::Derived || mentions_method(last, common::LEAVE_AUTODIFF_METHODS) {
+            return;
+        }
+        // `Param::from_mapped_value(id, mixed, mapper)`: the rebuild already recorded the rewrite
+        // (`param_rebuild`), whose old value is the parameter handed to the mapper.
+        if let Expr::Call(c) = strip_parens(last) {
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            if let Some(r) = self.g.param_rewrites.iter_mut().rev().find(|r| r.span == span) {
+                r.old.extend(old);
+                return;
+            }
+        }
+        let span = self.full(last);
+        self.g.param_rewrites.push(super::graph::ParamRewrite {
+            span: span.clone(),
+            value: span,
+            reads: tail.reads.clone(),
+            old,
+        });
     }
 
     /// Code after a backward call of this iteration, in a framework where that matters (cheap:
@@ -1819,12 +1861,14 @@ impl Builder<'_> {
                 let span = call_span(self);
                 self.vocab(CallKind::ParamNewId, span, None, false);
             }
-            // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`.
-            if let Some(value) = c.args.last()
+            // `Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`; the value is
+            // the second argument when there are more (`Param::from_mapped_value(id, v, mapper)`).
+            let at = usize::from(c.args.len() >= 2);
+            if let Some(value) = c.args.iter().nth(at)
                 && !mentions_method(value, common::LEAVE_AUTODIFF_METHODS)
             {
                 let vals: Vec<Val> = c.args.iter().map(|a| self.expr(a)).collect();
-                let v = vals.last().expect("one argument at least");
+                let v = &vals[at];
                 // A blend of a parameter's value with another tensor (another parameter's value,
                 // a captured online tensor); `p.val().clamp(..)` alone is not one.
                 if v.producer == Producer::Derived {

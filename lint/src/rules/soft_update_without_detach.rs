@@ -16,8 +16,10 @@ pub static META: RuleMeta = RuleMeta {
 In burn code, finds parameters whose new value is computed with tensor operations from their
 old value and kept without `detach()`: soft target-network updates written as
 `param.map(|t| t * (1.0 - tau) + online.val() * tau)` or
-`Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`, and other rewrites of a
-`weight`/`bias` through `map` (clipping, rescaling). Blends that end in `.detach()`, and updates
+`Param::initialized(id, this.val() * (1.0 - tau) + that.val() * tau)`, the same blend returned
+by a `ModuleMapper`'s `map_float` (`tensor * (1.0 - tau) + online * tau`, or rebuilt with
+`Param::from_mapped_value`), and other rewrites of a `weight`/`bias` through `map` (clipping,
+rescaling). Blends that end in `.detach()`, and updates
 that work on the inner backend (`.inner()`, `valid()`), are not reported; nor is code generic
 over any `B: Backend` in a crate that keeps its target modules untracked (`.valid()`,
 `.no_grad()`), since its callers then hand it untracked modules.
@@ -148,5 +150,57 @@ fn sync<B: AutodiffBackend>(agent: &mut Agent<B>, tau: f32) {
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("soft_update_without_detach", None, PASSES), 0);
+    }
+
+    /// A soft update written as a module mapper: `map_float` returns each target parameter's
+    /// new value, given the old one (burn ≤ 0.19: the tensor; 0.20 and later: the parameter,
+    /// taken apart with `consume()` and rebuilt with `Param::from_mapped_value`).
+    const MAPPER: &str = r#"
+use burn::module::{ModuleMapper, Param, ParamId};
+use burn::tensor::backend::Backend;
+struct Blend { online: Vec<Box<dyn std::any::Any>>, tau: f64 }
+impl<B: Backend> ModuleMapper<B> for Blend {
+    fn map_float<const D: usize>(&mut self, _id: ParamId, tensor: Tensor<B, D>) -> Tensor<B, D> {
+        let online = *self.online.pop().unwrap().downcast::<Tensor<B, D>>().unwrap();
+        tensor * (1.0 - self.tau) + online * self.tau
+    }
+}
+"#;
+
+    const MAPPER_PARAM: &str = r#"
+use burn::module::{ModuleMapper, Param};
+use burn::tensor::backend::Backend;
+struct Mix { online: Vec<Box<dyn std::any::Any>>, tau: f64 }
+impl<B: Backend> ModuleMapper<B> for Mix {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, target, mapper) = param.consume();
+        let online = *self.online.pop().unwrap().downcast::<Tensor<B, D>>().unwrap();
+        let mixed = target.mul_scalar((1.0 - self.tau) as f32) + online.mul_scalar(self.tau as f32);
+        Param::from_mapped_value(id, mixed, mapper)
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_soft_update_written_as_a_module_mapper() {
+        assert_eq!(count("soft_update_without_detach", None, MAPPER), 1);
+        assert_eq!(count("soft_update_without_detach", None, MAPPER_PARAM), 1);
+        // Detached, or a rewrite of the old value alone (clipping), or another trait's method.
+        let detached = MAPPER.replace(
+            "        tensor * (1.0 - self.tau) + online * self.tau\n",
+            "        (tensor * (1.0 - self.tau) + online * self.tau).detach()\n",
+        );
+        assert_ne!(detached, MAPPER);
+        assert_eq!(count("soft_update_without_detach", None, &detached), 0);
+        let mixed = MAPPER_PARAM.replace(
+            "Param::from_mapped_value(id, mixed, mapper)",
+            "Param::from_mapped_value(id, mixed.detach(), mapper)",
+        );
+        assert_ne!(mixed, MAPPER_PARAM);
+        assert_eq!(count("soft_update_without_detach", None, &mixed), 0);
+        let clip = MAPPER.replace("tensor * (1.0 - self.tau) + online * self.tau", "tensor.clamp(-1.0, 1.0)");
+        assert_eq!(count("soft_update_without_detach", None, &clip), 0);
+        let other = MAPPER.replace("ModuleMapper<B> for Blend", "Remap<B> for Blend");
+        assert_eq!(count("soft_update_without_detach", None, &other), 0);
     }
 }
