@@ -22,7 +22,18 @@ pub(super) static SPEC: Spec = Spec {
         Call::with("backward_step_clip", &[2]),
         Call::with("backward_step_clip_norm", &[2]),
     ],
-    cut_methods: &["detach", "detach_", "double_value", "int64_value", "f_double_value", "f_int64_value", "to_vec0"],
+    // `t.try_into()`: tch's `TryFrom<Tensor>` impls make host values (`f64`, `Vec<f32>`,
+    // `ndarray::ArrayD`); no tensor converts into another tensor type.
+    cut_methods: &[
+        "detach",
+        "detach_",
+        "double_value",
+        "int64_value",
+        "f_double_value",
+        "f_int64_value",
+        "to_vec0",
+        "try_into",
+    ],
     cut_functions: &[
         "f64::try_from",
         "f32::try_from",

@@ -289,6 +289,26 @@ fn train(model: &Mlp, xs: &[Tensor]) -> candle_core::Result<Vec<Tensor>> {
         assert_eq!(count("retained_graph_output", None, PASSES), 0);
     }
 
+    /// tch: `t.try_into()` converts to host values (`f64`, `Vec<f32>`), as `f64::try_from(&t)` does.
+    #[test]
+    fn accepts_tch_outputs_converted_to_host_values() {
+        let tch = r#"
+use tch::{nn, Tensor};
+fn train(net: &Net, opt: &mut nn::Optimizer, xs: &[Tensor]) -> Vec<f64> {
+    let mut variances: Vec<f64> = Vec::new();
+    for x in xs {
+        let loss = net.forward(x).mean(tch::Kind::Float);
+        opt.backward_step(&loss);
+        variances.push(net.forward(x).var(false).try_into().unwrap());
+    }
+    variances
+}
+"#;
+        assert_eq!(count("retained_graph_output", None, tch), 0);
+        let kept = tch.replace(".var(false).try_into().unwrap()", ".var(false)").replace("Vec<f64>", "Vec<Tensor>");
+        assert_eq!(count("retained_graph_output", None, &kept), 1);
+    }
+
     /// A crate method named like a forward pass (`apply`) whose signature returns host data:
     /// the action it returns carries no graph, and neither does what the environment makes of it.
     const HOST_ACTION: &str = r#"
