@@ -455,6 +455,7 @@ impl Builder<'_> {
                 owner_is_model: false,
                 generic: false,
                 autodiff_from: None,
+                autodiff_also: Vec::new(),
                 per_step_from: None,
                 untracks_models: false,
                 crate_untracks_models: false,

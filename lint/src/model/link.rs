@@ -384,7 +384,35 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
             c.autodiff_from = Some(from);
         },
     );
+    // The calls a finding names: first one made inside a loop that runs backward (the sample
+    // generated every epoch), then the others (a last sample after training), a few at most.
+    let mut calls: Vec<(FnId, bool, (std::path::PathBuf, usize, String))> = Vec::new();
+    for (caller, ci, callees) in resolved {
+        let [callee] = callees.as_slice() else { continue };
+        let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
+        let site = &g.call_sites[*ci];
+        let c = &files[callee.0].1[callee.1];
+        let autodiff = site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site));
+        if autodiff && c.autodiff_from.is_some() {
+            let training = site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
+            let (line, _) = file.line_col(site.span.start);
+            calls.push((*callee, training, (file.path().to_path_buf(), line, g.name.clone())));
+        }
+    }
+    // Stable: training calls first, then in the order found.
+    calls.sort_by_key(|(id, training, _)| (*id, !*training));
+    for group in calls.chunk_by(|a, b| a.0 == b.0) {
+        let id = group[0].0;
+        let f = &mut files[id.0].1[id.1];
+        let mut named = group.iter().map(|(_, _, from)| from.clone());
+        f.autodiff_from = named.next().or(f.autodiff_from.take());
+        f.autodiff_also = named.filter(|n| Some(n) != f.autodiff_from.as_ref()).take(MAX_ALSO_NAMED).collect();
+    }
 }
+
+/// Further calls that instantiate a generic function with an autodiff backend, named in its
+/// findings beside the first.
+const MAX_ALSO_NAMED: usize = 3;
 
 /// Marks the functions a training step runs: those called in a loop that runs backward (or
 /// nested in one), then, to a fixpoint, every function such a function calls.

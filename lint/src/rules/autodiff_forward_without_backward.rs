@@ -221,6 +221,9 @@ fn report_loop(
             *line,
             format!("`{caller}` calls this function with an autodiff backend"),
         ));
+        for (path, line, caller) in f.autodiff_also() {
+            report.elsewhere.push((path.clone(), *line, format!("so does `{caller}`")));
+        }
     }
     cx.report(report);
 }
@@ -614,6 +617,31 @@ fn main() {
         assert_eq!(count("autodiff_forward_without_backward", None, TURBOFISH_IN_PRINTLN), 1);
         let inner = TURBOFISH_IN_PRINTLN.replace("sample::<TrainB>", "sample::<NdArray>");
         assert_eq!(count("autodiff_forward_without_backward", None, &inner), 0);
+    }
+
+    /// Two calls instantiate the sampler with the autodiff backend: one every epoch of training,
+    /// one after it. The finding names the one inside training first, then the other.
+    #[test]
+    fn names_the_instantiating_call_inside_training_first() {
+        let both = TURBOFISH_IN_PRINTLN.replace(
+            "fn main() {",
+            "fn train(model: &mut Net<TrainB>, opt: &mut Adam, data: &[Batch]) {
+    for epoch in 0..10 {
+        for batch in data {
+            let grads = model.forward(batch.x.clone()).backward();
+            step(opt, model, grads);
+        }
+        println!(\"{epoch}: {:?}\", sample::<TrainB>(model, 25));
+    }
+}
+fn main() {",
+        );
+        assert_ne!(both, TURBOFISH_IN_PRINTLN);
+        let notes = crate::rules::testing::elsewhere("autodiff_forward_without_backward", &both);
+        let lines: Vec<usize> = notes.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, [18, 23], "{notes:?}");
+        assert_eq!(notes[0].1, "`train` calls this function with an autodiff backend");
+        assert_eq!(notes[1].1, "so does `main`");
     }
 
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
