@@ -27,106 +27,105 @@ pub const MOVE_METHODS: &[&str] = &[
     "map",
 ];
 
-/// Tensor methods common to the frameworks: never the crate's own functions, so no call site
-/// is recorded for them (they are most method calls in ML code).
-pub const TENSOR_METHODS: &[&str] = &[
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "matmul",
-    "broadcast_add",
-    "broadcast_sub",
-    "broadcast_mul",
-    "broadcast_div",
-    "sqr",
-    "sqrt",
-    "exp",
-    "log",
-    "relu",
-    "gelu",
-    "tanh",
-    "sigmoid",
-    "softmax",
-    "log_softmax",
-    "sum",
-    "sum_all",
-    "sum_keepdim",
-    "mean",
-    "mean_all",
-    "mean_keepdim",
-    "max",
-    "min",
-    "argmax",
-    "argmin",
-    "reshape",
-    "view",
-    "transpose",
-    "t",
-    "permute",
-    "narrow",
-    "squeeze",
-    "unsqueeze",
-    "flatten",
-    "flatten_all",
-    "contiguous",
-    "to_dtype",
-    "to_device",
-    "to_kind",
-    "neg",
-    "abs",
-    "powf",
-    "powf_scalar",
-    "affine",
-    "clamp",
-    "gather",
-    "index_select",
-    "cat",
-    "stack",
-    "chunk",
-    "split",
-    "slice",
-    "i",
-    "get",
-    "ge",
-    "gt",
-    "le",
-    "lt",
-    "eq",
-    "ne",
-    "map",
-    "and_then",
-    "ok",
-    "ok_or",
-    "unwrap_or",
-    "iter",
-    "enumerate",
-    "zip",
-    "filter",
-    "collect",
-    "len",
-    "cross_entropy_for_logits",
-    "mse_loss",
-    "nll_loss",
-    "backward",
-    "square",
-    "exp_",
-    "log_",
-    "expand",
-    "repeat",
-    "pad",
-    "mean_dim",
-    "sum_dim",
-    "max_dim",
-    "min_dim",
-    "powi",
-    "swap_dims",
-    "select",
-];
-
-/// Whether a method is one of [`TENSOR_METHODS`].
+/// Whether a method is one of the tensor methods common to the frameworks: never the crate's
+/// own functions, so no call site is recorded for them (they are most method calls in ML code).
+/// A `match`, not a scan of a list: it runs for every method call.
 pub fn is_tensor_method(name: &str) -> bool {
-    TENSOR_METHODS.contains(&name)
+    matches!(
+        name,
+        "add"
+            | "sub"
+            | "mul"
+            | "div"
+            | "matmul"
+            | "broadcast_add"
+            | "broadcast_sub"
+            | "broadcast_mul"
+            | "broadcast_div"
+            | "sqr"
+            | "sqrt"
+            | "exp"
+            | "log"
+            | "relu"
+            | "gelu"
+            | "tanh"
+            | "sigmoid"
+            | "softmax"
+            | "log_softmax"
+            | "sum"
+            | "sum_all"
+            | "sum_keepdim"
+            | "mean"
+            | "mean_all"
+            | "mean_keepdim"
+            | "max"
+            | "min"
+            | "argmax"
+            | "argmin"
+            | "reshape"
+            | "view"
+            | "transpose"
+            | "t"
+            | "permute"
+            | "narrow"
+            | "squeeze"
+            | "unsqueeze"
+            | "flatten"
+            | "flatten_all"
+            | "contiguous"
+            | "to_dtype"
+            | "to_device"
+            | "to_kind"
+            | "neg"
+            | "abs"
+            | "powf"
+            | "powf_scalar"
+            | "affine"
+            | "clamp"
+            | "gather"
+            | "index_select"
+            | "cat"
+            | "stack"
+            | "chunk"
+            | "split"
+            | "slice"
+            | "i"
+            | "get"
+            | "ge"
+            | "gt"
+            | "le"
+            | "lt"
+            | "eq"
+            | "ne"
+            | "map"
+            | "and_then"
+            | "ok"
+            | "ok_or"
+            | "unwrap_or"
+            | "iter"
+            | "enumerate"
+            | "zip"
+            | "filter"
+            | "collect"
+            | "len"
+            | "cross_entropy_for_logits"
+            | "mse_loss"
+            | "nll_loss"
+            | "backward"
+            | "square"
+            | "exp_"
+            | "log_"
+            | "expand"
+            | "repeat"
+            | "pad"
+            | "mean_dim"
+            | "sum_dim"
+            | "max_dim"
+            | "min_dim"
+            | "powi"
+            | "swap_dims"
+            | "select"
+    )
 }
 
 /// Methods that make a trainable parameter out of their receiver.

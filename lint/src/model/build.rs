@@ -75,7 +75,7 @@ pub fn function_graphs(
         impl_autodiff: false,
         impl_generic: false,
         trait_impl: false,
-        impl_trait: None,
+        impl_mapper: false,
         spec,
         known,
         offset,
@@ -98,8 +98,8 @@ struct Items<'o> {
     impl_generic: bool,
     /// The function being walked is in `impl Trait for Type`.
     trait_impl: bool,
-    /// The name of that trait (its last path segment).
-    impl_trait: Option<String>,
+    /// That trait is the framework's module mapper ([`Spec::param_mapper`]).
+    impl_mapper: bool,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -146,14 +146,19 @@ impl Items<'_> {
                 if !self.aliases.is_empty() {
                     self.impl_params = imp.generics.type_params().map(|p| p.ident.to_string()).collect();
                 }
-                let impl_trait = imp.trait_.as_ref().and_then(|t| t.0.segments.last()).map(|s| s.ident.to_string());
+                let mapper = self.known
+                    && imp
+                        .trait_
+                        .as_ref()
+                        .and_then(|t| t.0.segments.last())
+                        .is_some_and(|s| self.spec.param_mapper.is_some_and(|(name, _)| s.ident == name));
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
-                        self.impl_trait.clone_from(&impl_trait);
+                        self.impl_mapper = mapper;
                         self.function(&f.sig, &f.block, owner.as_deref());
                         self.trait_impl = false;
-                        self.impl_trait = None;
+                        self.impl_mapper = false;
                     }
                 }
                 (self.impl_autodiff, self.impl_generic) = outer;
@@ -274,9 +279,9 @@ impl Items<'_> {
         }
         // The framework's module mapper (burn `impl ModuleMapper<B> for SoftUpdater { fn
         // map_float(..) }`): the returned value replaces each parameter's value.
-        let mapper = self.impl_trait.take().is_some_and(|t| {
-            b.g.framework_known && b.g.spec.param_mapper.is_some_and(|(tr, m)| tr == t && sig.ident == m)
-        });
+        let mapper = std::mem::take(&mut self.impl_mapper)
+            && b.g.framework_known
+            && b.g.spec.param_mapper.is_some_and(|(_, method)| sig.ident == method);
         let mapper_params: Vec<NodeIndex> =
             if mapper { b.g.params.iter().flatten().copied().collect() } else { Vec::new() };
         let tail = b.block(block);
@@ -454,8 +459,7 @@ impl Builder<'_> {
                 autodiff: false,
                 owner_is_model: false,
                 generic: false,
-                autodiff_from: None,
-                autodiff_also: Vec::new(),
+                autodiff_from: Vec::new(),
                 per_step_from: None,
                 untracks_models: false,
                 crate_untracks_models: false,

@@ -430,9 +430,8 @@ pub struct FnModel {
     pub(super) generic: bool,
     /// Why a generic function counts as autodiff: the call that instantiates it with an autodiff
     /// backend (file, line, calling function), set by the crate-level pass.
-    pub(super) autodiff_from: Option<(std::path::PathBuf, usize, String)>,
-    /// Other such calls (a few), named after the first.
-    pub(super) autodiff_also: Vec<(std::path::PathBuf, usize, String)>,
+    /// The first is the one findings name; a few others follow (empty: not instantiated).
+    pub(super) autodiff_from: Vec<(std::path::PathBuf, usize, String)>,
     /// The function runs inside a training step: a call in a loop that runs backward reaches it
     /// (directly or through other functions). That call (file, line, caller's name), set by the
     /// crate-level pass.
@@ -842,12 +841,12 @@ impl FnModel {
 
     /// For a generic function made autodiff by a caller: that call (file, line, caller's name).
     pub fn autodiff_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
-        self.autodiff_from.as_ref()
+        self.autodiff_from.first()
     }
 
     /// The other calls that instantiate this function with an autodiff backend (a few).
     pub fn autodiff_also(&self) -> &[(std::path::PathBuf, usize, String)] {
-        &self.autodiff_also
+        self.autodiff_from.get(1..).unwrap_or_default()
     }
 
     /// When every call in `calls` sits on a branch a `bool` parameter opens (`if is_train {

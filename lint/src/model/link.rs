@@ -381,7 +381,7 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         },
         |c, from| {
             c.autodiff = true;
-            c.autodiff_from = Some(from);
+            c.autodiff_from = vec![from];
         },
     );
     // The calls a finding names: first one made inside a loop that runs backward (the sample
@@ -389,11 +389,12 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
     let mut calls: Vec<(FnId, bool, (std::path::PathBuf, usize, String))> = Vec::new();
     for (caller, ci, callees) in resolved {
         let [callee] = callees.as_slice() else { continue };
+        if files[callee.0].1[callee.1].autodiff_from.is_empty() {
+            continue;
+        }
         let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
         let site = &g.call_sites[*ci];
-        let c = &files[callee.0].1[callee.1];
-        let autodiff = site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site));
-        if autodiff && c.autodiff_from.is_some() {
+        if site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site)) {
             let training = site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
             let (line, _) = file.line_col(site.span.start);
             calls.push((*callee, training, (file.path().to_path_buf(), line, g.name.clone())));
@@ -405,8 +406,10 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         let id = group[0].0;
         let f = &mut files[id.0].1[id.1];
         let mut named = group.iter().map(|(_, _, from)| from.clone());
-        f.autodiff_from = named.next().or(f.autodiff_from.take());
-        f.autodiff_also = named.filter(|n| Some(n) != f.autodiff_from.as_ref()).take(MAX_ALSO_NAMED).collect();
+        let first = named.next().or_else(|| f.autodiff_from.pop());
+        f.autodiff_from = first.into_iter().collect();
+        let also: Vec<_> = named.filter(|n| Some(n) != f.autodiff_from.first()).take(MAX_ALSO_NAMED).collect();
+        f.autodiff_from.extend(also);
     }
 }
 
@@ -439,12 +442,13 @@ fn mark_callees(
 ) {
     loop {
         let mut made: Vec<(FnId, (std::path::PathBuf, usize, String))> = Vec::new();
+        let mut marked: HashSet<FnId> = HashSet::default();
         for (caller, ci, callees) in resolved {
             let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
             let site = &g.call_sites[*ci];
             for callee in callees {
                 let c = &files[callee.0].1[callee.1];
-                if callee == caller || made.iter().any(|(id, _)| id == callee) || !reaches(g, site, c, callees.len()) {
+                if callee == caller || !reaches(g, site, c, callees.len()) || !marked.insert(*callee) {
                     continue;
                 }
                 let (line, _) = file.line_col(site.span.start);
@@ -958,7 +962,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
     // A generic function made autodiff by one caller may be called with other backends too:
     // its forwards count at each caller that hands it an autodiff model (see `apply`).
-    let forwards_autodiff = g.autodiff && g.autodiff_from.is_none() && forwards;
+    let forwards_autodiff = g.autodiff && g.autodiff_from.is_empty() && forwards;
     let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     Summary {
         returns_graph,
