@@ -204,6 +204,10 @@ fn summary(name: &str, path: &str) {
 }
 
 /// A count from the environment (smaller smoke runs), else `default`.
+#[path = "../../shared/guard_share.rs"]
+mod guard_share;
+use guard_share::{guard_share, print_shares};
+
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -239,7 +243,7 @@ fn main() {
 
     let rounds = env_or("ROUNDS", 9).max(1);
     let per_round = env_or("PER_ROUND", 300).max(1);
-    let (mut plain, mut guarded) = (Vec::new(), Vec::new());
+    let (mut plain, mut guarded, mut shares) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let t = Instant::now();
         train_plain(&mut s, per_round);
@@ -249,7 +253,9 @@ fn main() {
         train_timed(&mut s, per_round);
         s.dev.synchronize();
         guarded.push(t.elapsed().as_secs_f64() / per_round as f64);
+        shares.extend(guard_share("target/memlint/dfdx_timed.json"));
     }
+    print_shares("dfdx timed", &shares);
     let mut ratios: Vec<f64> = plain.iter().zip(&guarded).map(|(p, g)| g / p).collect();
     ratios.sort_by(f64::total_cmp);
     println!("rounds (µs/step): unguarded {:?}", plain.iter().map(|x| (x * 1e7).round() / 10.0).collect::<Vec<_>>());
