@@ -144,47 +144,75 @@ fn files_no_mod_declares_are_not_linted() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A two-member workspace in a fresh temporary folder: the library `lib` (its `src/lib.rs`) and
+/// the binary `bin` (its `src/main.rs`) that depends on it by path, both on `framework`.
+fn two_crate_workspace(tag: &str, framework: &str, lib: (&str, &str), bin: (&str, &str)) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ((lib_name, lib_src), (bin_name, bin_src)) = (lib, bin);
+    let manifest = |name: &str, deps: &str| {
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{framework}\n{deps}"
+        )
+    };
+    let files = [
+        (
+            "Cargo.toml".to_string(),
+            format!("[workspace]\nresolver = \"2\"\nmembers = [\"{lib_name}\", \"{bin_name}\"]\n"),
+        ),
+        (format!("{lib_name}/Cargo.toml"), manifest(lib_name, "")),
+        (
+            format!("{bin_name}/Cargo.toml"),
+            manifest(bin_name, &format!("{lib_name} = {{ path = \"../{lib_name}\" }}\n")),
+        ),
+        (format!("{lib_name}/src/lib.rs"), lib_src.to_string()),
+        (format!("{bin_name}/src/main.rs"), bin_src.to_string()),
+    ];
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// The lines of `rule`'s findings in memlint's short output for `args`, run in `dir`.
+fn short_hits(args: &[&str], dir: &std::path::Path, rule: &str) -> Vec<String> {
+    let out = memlint(args, dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hits: Vec<String> = stdout.lines().filter(|l| l.contains(rule)).map(str::to_owned).collect();
+    assert!(hits.len() <= 1, "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    hits
+}
+
 /// A workspace whose binary crate calls a sibling crate by path: the call graph crosses the
 /// crate boundary (a rollout helper of the `agents` crate runs the forward), and each finding is
 /// reported once, in the crate it is in.
 #[test]
 fn calls_into_path_dependencies_are_followed() {
-    let dir = std::env::temp_dir().join(format!("memlint-cli-ws-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["agents/src", "app/src"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    std::fs::write(dir.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"agents\", \"app\"]\n").unwrap();
-    let manifest = |name: &str, deps: &str| {
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"0.20\"\n{deps}"
-        )
-    };
-    std::fs::write(dir.join("agents/Cargo.toml"), manifest("agents", "")).unwrap();
-    std::fs::write(dir.join("app/Cargo.toml"), manifest("app", "agents = { path = \"../agents\" }\n")).unwrap();
-    std::fs::write(
-        dir.join("agents/src/lib.rs"),
-        "use burn::tensor::backend::Backend;\n\
-         pub fn act<B: Backend>(net: &Net<B>, obs: Tensor<B, 2>) -> usize {\n    \
-         net.forward(obs).argmax(1).into_scalar() as usize\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("app/src/main.rs"),
-        "use burn::tensor::backend::AutodiffBackend;\n\
-         fn play<B: AutodiffBackend>(net: &Net<B>, env: &mut Env, steps: usize) {\n    \
-         for _ in 0..steps {\n        let a = agents::act(net, env.obs());\n        env.step(a);\n    }\n}\n\
-         fn main() {}\n",
-    )
-    .unwrap();
+    let dir = two_crate_workspace(
+        "ws",
+        "burn = \"0.20\"",
+        (
+            "agents",
+            "use burn::tensor::backend::Backend;\n\
+             pub fn act<B: Backend>(net: &Net<B>, obs: Tensor<B, 2>) -> usize {\n    \
+             net.forward(obs).argmax(1).into_scalar() as usize\n}\n",
+        ),
+        (
+            "app",
+            "use burn::tensor::backend::AutodiffBackend;\n\
+             fn play<B: AutodiffBackend>(net: &Net<B>, env: &mut Env, steps: usize) {\n    \
+             for _ in 0..steps {\n        let a = agents::act(net, env.obs());\n        env.step(a);\n    }\n}\n\
+             fn main() {}\n",
+        ),
+    );
     for args in
         [&["--message-format", "short", "--workspace"][..], &["--message-format", "short", "agents/src", "app/src"][..]]
     {
-        let out = memlint(args, &dir);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let hits: Vec<&str> = stdout.lines().filter(|l| l.contains("autodiff_forward_without_backward")).collect();
-        assert_eq!(hits.len(), 1, "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
-        assert!(hits[0].starts_with("app/src/main.rs:4:"), "{args:?}: {stdout}");
+        let hits = short_hits(args, &dir, "autodiff_forward_without_backward");
+        assert_eq!(hits.len(), 1, "{args:?}");
+        assert!(hits[0].starts_with("app/src/main.rs:4:"), "{args:?}: {hits:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -193,53 +221,38 @@ fn calls_into_path_dependencies_are_followed() {
 /// runs on every training step, and what it does per call is reported in the library crate.
 #[test]
 fn calls_from_dependent_crates_are_followed() {
-    let dir = std::env::temp_dir().join(format!("memlint-cli-ws-rev-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["learn/src", "trainer/src"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    std::fs::write(dir.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"learn\", \"trainer\"]\n")
-        .unwrap();
-    let manifest = |name: &str, deps: &str| {
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ndfdx = \"0.13\"\n{deps}"
-        )
-    };
-    std::fs::write(dir.join("learn/Cargo.toml"), manifest("learn", "")).unwrap();
-    std::fs::write(dir.join("trainer/Cargo.toml"), manifest("trainer", "learn = { path = \"../learn\" }\n")).unwrap();
-    std::fs::write(
-        dir.join("learn/src/lib.rs"),
-        "use dfdx::prelude::*;\n\
-         pub fn update_on_batch(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, x: Batch, y: Target) -> f32 {\n    \
-         let grads = model.alloc_grads();\n    \
-         let loss = mse_loss(model.forward_mut(x.traced(grads)), y);\n    \
-         let value = loss.array();\n    \
-         let grads = loss.backward();\n    \
-         opt.update(model, &grads).unwrap();\n    \
-         value\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("trainer/src/main.rs"),
-        "use learn::update_on_batch;\n\
-         fn train(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, data: &Data, batches: usize) {\n    \
-         for _ in 0..batches {\n        let (x, y) = data.sample();\n        update_on_batch(model, opt, x, y);\n    }\n}\n\
-         fn main() {}\n",
-    )
-    .unwrap();
+    let dir = two_crate_workspace(
+        "ws-rev",
+        "dfdx = \"0.13\"",
+        (
+            "learn",
+            "use dfdx::prelude::*;\n\
+             pub fn update_on_batch(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, x: Batch, y: Target) -> f32 {\n    \
+             let grads = model.alloc_grads();\n    \
+             let loss = mse_loss(model.forward_mut(x.traced(grads)), y);\n    \
+             let value = loss.array();\n    \
+             let grads = loss.backward();\n    \
+             opt.update(model, &grads).unwrap();\n    \
+             value\n}\n",
+        ),
+        (
+            "trainer",
+            "use learn::update_on_batch;\n\
+             fn train(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, data: &Data, batches: usize) {\n    \
+             for _ in 0..batches {\n        let (x, y) = data.sample();\n        update_on_batch(model, opt, x, y);\n    }\n}\n\
+             fn main() {}\n",
+        ),
+    );
     for args in [
         &["--message-format", "short", "--workspace"][..],
         &["--message-format", "short", "learn/src", "trainer/src"][..],
     ] {
-        let out = memlint(args, &dir);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let hits: Vec<&str> = stdout.lines().filter(|l| l.contains("grads_allocated_in_loop")).collect();
-        assert_eq!(hits.len(), 1, "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
-        assert!(hits[0].starts_with("learn/src/lib.rs:3:"), "{args:?}: {stdout}");
+        let hits = short_hits(args, &dir, "grads_allocated_in_loop");
+        assert_eq!(hits.len(), 1, "{args:?}");
+        assert!(hits[0].starts_with("learn/src/lib.rs:3:"), "{args:?}: {hits:?}");
     }
     // Linted alone, the library does not know who calls it.
-    let out = memlint(&["--message-format", "short", "-p", "learn"], &dir);
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("grads_allocated_in_loop"));
+    assert!(short_hits(&["--message-format", "short", "-p", "learn"], &dir, "grads_allocated_in_loop").is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
