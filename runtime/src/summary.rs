@@ -268,6 +268,8 @@ fn verdict(out: &mut String, report: &ReportView) {
             "verdict: leak, {} per iteration{when}",
             signed(Some(v.growth_bytes_per_iteration.round() as i64))
         );
+    } else if report.reads == Some(0) {
+        let _ = writeln!(out, "verdict: none (memory was not read in this run)");
     } else {
         let _ = writeln!(
             out,
@@ -330,7 +332,9 @@ mod tests {
         assert!(!text.contains("memory not read"), "no `reads`: a report written before session 10\n{text}");
         let none = text_with_reads(0);
         assert!(none.contains("memory not read in this run: its next read was not yet due"), "{none}");
-        assert!(!text_with_reads(1).contains("memory not read"));
+        assert!(none.contains("verdict: none (memory was not read in this run)"), "{none}");
+        let one = text_with_reads(1);
+        assert!(!one.contains("memory not read") && one.contains("verdict: no leak"), "{one}");
     }
 
     fn text_with_reads(reads: u64) -> String {
