@@ -98,6 +98,9 @@ fn verdict_line(report: &ReportView) -> String {
     let v = &report.verdict;
     let mut text = if v.leak {
         format!("Leak: memory grows by {} per iteration", human_bytes(v.growth_bytes_per_iteration))
+    } else if report.reads == Some(0) {
+        // A short call that went on at an earlier call's pace before its next read was due.
+        "No verdict: memory was not read in this run".to_owned()
     } else {
         "No leak declared".to_owned()
     };
@@ -149,4 +152,32 @@ fn line_table(rows: &[LineRow]) -> String {
     }
     out.push_str("</table>");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(reads: Option<u64>) -> ReportView {
+        let mut v: serde_json::Value = serde_json::from_str(
+            r#"{"version": 5, "function": "epoch", "file": "src/t.rs", "line": 3, "loop_line": 5,
+            "backend": "cubecl", "device": "cubecl:cuda", "outcome": "returned", "iterations": 200,
+            "elapsed_seconds": 0.3, "warmup": 10, "samples": [],
+            "verdict": {"leak": false, "growth_bytes_per_iteration": 0.0}}"#,
+        )
+        .unwrap();
+        if let Some(n) = reads {
+            v["reads"] = n.into();
+        }
+        ReportView::parse("r", &v.to_string()).unwrap()
+    }
+
+    /// A short call that read nothing has no verdict of its own; a report without `reads`
+    /// (before session 10) or with reads keeps the old line.
+    #[test]
+    fn a_run_that_read_nothing_declares_no_verdict() {
+        assert!(verdict_line(&report(Some(0))).starts_with("No verdict: memory was not read in this run;"));
+        assert!(verdict_line(&report(Some(3))).starts_with("No leak declared;"));
+        assert!(verdict_line(&report(None)).starts_with("No leak declared;"));
+    }
 }
