@@ -228,6 +228,8 @@ impl Items<'_> {
         if let Some(fields) = size_gate_fields(sig, block) {
             b.g.size_gate = true;
             b.g.gate_fields = fields;
+        } else {
+            b.g.gate_via = option_passed_on(sig, block);
         }
         b.g.returns_struct = returns_struct_literal(block);
         b.g.autodiff = self.impl_autodiff
@@ -445,6 +447,7 @@ impl Builder<'_> {
                 size_wait_branches: Vec::new(),
                 gated_branches: Vec::new(),
                 size_gate: false,
+                gate_via: Vec::new(),
                 returns_struct: false,
                 gate_fields: Vec::new(),
                 param_gates: Vec::new(),
@@ -2511,6 +2514,34 @@ enum EarlyExit<'s> {
 /// Whether a function tells that a collection has reached a size (see `FnModel::size_gate`):
 /// `-> bool` whose value compares a length, or `-> Option<..>` that returns `None` while a
 /// length comparison holds (or is `Some` only under one).
+/// For a function returning `Option`: the calls whose `None` its top-level `let`s hand on with
+/// `?` (`let (batch, weights) = self.sample(episode)?;`), by name.
+fn option_passed_on(sig: &syn::Signature, block: &Block) -> Vec<String> {
+    let syn::ReturnType::Type(_, ty) = &sig.output else { return Vec::new() };
+    let syn::Type::Path(p) = &**ty else { return Vec::new() };
+    if p.path.segments.last().is_none_or(|s| s.ident != "Option") {
+        return Vec::new();
+    }
+    block
+        .stmts
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Local(l) => match l.init.as_ref().map(|i| strip_parens(&i.expr)) {
+                Some(Expr::Try(t)) => match strip_parens(&t.expr) {
+                    Expr::MethodCall(m) => Some(m.method.to_string()),
+                    Expr::Call(c) => match &*c.func {
+                        Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
 fn size_gate_fields(sig: &syn::Signature, block: &Block) -> Option<Vec<String>> {
     let syn::ReturnType::Type(_, ty) = &sig.output else { return None };
     let syn::Type::Path(p) = &**ty else { return None };

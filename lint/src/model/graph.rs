@@ -458,6 +458,9 @@ pub struct FnModel {
     /// compares a length (`fn can_learn(&self) -> bool { self.buffer.len() >= self.batch }`),
     /// or an `Option` that is `None` until it has (`if self.memory.len() < n { return None; }`).
     pub(super) size_gate: bool,
+    /// An `Option`-returning function that hands on the `None` of these crate calls
+    /// (`let (batch, w) = self.sample(episode)?;`): a size gate when one of them is.
+    pub(super) gate_via: Vec<String>,
     /// The function's value is a struct literal (`Ok(Self { policy, target: policy.valid() })`):
     /// a container, not a model, even when one of its fields is an inert model.
     pub(super) returns_struct: bool,

@@ -323,12 +323,26 @@ fn note_bool_args(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(Fn
 /// Branches a call of the crate opens (`if agent.can_learn() { .. }`) wait for a size when every
 /// function of that name is a size gate; training calls on such branches then wait too.
 fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index) {
-    let gates: Vec<String> = index
-        .by_name
-        .iter()
-        .filter(|(_, ids)| ids.iter().all(|&(fi, gi)| files[fi].1[gi].size_gate))
-        .map(|(name, _)| name.clone())
-        .collect();
+    // A name is a gate when every function of that name is one: compares a length, or hands on
+    // the `None` of a gate with `?` (to a fixpoint: gates wrapping gates).
+    let mut gates: Vec<String> = Vec::new();
+    for _ in 0..MAX_ROUNDS {
+        let before = gates.len();
+        let is_gate = |id: &FnId| {
+            let f = &files[id.0].1[id.1];
+            f.size_gate || f.gate_via.iter().any(|n| gates.contains(n))
+        };
+        let found: Vec<String> = index
+            .by_name
+            .iter()
+            .filter(|(name, ids)| !gates.contains(name) && ids.iter().all(is_gate))
+            .map(|(name, _)| name.clone())
+            .collect();
+        gates.extend(found);
+        if gates.len() == before {
+            break;
+        }
+    }
     if gates.is_empty() {
         return;
     }

@@ -1039,6 +1039,19 @@ pub fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usi
                 "    pub fn sample(&self) -> Option<Vec<f32>> {\n        if self.buffer.len() < self.config.batch_size {\n            return None;\n        }\n        Some(self.buffer.clone())\n    }\n    pub fn can_learn(&self) -> bool {",
             );
         assert_eq!(count("autodiff_forward_without_backward", None, &sampled), 1);
+        // A sampler that hands on such an `Option` with `?` is one too (a prioritized memory
+        // wrapping the plain one), also when both are named alike.
+        let wrapped = sampled
+            .replace("let Some(batch) = self.sample() else {", "let Some(batch) = self.sample_weighted() else {")
+            .replace(
+                "    pub fn can_learn(&self) -> bool {",
+                "    pub fn sample_weighted(&self) -> Option<(Vec<f32>, f32)> {\n        let batch = self.sample()?;\n        Some((batch, 1.0))\n    }\n    pub fn can_learn(&self) -> bool {",
+            );
+        assert_ne!(wrapped, sampled);
+        assert_eq!(count("autodiff_forward_without_backward", None, &wrapped), 1);
+        // Handing on the `None` of a call that is no gate gates nothing.
+        let ungated = wrapped.replace("let batch = self.sample()?;", "let batch = self.latest()?;");
+        assert_eq!(count("autodiff_forward_without_backward", None, &ungated), 0);
         // The agent comes from a constructor whose struct literal holds `policy.valid()`: a
         // container with an inert field, not an inert model.
         let built = format!(
