@@ -110,15 +110,19 @@ impl Linter {
         let mut findings = Vec::new();
         let mut decls = Vec::new();
         let mut linked: Vec<(Arc<SourceFile>, Vec<model::FnModel>)> = Vec::with_capacity(parsed.len());
+        let mut context_decls = Vec::new();
         for (k, p) in parsed.into_iter().enumerate() {
             // Context files feed the call graph only.
             if k < files.len() {
                 findings.extend(p.findings);
                 decls.extend(p.decls);
+            } else {
+                context_decls.extend(p.decls);
             }
             linked.push((p.file, p.graphs));
         }
-        model::link(&mut linked);
+        let fields = type_graph::autodiff_fields(decls.iter().chain(&context_decls));
+        model::link(&mut linked, &fields);
         let linked = &linked[..files.len()];
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();

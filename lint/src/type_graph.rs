@@ -245,6 +245,37 @@ fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(St
 }
 
 /// Whether a type names burn's `Autodiff<..>` backend anywhere.
+/// The fields (type, field) whose declared type names an autodiff backend: `Autodiff<..>`, or
+/// an alias of the crate that is one (`type MyAutodiffBackend = Autodiff<Wgpu>;`). Generic
+/// parameters bounded by `AutodiffBackend` are not here: the `impl` says those.
+pub fn autodiff_fields<'a>(decls: impl Iterator<Item = &'a TypeDecl> + Clone) -> Vec<(String, String)> {
+    let aliases: Vec<&str> = decls.clone().filter(|d| d.autodiff_alias).map(|d| d.name.as_str()).collect();
+    // A type's own parameters shadow the crate's aliases (`struct Model<B: Backend>` in a crate
+    // with `type B = Autodiff<Wgpu>;`).
+    fn names(shape: &Shape, aliases: &[&str], params: &[String]) -> bool {
+        match shape {
+            Shape::Named { name, args } => {
+                name == "Autodiff"
+                    || (aliases.contains(&name.as_str()) && !params.contains(name))
+                    || args.iter().any(|a| names(a, aliases, params))
+            }
+            Shape::Tuple(items) => items.iter().any(|a| names(a, aliases, params)),
+            Shape::Opaque => false,
+        }
+    }
+    let mut out: Vec<(String, String)> = decls
+        .flat_map(|d| d.fields.iter().map(move |f| (d, f)))
+        .filter(|(d, f)| names(&f.ty, &aliases, &d.generics))
+        .filter_map(|(d, f)| {
+            let field = f.field.strip_prefix(&format!("{}.", d.name))?;
+            Some((d.name.clone(), field.to_string()))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 pub fn names_autodiff(shape: &Shape) -> bool {
     match shape {
         Shape::Named { name, args } => name == "Autodiff" || args.iter().any(names_autodiff),

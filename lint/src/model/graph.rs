@@ -561,6 +561,9 @@ pub struct VocabCall {
     /// A forward through a called function whose own loop runs it without any backward: that
     /// function is reported, this call is not reported again.
     pub(super) reported_inside: bool,
+    /// A forward on a field of `self` whose declared type names an autodiff backend
+    /// (`policy: Model<Autodiff<Wgpu>>`, or through a crate alias of one).
+    pub(super) autodiff_field: bool,
 }
 
 impl VocabCall {
@@ -602,6 +605,11 @@ impl VocabCall {
     /// Made inside this called function of the crate (`Agent::act`), seen at the call.
     pub fn via(&self) -> Option<&str> {
         self.via.as_deref()
+    }
+
+    /// A forward on a field of `self` declared with an autodiff backend.
+    pub fn autodiff_field(&self) -> bool {
+        self.autodiff_field
     }
 
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).

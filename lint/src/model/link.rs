@@ -106,7 +106,10 @@ const MAX_CANDIDATES: usize = 8;
 const MAX_ROUNDS: usize = 6;
 
 /// Runs the crate-level pass over the graphs of all files of a crate and re-propagates taint.
-pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+/// `autodiff_fields`: the crate's struct fields whose declared type names an autodiff backend
+/// (type, field), from the type declarations.
+pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], autodiff_fields: &[(String, String)]) {
+    mark_autodiff_fields(files, autodiff_fields);
     // A crate fact every function may ask: does any function make a module untracked?
     let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
@@ -377,6 +380,36 @@ fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index)
             if !g.calls[i].waits_for_size && g.waits_for_size(&g.calls[i].path) {
                 g.calls[i].waits_for_size = true;
             }
+        }
+    }
+}
+
+/// Forward passes on `self.<field>` where the owner's declaration types that field with an
+/// autodiff backend (`target_model: Model<MyAutodiffBackend>` in a non-generic agent): the
+/// type says the model records a graph, whatever the function's signature says.
+fn mark_autodiff_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], fields: &[(String, String)]) {
+    if fields.is_empty() {
+        return;
+    }
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        let Some(owner) = g.owner.as_deref() else { continue };
+        if !fields.iter().any(|(t, _)| t == owner) {
+            continue;
+        }
+        let marked: Vec<usize> = g
+            .vocab_calls
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == super::graph::CallKind::Forward)
+            .filter_map(|(i, e)| {
+                let b = g.binding_of(e.receiver?)?;
+                let name = g.bindings[b].name.strip_prefix("self.")?;
+                (g.bindings[b].kind == BindingKind::SelfField && fields.iter().any(|(t, f)| t == owner && f == name))
+                    .then_some(i)
+            })
+            .collect();
+        for i in marked {
+            g.vocab_calls[i].autodiff_field = true;
         }
     }
 }
@@ -957,8 +990,10 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // Reported where they run: in a loop here (no backward anywhere in the function), or
     // inside a called function that reports them; model methods that return tensors are left
     // to their callers and report nothing.
+    let field_forwards =
+        forwards && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e) && e.autodiff_field);
     let forwards_in_own_loop = forwards
-        && g.autodiff
+        && (g.autodiff || field_forwards)
         && (!g.owner_is_model || g.returns_plain)
         && g.calls_of(super::graph::CallKind::Forward)
             .filter(counted)
@@ -976,7 +1011,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
     // A generic function made autodiff by one caller may be called with other backends too:
     // its forwards count at each caller that hands it an autodiff model (see `apply`).
-    let forwards_autodiff = g.autodiff && g.autodiff_from.is_empty() && forwards;
+    let forwards_autodiff = (g.autodiff && g.autodiff_from.is_empty() || field_forwards) && forwards;
     let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
     Summary {
         returns_graph,
@@ -1114,6 +1149,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             guard_fields: Vec::new(),
             waits: s.forwards_wait,
             reported_inside: s.forwards_in_own_loop,
+            autodiff_field: false,
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

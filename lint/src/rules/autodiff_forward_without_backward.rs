@@ -95,7 +95,7 @@ impl Rule for AutodiffForwardWithoutBackward {
         let mut param_off = None;
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
-            if !(f.autodiff() || e.via().is_some()) || e.no_grad() || e.reported_inside() {
+            if !(f.autodiff() || e.via().is_some() || e.autodiff_field()) || e.no_grad() || e.reported_inside() {
                 continue;
             }
             if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
@@ -1075,6 +1075,68 @@ pub fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usi
             "    pub fn act(&self, obs: &Obs) -> usize {\n        if self.roll < self.epsilon {\n            return random_action();\n        }\n",
         );
         assert_eq!(count("autodiff_forward_without_backward", None, &epsilon), 1);
+    }
+
+    /// A non-generic agent whose model fields are declared with an autodiff alias: the field
+    /// types say the forwards record graphs, though no signature names a backend.
+    const FIELD_TYPED: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::Tensor;
+pub type Plain = NdArray<f32>;
+pub type Train = Autodiff<Plain>;
+pub struct Dqn {
+    policy: Model<Train>,
+    env: Env,
+}
+impl Dqn {
+    fn propose_action(&self) -> i32 {
+        self.policy.forward(Tensor::<Train, 1>::from(self.env.state)).argmax(0).into_scalar() as i32
+    }
+    fn update_model(&mut self) {
+        let grads = self.policy.forward(self.batch()).mean().backward();
+        self.apply(grads);
+    }
+    pub fn train(&mut self, episodes: usize) {
+        for _ in 0..episodes {
+            let mut finish = false;
+            while !finish {
+                finish = self.env.step(self.propose_action());
+            }
+            self.update_model();
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_field_declared_with_an_autodiff_backend_records_graphs() {
+        assert_eq!(count("autodiff_forward_without_backward", None, FIELD_TYPED), 1);
+        // Declared on the plain backend: nothing is recorded.
+        let plain = FIELD_TYPED.replace("    policy: Model<Train>,", "    policy: Model<Plain>,");
+        assert_ne!(plain, FIELD_TYPED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
+        // A generic type whose parameter is named like the crate's autodiff alias: its fields
+        // are on the parameter, not on the alias.
+        let shadowed = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::Backend;
+pub type B = Autodiff<NdArray<f32>>;
+pub struct Head<B: Backend> {
+    layer: Linear<B>,
+}
+impl<B: Backend> Head<B> {
+    pub fn play(&self, env: &mut Env) -> f32 {
+        let mut total = 0.0;
+        while !env.done() {
+            total += self.layer.forward(env.obs()).into_scalar();
+        }
+        total
+    }
+}
+"#;
+        assert_eq!(count("autodiff_forward_without_backward", None, shadowed), 0);
+        let named = shadowed.replace("    layer: Linear<B>,", "    layer: Linear<Autodiff<NdArray<f32>>>,");
+        assert_eq!(count("autodiff_forward_without_backward", None, &named), 1);
     }
 
     /// One function for training and validation epochs, with its backward behind a flag.
