@@ -245,8 +245,8 @@ fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(St
 }
 
 /// Whether a type names burn's `Autodiff<..>` backend anywhere.
-/// The fields (type, field) whose declared type names an autodiff backend: `Autodiff<..>`, or
-/// an alias of the crate that is one (`type MyAutodiffBackend = Autodiff<Wgpu>;`). Generic
+/// The fields (type, field) whose declared type names an autodiff backend: `Autodiff<..>` (or
+/// its older name `ADBackendDecorator<..>`), or an alias of the crate that is one (`type MyAutodiffBackend = Autodiff<Wgpu>;`). Generic
 /// parameters bounded by `AutodiffBackend` are not here: the `impl` says those.
 pub fn autodiff_fields<'a>(decls: impl Iterator<Item = &'a TypeDecl> + Clone) -> Vec<(String, String)> {
     let aliases: Vec<&str> = decls.clone().filter(|d| d.autodiff_alias).map(|d| d.name.as_str()).collect();
@@ -255,7 +255,7 @@ pub fn autodiff_fields<'a>(decls: impl Iterator<Item = &'a TypeDecl> + Clone) ->
     fn names(shape: &Shape, aliases: &[&str], params: &[String]) -> bool {
         match shape {
             Shape::Named { name, args } => {
-                name == "Autodiff"
+                crate::frameworks::common::is_autodiff_name(name)
                     || (aliases.contains(&name.as_str()) && !params.contains(name))
                     || args.iter().any(|a| names(a, aliases, params))
             }
