@@ -246,7 +246,8 @@ fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(St
 
 /// Whether a type names burn's `Autodiff<..>` backend anywhere.
 /// The fields (type, field) whose declared type names an autodiff backend: `Autodiff<..>` (or
-/// its older name `ADBackendDecorator<..>`), or an alias of the crate that is one (`type MyAutodiffBackend = Autodiff<Wgpu>;`). Generic
+/// its older name `ADBackendDecorator<..>`), an alias of the crate that is one, or a type of the
+/// crate that holds such a field (`type MyAutodiffBackend = Autodiff<Wgpu>;`). Generic
 /// parameters bounded by `AutodiffBackend` are not here: the `impl` says those.
 pub fn autodiff_fields<'a>(decls: impl Iterator<Item = &'a TypeDecl> + Clone) -> Vec<(String, String)> {
     let aliases: Vec<&str> = decls.clone().filter(|d| d.autodiff_alias).map(|d| d.name.as_str()).collect();
@@ -263,9 +264,26 @@ pub fn autodiff_fields<'a>(decls: impl Iterator<Item = &'a TypeDecl> + Clone) ->
             Shape::Opaque => false,
         }
     }
+    // Types that hold such a field count as such a type themselves (`net: PolicyNet`, whose
+    // layers are `Linear<Train>`), to a fixpoint.
+    let mut autodiff: Vec<&str> = aliases.clone();
+    for _ in 0..8 {
+        let before = autodiff.len();
+        for d in decls.clone() {
+            if !d.autodiff_alias
+                && !autodiff.contains(&d.name.as_str())
+                && d.fields.iter().any(|f| names(&f.ty, &autodiff, &d.generics))
+            {
+                autodiff.push(d.name.as_str());
+            }
+        }
+        if autodiff.len() == before {
+            break;
+        }
+    }
     let mut out: Vec<(String, String)> = decls
         .flat_map(|d| d.fields.iter().map(move |f| (d, f)))
-        .filter(|(d, f)| names(&f.ty, &aliases, &d.generics))
+        .filter(|(d, f)| names(&f.ty, &autodiff, &d.generics))
         .filter_map(|(d, f)| {
             let field = f.field.strip_prefix(&format!("{}.", d.name))?;
             Some((d.name.clone(), field.to_string()))

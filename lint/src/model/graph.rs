@@ -562,7 +562,8 @@ pub struct VocabCall {
     /// function is reported, this call is not reported again.
     pub(super) reported_inside: bool,
     /// A forward on a field of `self` whose declared type names an autodiff backend
-    /// (`policy: Model<Autodiff<Wgpu>>`, or through a crate alias of one).
+    /// (`policy: Model<Autodiff<Wgpu>>`, or through a crate alias of one), or through a called
+    /// function whose forwards are on an autodiff model.
     pub(super) autodiff_field: bool,
 }
 

@@ -1134,6 +1134,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.waits = s.forwards_wait;
         e.reported_inside = s.forwards_in_own_loop;
         e.forward_at.clone_from(&s.forward_at);
+        e.autodiff_field |= s.forwards_autodiff;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -1149,7 +1150,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             guard_fields: Vec::new(),
             waits: s.forwards_wait,
             reported_inside: s.forwards_in_own_loop,
-            autodiff_field: false,
+            autodiff_field: s.forwards_autodiff,
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

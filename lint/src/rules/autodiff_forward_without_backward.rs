@@ -1139,6 +1139,43 @@ impl<B: Backend> Head<B> {
         assert_eq!(count("autodiff_forward_without_backward", None, &named), 1);
     }
 
+    /// A trainer holding a model type whose layers are declared on the autodiff alias: the
+    /// trainer's field is an autodiff model too, and a caller's loop of inferences through the
+    /// trainer's methods runs forwards that record graphs.
+    #[test]
+    fn a_field_of_a_type_holding_autodiff_layers_records_graphs() {
+        let held = r#"
+use burn::backend::{Autodiff, Wgpu};
+use burn::tensor::Tensor;
+type Train = Autodiff<Wgpu>;
+pub struct PolicyNet {
+    fc: Linear<Train>,
+}
+impl PolicyNet {
+    pub fn forward(&self, x: Tensor<Train, 2>) -> Tensor<Train, 2> {
+        self.fc.forward(x)
+    }
+}
+pub struct Trainer {
+    net: PolicyNet,
+}
+impl Trainer {
+    pub fn infer_to_vec(&self, states: &[u32]) -> Vec<f32> {
+        self.net.forward(encode(states)).into_data().value
+    }
+}
+fn main() {
+    let trainer = make();
+    for step in 0..1000 {
+        println!("{:?}", trainer.infer_to_vec(&[step]));
+    }
+}
+"#;
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", held), vec![24]);
+        let plain = held.replace("type Train = Autodiff<Wgpu>;", "type Train = Wgpu;");
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
+    }
+
     /// One function for training and validation epochs, with its backward behind a flag.
     const FLAGGED: &str = r#"
 use burn::backend::{Autodiff, NdArray};
