@@ -51,7 +51,12 @@ Forward passes with no backward grow it even after the tensors are dropped: 400 
 backward; 9–15 MB throughout when each step then trains on another forward, outputs detached or
 not): a rollout nested in a training loop costs memory in proportion to its length, once per
 step, and a warm-up in proportion to the warm-up; a loop with no backward at all grows without
-bound.
+bound. The sweep reaches only graphs that hang on parameters some backward uses: forwards
+through a separate module on the autodiff backend that no backward trains (a target network
+built apart and never made `valid()` or `no_grad()`) grew the heap by 330 KB per step although
+every step trained the online model (`experiments/burn-orphan-forwards`, burn 0.21, CPU; a
+clone of the trained model, or the same module with `no_grad()`, stayed flat). This rule does
+not report that case yet.
 
 ### Example
 ```rust
