@@ -93,6 +93,51 @@ fn step<O: Optimizer<Mlp<Ad>, Ad>>(model: Mlp<Ad>, opt: &mut O, teacher: &Tensor
     (opt.step(1e-3, model, grads), value)
 }
 
+/// Training with an extra forward of the trained model each step whose output never reaches
+/// the loss (a bootstrap value, read to the host after `detach()`): does the step's backward
+/// sweep its graph state on CUDA too? (On CPU it does: experiments/burn-orphan-forwards.)
+#[memlint::mem_guard(loop = "train", report = "target/memlint/burn_bootstrap.json")]
+fn train_bootstrap<O: Optimizer<Mlp<Ad>, Ad>>(
+    mut model: Mlp<Ad>,
+    opt: &mut O,
+    teacher: &Tensor<Ad, 2>,
+    steps: usize,
+) -> (Mlp<Ad>, f32) {
+    let mut seen = 0f32;
+    'train: for i in 0..steps {
+        let bootstrap = model.forward(batch::<Ad>(batch_size(i + 7), &teacher.device())).detach();
+        seen += bootstrap.mean().into_scalar().elem::<f32>();
+        model = step(model, opt, teacher, i).0;
+        if seen.is_nan() {
+            continue 'train;
+        }
+    }
+    (model, seen)
+}
+
+/// Training with a forward each step through a separate autodiff network that no backward
+/// trains (a target network built apart and kept on the autodiff backend): on CPU its graph
+/// state is never swept (experiments/burn-orphan-forwards, variant I).
+#[memlint::mem_guard(loop = "train", report = "target/memlint/burn_target.json")]
+fn train_with_target<O: Optimizer<Mlp<Ad>, Ad>>(
+    mut model: Mlp<Ad>,
+    target_net: &Mlp<Ad>,
+    opt: &mut O,
+    teacher: &Tensor<Ad, 2>,
+    steps: usize,
+) -> (Mlp<Ad>, f32) {
+    let mut seen = 0f32;
+    'train: for i in 0..steps {
+        let q = target_net.forward(batch::<Ad>(batch_size(i + 7), &teacher.device())).detach();
+        seen += q.mean().into_scalar().elem::<f32>();
+        model = step(model, opt, teacher, i).0;
+        if seen.is_nan() {
+            continue 'train;
+        }
+    }
+    (model, seen)
+}
+
 #[memlint::mem_guard(report = "target/memlint/burn_train.json")]
 fn train_guarded<O: Optimizer<Mlp<Ad>, Ad>>(
     mut model: Mlp<Ad>,
@@ -203,6 +248,21 @@ fn main() {
     summary("target/memlint/burn_leaky.json");
     summary("target/memlint/burn_fixed.json");
     summary("target/memlint/burn_train.json");
+    // BOOTSTRAP_STEPS > 0: the two orphan-forward questions on the GPU.
+    let orphan_steps: usize = std::env::var("BOOTSTRAP_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    if orphan_steps > 0 {
+        let t = Instant::now();
+        let (m, _) = train_bootstrap(model, &mut opt, &teacher, orphan_steps);
+        model = m;
+        println!("bootstrap training: {orphan_steps} steps in {:.2} s", t.elapsed().as_secs_f64());
+        summary("target/memlint/burn_bootstrap.json");
+        let target_net = Mlp::<Ad>::new(&device);
+        let t = Instant::now();
+        let (m, _) = train_with_target(model, &target_net, &mut opt, &teacher, orphan_steps);
+        model = m;
+        println!("separate-target training: {orphan_steps} steps in {:.2} s", t.elapsed().as_secs_f64());
+        summary("target/memlint/burn_target.json");
+    }
 
     // ROUNDS interleaved rounds (default 9) of one unguarded and one guarded 200-step call.
     let rounds: usize = std::env::var("ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(9).max(1);
