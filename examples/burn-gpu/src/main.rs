@@ -6,6 +6,11 @@
 //!
 //! The guard reads the cubecl client handed to it by `memlint::watch` (primary source), the
 //! CUDA pool, NVML's per-process figure and the RSS.
+//!
+//! Environment: `ROUNDS` (interleaved timing rounds of 200-step calls, default 9), `LONG_STEPS`
+//! (one long guarded run after them, default 0), `BOOTSTRAP_STEPS` (two orphan-forward loops: a
+//! detached forward of the trained model each step, and one through a separate never-trained
+//! autodiff network; default 0, off).
 
 use std::time::Instant;
 
