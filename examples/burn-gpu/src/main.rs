@@ -98,9 +98,23 @@ fn step<O: Optimizer<Mlp<Ad>, Ad>>(model: Mlp<Ad>, opt: &mut O, teacher: &Tensor
     (opt.step(1e-3, model, grads), value)
 }
 
+/// A forward whose output never reaches the loss, detached and read to the host, on `probe` or
+/// (`None`) on the trained model itself; then one training step.
+fn probed_step<O: Optimizer<Mlp<Ad>, Ad>>(
+    model: Mlp<Ad>,
+    probe: Option<&Mlp<Ad>>,
+    opt: &mut O,
+    teacher: &Tensor<Ad, 2>,
+    i: usize,
+) -> (Mlp<Ad>, f32) {
+    let x = batch::<Ad>(batch_size(i + 7), &teacher.device());
+    let seen = probe.unwrap_or(&model).forward(x).detach().mean().into_scalar().elem::<f32>();
+    (step(model, opt, teacher, i).0, seen)
+}
+
 /// Training with an extra forward of the trained model each step whose output never reaches
-/// the loss (a bootstrap value, read to the host after `detach()`): does the step's backward
-/// sweep its graph state on CUDA too? (On CPU it does: experiments/burn-orphan-forwards.)
+/// the loss (a bootstrap value): does the step's backward sweep its graph state on CUDA too?
+/// (On CPU it does: experiments/burn-orphan-forwards.)
 #[memlint::mem_guard(loop = "train", report = "target/memlint/burn_bootstrap.json")]
 fn train_bootstrap<O: Optimizer<Mlp<Ad>, Ad>>(
     mut model: Mlp<Ad>,
@@ -110,19 +124,15 @@ fn train_bootstrap<O: Optimizer<Mlp<Ad>, Ad>>(
 ) -> (Mlp<Ad>, f32) {
     let mut seen = 0f32;
     'train: for i in 0..steps {
-        let bootstrap = model.forward(batch::<Ad>(batch_size(i + 7), &teacher.device())).detach();
-        seen += bootstrap.mean().into_scalar().elem::<f32>();
-        model = step(model, opt, teacher, i).0;
-        if seen.is_nan() {
-            continue 'train;
-        }
+        let (m, s) = probed_step(model, None, opt, teacher, i);
+        (model, seen) = (m, seen + s);
     }
     (model, seen)
 }
 
-/// Training with a forward each step through a separate autodiff network that no backward
-/// trains (a target network built apart and kept on the autodiff backend): on CPU its graph
-/// state is never swept (experiments/burn-orphan-forwards, variant I).
+/// The same with the extra forward through a separate autodiff network that no backward trains
+/// (a target network built apart and kept on the autodiff backend): on CPU its graph state is
+/// never swept (experiments/burn-orphan-forwards, variant I).
 #[memlint::mem_guard(loop = "train", report = "target/memlint/burn_target.json")]
 fn train_with_target<O: Optimizer<Mlp<Ad>, Ad>>(
     mut model: Mlp<Ad>,
@@ -133,12 +143,8 @@ fn train_with_target<O: Optimizer<Mlp<Ad>, Ad>>(
 ) -> (Mlp<Ad>, f32) {
     let mut seen = 0f32;
     'train: for i in 0..steps {
-        let q = target_net.forward(batch::<Ad>(batch_size(i + 7), &teacher.device())).detach();
-        seen += q.mean().into_scalar().elem::<f32>();
-        model = step(model, opt, teacher, i).0;
-        if seen.is_nan() {
-            continue 'train;
-        }
+        let (m, s) = probed_step(model, Some(target_net), opt, teacher, i);
+        (model, seen) = (m, seen + s);
     }
     (model, seen)
 }
