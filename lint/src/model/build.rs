@@ -673,7 +673,7 @@ impl Builder<'_> {
             guard_fields: self.guard_fields.clone(),
             waits: false,
             reported_inside: false,
-            autodiff_field: false,
+            autodiff_model: false,
         });
     }
 

@@ -561,10 +561,11 @@ pub struct VocabCall {
     /// A forward through a called function whose own loop runs it without any backward: that
     /// function is reported, this call is not reported again.
     pub(super) reported_inside: bool,
-    /// A forward on a field of `self` whose declared type names an autodiff backend
-    /// (`policy: Model<Autodiff<Wgpu>>`, or through a crate alias of one), or through a called
-    /// function whose forwards are on an autodiff model.
-    pub(super) autodiff_field: bool,
+    /// The declared types say the model records a graph, whatever the function's signature
+    /// says: a forward on a field of `self` declared with an autodiff backend (`policy:
+    /// Model<Autodiff<Wgpu>>`, through a crate alias, or a crate type holding such fields), or a
+    /// call whose callee forwards on such a model.
+    pub(super) autodiff_model: bool,
 }
 
 impl VocabCall {
@@ -608,9 +609,9 @@ impl VocabCall {
         self.via.as_deref()
     }
 
-    /// A forward on a field of `self` declared with an autodiff backend.
-    pub fn autodiff_field(&self) -> bool {
-        self.autodiff_field
+    /// The declared types say this forward's model records a graph (see the field).
+    pub fn autodiff_model(&self) -> bool {
+        self.autodiff_model
     }
 
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).

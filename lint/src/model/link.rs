@@ -409,7 +409,7 @@ fn mark_autodiff_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], fields: &
             })
             .collect();
         for i in marked {
-            g.vocab_calls[i].autodiff_field = true;
+            g.vocab_calls[i].autodiff_model = true;
         }
     }
 }
@@ -991,7 +991,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // inside a called function that reports them; model methods that return tensors are left
     // to their callers and report nothing.
     let field_forwards =
-        forwards && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e) && e.autodiff_field);
+        forwards && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e) && e.autodiff_model);
     let forwards_in_own_loop = forwards
         && (g.autodiff || field_forwards)
         && (!g.owner_is_model || g.returns_plain)
@@ -1134,7 +1134,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.waits = s.forwards_wait;
         e.reported_inside = s.forwards_in_own_loop;
         e.forward_at.clone_from(&s.forward_at);
-        e.autodiff_field |= s.forwards_autodiff;
+        e.autodiff_model |= s.forwards_autodiff;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -1150,7 +1150,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             guard_fields: Vec::new(),
             waits: s.forwards_wait,
             reported_inside: s.forwards_in_own_loop,
-            autodiff_field: s.forwards_autodiff,
+            autodiff_model: s.forwards_autodiff,
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

@@ -101,7 +101,7 @@ impl Rule for AutodiffForwardWithoutBackward {
         let mut param_off = None;
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
-            if !(f.autodiff() || e.via().is_some() || e.autodiff_field()) || e.no_grad() || e.reported_inside() {
+            if !(f.autodiff() || e.via().is_some() || e.autodiff_model()) || e.no_grad() || e.reported_inside() {
                 continue;
             }
             if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
