@@ -82,6 +82,7 @@ pub fn function_graphs(
         crate_fns,
         aliases: Vec::new(),
         impl_params: Vec::new(),
+        in_test: false,
         out: &mut out,
     };
     items.scan_aliases(&file.items);
@@ -89,6 +90,23 @@ pub fn function_graphs(
         items.item(item, None);
     }
     out
+}
+
+/// `#[cfg(test)]` (also inside `all(..)`/`any(..)`, not inside `not(..)`).
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && {
+            let tokens = a.meta.require_list().map(|l| l.tokens.to_string()).unwrap_or_default();
+            tokens.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "test") && !tokens.contains("not")
+        }
+    })
+}
+
+/// A test function: `#[test]`, `#[tokio::test]`, `#[rstest]`, `#[test_case(..)]`.
+fn is_test_attr(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().segments.last().is_some_and(|s| s.ident == "test" || s.ident == "rstest" || s.ident == "test_case")
+    }) || is_cfg_test(attrs)
 }
 
 struct Items<'o> {
@@ -100,6 +118,8 @@ struct Items<'o> {
     trait_impl: bool,
     /// That trait is the framework's module mapper ([`Spec::param_mapper`]).
     impl_mapper: bool,
+    /// The items being walked are test code (`#[cfg(test)] mod tests`).
+    in_test: bool,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -135,7 +155,12 @@ impl Items<'_> {
 
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
         match item {
-            syn::Item::Fn(f) => self.function(&f.sig, &f.block, owner),
+            syn::Item::Fn(f) => {
+                let outer = self.in_test;
+                self.in_test |= is_test_attr(&f.attrs);
+                self.function(&f.sig, &f.block, owner);
+                self.in_test = outer;
+            }
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
                 let outer = (self.impl_autodiff, self.impl_generic);
@@ -182,11 +207,14 @@ impl Items<'_> {
             syn::Item::Mod(m) => {
                 if let Some((_, items)) = &m.content {
                     let mark = self.aliases.len();
+                    let outer = self.in_test;
+                    self.in_test |= is_cfg_test(&m.attrs);
                     self.scan_aliases(items);
                     for it in items {
                         self.item(it, None);
                     }
                     self.aliases.truncate(mark);
+                    self.in_test = outer;
                 }
             }
             _ => {}
@@ -237,6 +265,7 @@ impl Items<'_> {
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
+        b.g.test_code = self.in_test;
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
@@ -438,6 +467,7 @@ impl Builder<'_> {
                 owner: None,
                 trait_impl: false,
                 trait_default: false,
+                test_code: false,
                 has_self: false,
                 params: Vec::new(),
                 returns: Vec::new(),

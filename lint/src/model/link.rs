@@ -562,6 +562,16 @@ impl CrateNames {
 /// associated types without `=` and names too generic to trust (`Backend`, one letter or two
 /// capitals, which also name generic parameters) are left out.
 fn type_aliases<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
+    aliases_in(text, out, false);
+}
+
+/// Like [`type_aliases`], with generic aliases too (`type MyAgent<E, B> = Ppo<E, B, Net<B>>;`):
+/// what a type-qualified call (`MyAgent::act(..)`) names does not depend on the parameters.
+fn type_aliases_with_generics<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
+    aliases_in(text, out, true);
+}
+
+fn aliases_in<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>, generics: bool) {
     let bytes = text.as_bytes();
     for at in memchr::memmem::find_iter(bytes, b"type ") {
         if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
@@ -570,7 +580,22 @@ fn type_aliases<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
         let rest = &text[at + 5..];
         let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
         let name = &rest[..len];
-        let after = rest[len..].trim_start();
+        let mut after = rest[len..].trim_start();
+        if generics && after.starts_with('<') {
+            // Skip the parameter list, nested brackets included (`<T: Into<f32>>`).
+            let mut depth = 0usize;
+            let Some(close) = after.char_indices().find_map(|(i, c)| {
+                match c {
+                    '<' => depth += 1,
+                    '>' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                (depth == 0).then_some(i)
+            }) else {
+                continue;
+            };
+            after = after[close + 1..].trim_start();
+        }
         let Some(rhs) = after.strip_prefix('=') else { continue };
         let Some(end) = rhs.find(';') else { continue };
         let rhs = &rhs[..end];
@@ -847,6 +872,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
 struct Index {
     /// Plain name → functions with that name.
     by_name: HashMap<String, Vec<FnId>>,
+    /// Per file, its `type Name = Head<..>;` aliases as (name, head type), read when a call
+    /// qualified by a type name first needs them.
+    aliases: Vec<std::cell::OnceCell<Vec<(String, String)>>>,
 }
 
 impl Index {
@@ -857,7 +885,24 @@ impl Index {
                 by_name.entry(g.ident.clone()).or_default().push((fi, gi));
             }
         }
-        Self { by_name }
+        Self { by_name, aliases: files.iter().map(|_| std::cell::OnceCell::new()).collect() }
+    }
+
+    /// The type that `name` aliases in file `file` (`type MyAgent<E, B> = Ppo<E, B, Net<B>>;`
+    /// makes `MyAgent::act(..)` a call of `Ppo::act`).
+    fn alias_head<'s>(&'s self, files: &[(Arc<SourceFile>, Vec<FnModel>)], file: usize, name: &str) -> Option<&'s str> {
+        let aliases = self.aliases[file].get_or_init(|| {
+            let mut found = Vec::new();
+            type_aliases_with_generics(&files[file].0.text, &mut found);
+            found
+                .into_iter()
+                .map(|(n, rhs)| {
+                    let head = rhs.split('<').next().unwrap_or(rhs).trim();
+                    (n.to_string(), head.rsplit("::").next().unwrap_or(head).trim().to_string())
+                })
+                .collect()
+        });
+        aliases.iter().find(|(n, _)| n == name).map(|(_, h)| h.as_str())
     }
 
     /// The functions a call site may reach (one when the name and shape make it unambiguous):
@@ -883,7 +928,10 @@ impl Index {
                 } else {
                     let owner_ok = match site.qualifier.as_deref() {
                         Some("Self") => f.owner == caller_owner,
-                        Some(q) if q.starts_with(char::is_uppercase) => f.owner.as_deref() == Some(q),
+                        Some(q) if q.starts_with(char::is_uppercase) => {
+                            f.owner.as_deref() == Some(q)
+                                || f.owner.as_deref().is_some_and(|o| self.alias_head(files, caller.0, q) == Some(o))
+                        }
                         _ => f.owner.is_none() || !f.has_self,
                     };
                     owner_ok && arity && !f.has_self
@@ -906,11 +954,14 @@ impl Index {
         };
         // `env.step(action)` with `env: &mut Env<B>`: when no candidate is a method of `Env`,
         // only a trait's default body can be reached (other types' methods cannot).
-        let fits = match &site.receiver_type {
+        // A receiver typed by an alias (`let agent = MyAgent::new(..)`) is of the aliased type.
+        let receiver_type: Option<&str> =
+            site.receiver_type.as_deref().map(|t| self.alias_head(files, caller.0, t).unwrap_or(t));
+        let fits = match receiver_type {
             Some(ty)
                 if site.method
                     && !site.receiver_type_guessed
-                    && !fits.iter().any(|id| g(id).owner.as_deref() == Some(ty.as_str())) =>
+                    && !fits.iter().any(|id| g(id).owner.as_deref() == Some(ty)) =>
             {
                 fits.into_iter().filter(|id| g(id).trait_default).collect()
             }
@@ -926,8 +977,8 @@ impl Index {
                 };
                 let mut left = many.to_vec();
                 // `memory.push(..)` with `memory: &mut Memory<B>`: methods of `Memory`.
-                if let Some(ty) = &site.receiver_type {
-                    let of_type = narrow(&|id| g(id).owner.as_deref() == Some(ty.as_str()), &left);
+                if let Some(ty) = receiver_type {
+                    let of_type = narrow(&|id| g(id).owner.as_deref() == Some(ty), &left);
                     if !of_type.is_empty() {
                         left = of_type;
                     }

@@ -1275,4 +1275,70 @@ impl<B: AutodiffBackend> Trainer<B> {
         let notes = crate::rules::testing::elsewhere("autodiff_forward_without_backward", NESTED_ROLLOUT);
         assert!(notes.iter().any(|(line, text)| *line == 6 && text.contains("forward pass")), "{notes:?}");
     }
+
+    /// An associated function called through a generic type alias (`MyAgent::<B>::react(..)`
+    /// with `type MyAgent<B> = Ppo<B, Net<B>>;`) is the aliased type's; another type's function
+    /// of the same name is not reached.
+    const ALIAS_QUALIFIED: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub struct Ppo<B: Backend, M> { model: Option<M>, b: PhantomData<B> }
+impl<B: Backend, M: PpoModel<B>> Ppo<B, M> {
+    pub fn react(state: &[f32], model: &M) -> usize {
+        model.forward(to_tensor(state)).argmax(1).into_scalar() as usize
+    }
+}
+pub struct Random<B: Backend> { b: PhantomData<B> }
+impl<B: Backend> Random<B> {
+    pub fn react(state: &[f32], _model: &Net<B>) -> usize {
+        state.len() % 2
+    }
+}
+type ALIAS<B> = TARGET<B, Net<B>>;
+pub fn run<B: AutodiffBackend>(model: Net<B>, env: &mut Env) {
+    let mut done = false;
+    while !done {
+        let action = ALIAS::<B>::react(&env.state(), &model);
+        done = env.step(action);
+    }
+}
+"#;
+
+    #[test]
+    fn a_call_through_a_type_alias_reaches_the_aliased_type() {
+        let src = |alias: &str, target: &str| ALIAS_QUALIFIED.replace("ALIAS", alias).replace("TARGET", target);
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("MyAgent", "Ppo")), 1);
+        // The alias names the type whose `react` runs no forward.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("MyAgent", "Random")), 0);
+    }
+
+    /// Test code (`#[cfg(test)]` modules, `#[test]` functions) is not linted: its loops run a
+    /// fixed handful of steps on fixtures.
+    const IN_TESTS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+ATTR
+mod checks {
+    use super::*;
+    fn collect<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env) {
+        for _ in 0..4 {
+            let q = agent.model.forward(env.state());
+            env.step(q.argmax(1).into_scalar());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn test_code_is_not_linted() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "")), 1);
+        assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(test)]")), 0);
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(all(test, feature = \"cuda\"))]")),
+            0
+        );
+        // `not(test)` is the code that ships.
+        assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(not(test))]")), 1);
+        let test_fn = IN_TESTS.replace("ATTR\nmod checks {\n    use super::*;\n    fn", "#[test]\nfn").replace("    }\n}\n", "    }\n");
+        assert_eq!(count("autodiff_forward_without_backward", None, &test_fn), 0, "{test_fn}");
+        assert_eq!(count("autodiff_forward_without_backward", None, &test_fn.replace("#[test]", "")), 1, "{test_fn}");
+    }
 }
