@@ -82,6 +82,7 @@ pub fn function_graphs(
         crate_fns,
         aliases: Vec::new(),
         impl_params: Vec::new(),
+        impl_generics: Vec::new(),
         in_test: false,
         out: &mut out,
     };
@@ -129,6 +130,8 @@ struct Items<'o> {
     aliases: Vec<(String, bool)>,
     /// The type parameters of the `impl` being walked, when there are module aliases to shadow.
     impl_params: Vec<String>,
+    /// The type parameters of the `impl` being walked (`impl<B, A: Agent<B>> Runner<B, A>`).
+    impl_generics: Vec<String>,
     out: &'o mut Vec<FnModel>,
 }
 
@@ -168,6 +171,10 @@ impl Items<'_> {
                     self.autodiff_by_type() && mentions_autodiff(&imp.generics, self.crate_fns, &self.aliases);
                 self.impl_generic = imp.generics.type_params().next().is_some();
                 let outer_params = std::mem::take(&mut self.impl_params);
+                let outer_generics = std::mem::replace(
+                    &mut self.impl_generics,
+                    imp.generics.type_params().map(|p| p.ident.to_string()).collect(),
+                );
                 if !self.aliases.is_empty() {
                     self.impl_params = imp.generics.type_params().map(|p| p.ident.to_string()).collect();
                 }
@@ -188,6 +195,7 @@ impl Items<'_> {
                 }
                 (self.impl_autodiff, self.impl_generic) = outer;
                 self.impl_params = outer_params;
+                self.impl_generics = outer_generics;
             }
             syn::Item::Trait(tr) => {
                 let owner = tr.ident.to_string();
@@ -282,7 +290,11 @@ impl Items<'_> {
                         continue;
                     }
                     let mut first = None;
-                    let ty = type_name(&pt.ty);
+                    // `agent: &mut A` with `A: Agent<B>`: a type parameter names no type of the
+                    // crate, so its methods are those of every impl of its traits.
+                    let ty = type_name(&pt.ty).filter(|t| {
+                        !sig.generics.type_params().any(|p| p.ident == t) && !self.impl_generics.iter().any(|p| p == t)
+                    });
                     // `model: &Lm<B::InnerBackend>`: the type says the model is untracked (only
                     // where the backend is autodiff: `InnerBackend` is the autodiff trait's).
                     let inner = b.g.autodiff && self.autodiff_by_type() && mentions_inner_backend(&pt.ty, self.spec);

@@ -1341,4 +1341,32 @@ mod checks {
         assert_eq!(count("autodiff_forward_without_backward", None, &test_fn), 0, "{test_fn}");
         assert_eq!(count("autodiff_forward_without_backward", None, &test_fn.replace("#[test]", "")), 1, "{test_fn}");
     }
+
+    /// A receiver typed by a type parameter (`agent: &mut A` with `A: Agent<B>`) may be any
+    /// impl of its trait: the crate's impls of the called method are followed.
+    const GENERIC_RECEIVER: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub trait Agent<B: Backend> { fn act(&mut self, obs: &[f32]) -> usize; }
+pub struct Dqn<B: AutodiffBackend> { q: Net<B> }
+impl<B: AutodiffBackend> Agent<B> for Dqn<B> {
+    fn act(&mut self, obs: &[f32]) -> usize {
+        BODY
+    }
+}
+pub fn evaluate<B: Backend, A: Agent<B>>(agent: &mut A, env: &mut Env) -> f32 {
+    let mut total = 0.0;
+    while !env.done() {
+        let action = agent.act(&env.obs());
+        total += env.step(action);
+    }
+    total
+}
+"#;
+
+    #[test]
+    fn a_receiver_of_a_type_parameter_reaches_the_trait_impls() {
+        let forward = "self.q.forward(to_tensor(obs)).argmax(1).into_scalar() as usize";
+        assert_eq!(count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", forward)), 1);
+        assert_eq!(count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", "obs.len() % 4")), 0);
+    }
 }
