@@ -122,7 +122,7 @@ impl Linter {
             linked.push((p.file, p.graphs));
         }
         let fields = type_graph::autodiff_fields(decls.iter().chain(&context_decls));
-        model::link(&mut linked, &fields);
+        model::link(&mut linked, &fields, &crate_fns);
         let linked = &linked[..files.len()];
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();

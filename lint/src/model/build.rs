@@ -82,7 +82,6 @@ pub fn function_graphs(
         crate_fns,
         aliases: Vec::new(),
         impl_params: Vec::new(),
-        impl_generics: Vec::new(),
         in_test: false,
         out: &mut out,
     };
@@ -95,12 +94,19 @@ pub fn function_graphs(
 
 /// `#[cfg(test)]` (also inside `all(..)`/`any(..)`, not inside `not(..)`).
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && {
-            let tokens = a.meta.require_list().map(|l| l.tokens.to_string()).unwrap_or_default();
-            tokens.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "test") && !tokens.contains("not")
-        }
-    })
+    /// Whether `tokens` name `test` outside any `not(..)`.
+    fn names_test(tokens: proc_macro2::TokenStream) -> bool {
+        let mut after_not = false;
+        tokens.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => {
+                after_not = i == "not";
+                i == "test"
+            }
+            proc_macro2::TokenTree::Group(g) => !std::mem::take(&mut after_not) && names_test(g.stream()),
+            _ => false,
+        })
+    }
+    attrs.iter().any(|a| a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| names_test(l.tokens.clone())))
 }
 
 /// A test function: `#[test]`, `#[tokio::test]`, `#[rstest]`, `#[test_case(..)]`.
@@ -130,8 +136,6 @@ struct Items<'o> {
     aliases: Vec<(String, bool)>,
     /// The type parameters of the `impl` being walked, when there are module aliases to shadow.
     impl_params: Vec<String>,
-    /// The type parameters of the `impl` being walked (`impl<B, A: Agent<B>> Runner<B, A>`).
-    impl_generics: Vec<String>,
     out: &'o mut Vec<FnModel>,
 }
 
@@ -161,7 +165,7 @@ impl Items<'_> {
             syn::Item::Fn(f) => {
                 let outer = self.in_test;
                 self.in_test |= is_test_attr(&f.attrs);
-                self.function(&f.sig, &f.block, owner);
+                self.function(&f.sig, &f.block, owner, None);
                 self.in_test = outer;
             }
             syn::Item::Impl(imp) => {
@@ -171,10 +175,6 @@ impl Items<'_> {
                     self.autodiff_by_type() && mentions_autodiff(&imp.generics, self.crate_fns, &self.aliases);
                 self.impl_generic = imp.generics.type_params().next().is_some();
                 let outer_params = std::mem::take(&mut self.impl_params);
-                let outer_generics = std::mem::replace(
-                    &mut self.impl_generics,
-                    imp.generics.type_params().map(|p| p.ident.to_string()).collect(),
-                );
                 if !self.aliases.is_empty() {
                     self.impl_params = imp.generics.type_params().map(|p| p.ident.to_string()).collect();
                 }
@@ -188,14 +188,13 @@ impl Items<'_> {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
                         self.impl_mapper = mapper;
-                        self.function(&f.sig, &f.block, owner.as_deref());
+                        self.function(&f.sig, &f.block, owner.as_deref(), Some(&imp.generics));
                         self.trait_impl = false;
                         self.impl_mapper = false;
                     }
                 }
                 (self.impl_autodiff, self.impl_generic) = outer;
                 self.impl_params = outer_params;
-                self.impl_generics = outer_generics;
             }
             syn::Item::Trait(tr) => {
                 let owner = tr.ident.to_string();
@@ -205,7 +204,7 @@ impl Items<'_> {
                     {
                         // `function` pushes this function's graph first, then nested items'.
                         let at = self.out.len();
-                        self.function(&f.sig, block, Some(&owner));
+                        self.function(&f.sig, block, Some(&owner), Some(&tr.generics));
                         if let Some(g) = self.out.get_mut(at) {
                             g.trait_default = true;
                         }
@@ -229,7 +228,14 @@ impl Items<'_> {
         }
     }
 
-    fn function(&mut self, sig: &syn::Signature, block: &Block, owner: Option<&str>) {
+    /// `outer_generics`: those of the `impl` or `trait` the function is in.
+    fn function(
+        &mut self,
+        sig: &syn::Signature,
+        block: &Block,
+        owner: Option<&str>,
+        outer_generics: Option<&syn::Generics>,
+    ) {
         let name = match owner {
             Some(o) => format!("{o}::{}", sig.ident),
             None => sig.ident.to_string(),
@@ -293,7 +299,10 @@ impl Items<'_> {
                     // `agent: &mut A` with `A: Agent<B>`: a type parameter names no type of the
                     // crate, so its methods are those of every impl of its traits.
                     let ty = type_name(&pt.ty).filter(|t| {
-                        !sig.generics.type_params().any(|p| p.ident == t) && !self.impl_generics.iter().any(|p| p == t)
+                        !sig.generics
+                            .type_params()
+                            .chain(outer_generics.into_iter().flat_map(|g| g.type_params()))
+                            .any(|p| p.ident == t)
                     });
                     // `model: &Lm<B::InnerBackend>`: the type says the model is untracked (only
                     // where the backend is autodiff: `InnerBackend` is the autodiff trait's).

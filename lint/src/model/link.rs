@@ -108,7 +108,11 @@ const MAX_ROUNDS: usize = 6;
 /// Runs the crate-level pass over the graphs of all files of a crate and re-propagates taint.
 /// `autodiff_fields`: the crate's struct fields whose declared type names an autodiff backend
 /// (type, field), from the type declarations.
-pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], autodiff_fields: &[(String, String)]) {
+pub fn link(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    autodiff_fields: &[(String, String)],
+    alias_names: &HashSet<String>,
+) {
     mark_autodiff_fields(files, autodiff_fields);
     // A crate fact every function may ask: does any function make a module untracked?
     let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
@@ -127,7 +131,7 @@ pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], autodiff_fields: &[(S
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
         g.owner_is_model = g.owner.as_ref().is_some_and(|o| models.binary_search(o).is_ok());
     }
-    let index = Index::new(files);
+    let index = Index::new(files, alias_names);
     if index.by_name.is_empty() {
         return;
     }
@@ -547,6 +551,9 @@ pub struct CrateNames {
     /// usize)>`), with which of its elements have host types: `let (ctx, step) = f()?` binds
     /// `step` to a host number whatever `ctx` holds.
     pub(super) tuple_fns: HashMap<String, Vec<bool>>,
+    /// Names of every `type Name<..> = ..;` alias of the crate, generic ones included: a call
+    /// qualified by one (`MyAgent::act(..)`) may be a call of the aliased type's function.
+    pub alias_names: HashSet<String>,
 }
 
 impl CrateNames {
@@ -558,59 +565,71 @@ impl CrateNames {
     }
 }
 
-/// `type Name = …;` declarations in `text`, as (name, right-hand side); generic aliases, trait
-/// associated types without `=` and names too generic to trust (`Backend`, one letter or two
-/// capitals, which also name generic parameters) are left out.
-fn type_aliases<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
-    aliases_in(text, out, false);
-}
-
-/// Like [`type_aliases`], with generic aliases too (`type MyAgent<E, B> = Ppo<E, B, Net<B>>;`):
-/// what a type-qualified call (`MyAgent::act(..)`) names does not depend on the parameters.
-fn type_aliases_with_generics<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>) {
-    aliases_in(text, out, true);
-}
-
-fn aliases_in<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>, generics: bool) {
-    let bytes = text.as_bytes();
-    for at in memchr::memmem::find_iter(bytes, b"type ") {
-        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
-            continue;
+/// `type Name = …;` declarations in `text` into `out`, as (name, right-hand side); generic
+/// aliases, trait associated types without `=` and names too generic to trust (`Backend`, one
+/// letter or two capitals, which also name generic parameters) are left out. The names of all
+/// aliases, generic ones included, go into `names`.
+fn type_aliases_and_names<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>, names: &mut HashSet<String>) {
+    for at in memchr::memmem::find_iter(text.as_bytes(), b"type ") {
+        if let Some((name, rhs)) = alias_at(text, at, true) {
+            // A generic alias is not taken for a backend alias.
+            if !text[at + 5 + name.len()..].trim_start().starts_with('<') {
+                out.push((name, rhs));
+            }
+            if !names.contains(name) {
+                names.insert(name.to_string());
+            }
         }
-        let rest = &text[at + 5..];
-        let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
-        let name = &rest[..len];
-        let mut after = rest[len..].trim_start();
-        if generics && after.starts_with('<') {
-            // Skip the parameter list, nested brackets included (`<T: Into<f32>>`).
-            let mut depth = 0usize;
-            let Some(close) = after.char_indices().find_map(|(i, c)| {
-                match c {
-                    '<' => depth += 1,
-                    '>' => depth = depth.saturating_sub(1),
-                    _ => {}
-                }
-                (depth == 0).then_some(i)
-            }) else {
-                continue;
-            };
-            after = after[close + 1..].trim_start();
-        }
-        let Some(rhs) = after.strip_prefix('=') else { continue };
-        let Some(end) = rhs.find(';') else { continue };
-        let rhs = &rhs[..end];
-        // A module's shorthand that shadows the type it aliases (`type Model =
-        // crate::model::Model<NdArrayAutodiff>;`, `type Tensor<const D: usize> =
-        // burn::tensor::Tensor<..>;` in tests) names that type only in its own module.
-        let head = rhs.split('<').next().unwrap_or(rhs).trim();
-        let head = head.rsplit("::").next().unwrap_or(head).trim();
-        // One letter, or two capitals, reads as a generic parameter (`B`, `AD`) elsewhere.
-        let generic_like = name.len() <= 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()));
-        if generic_like || name == "Backend" || name == head {
-            continue;
-        }
-        out.push((name, rhs));
     }
+}
+
+/// The alias declared by the `type ` at byte `at` of `text`, as (name, right-hand side).
+fn alias_at(text: &str, at: usize, generics: bool) -> Option<(&str, &str)> {
+    let bytes = text.as_bytes();
+    if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+        return None;
+    }
+    let rest = &text[at + 5..];
+    let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let name = &rest[..len];
+    let mut after = rest[len..].trim_start();
+    if generics && after.starts_with('<') {
+        // Skip the parameter list, nested brackets included (`<T: Into<f32>>`).
+        let mut depth = 0usize;
+        let close = after.char_indices().find_map(|(i, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            (depth == 0).then_some(i)
+        })?;
+        after = after[close + 1..].trim_start();
+    }
+    let rhs = after.strip_prefix('=')?;
+    let rhs = &rhs[..rhs.find(';')?];
+    // A module's shorthand that shadows the type it aliases (`type Model =
+    // crate::model::Model<NdArrayAutodiff>;`, `type Tensor<const D: usize> =
+    // burn::tensor::Tensor<..>;` in tests) names that type only in its own module.
+    let head = alias_head_of(rhs);
+    // One letter, or two capitals, reads as a generic parameter (`B`, `AD`) elsewhere.
+    let generic_like = name.len() <= 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()));
+    (!(generic_like || name == "Backend" || name == head)).then_some((name, rhs))
+}
+
+/// The type an alias's right-hand side names (`crate::agent::Ppo<E, B>` → `Ppo`).
+fn alias_head_of(rhs: &str) -> &str {
+    let head = rhs.split('<').next().unwrap_or(rhs).trim();
+    head.rsplit("::").next().unwrap_or(head).trim()
+}
+
+/// The type that `name` aliases in `text` (`type MyAgent<E, B> = Ppo<E, B, Net<B>>;` makes
+/// `MyAgent::act(..)` a call of `Ppo::act`), generic aliases included.
+fn alias_head<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    memchr::memmem::find_iter(text.as_bytes(), name.as_bytes())
+        .filter(|&at| at >= 5 && text.as_bytes()[..at].ends_with(b"type "))
+        .find_map(|at| alias_at(text, at - 5, true).filter(|(n, _)| *n == name))
+        .map(|(_, rhs)| alias_head_of(rhs))
 }
 
 /// The aliases among `aliases` that name an autodiff backend, directly or through another.
@@ -777,11 +796,12 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     // `None`: a definition that returns no tuple, or tuples that disagree.
     let mut tuple_fns: HashMap<String, Option<Vec<bool>>> = HashMap::default();
     let mut aliases = Vec::new();
+    let mut alias_names = HashSet::default();
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     let mut macros = HashSet::default();
     for text in texts {
         let bytes = text.as_bytes();
-        type_aliases(text, &mut aliases);
+        type_aliases_and_names(text, &mut aliases, &mut alias_names);
         for at in memchr::memmem::find_iter(bytes, b"macro_rules!") {
             let rest = text[at + "macro_rules!".len()..].trim_start();
             let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
@@ -865,44 +885,26 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
-    CrateNames { fns, plain_fields, grads_fields, plain_fns, autodiff_aliases, macros, tuple_fns }
+    CrateNames { fns, plain_fields, grads_fields, plain_fns, autodiff_aliases, macros, tuple_fns, alias_names }
 }
 
 /// Function lookup by name.
-struct Index {
+struct Index<'a> {
     /// Plain name → functions with that name.
     by_name: HashMap<String, Vec<FnId>>,
-    /// Per file, its `type Name = Head<..>;` aliases as (name, head type), read when a call
-    /// qualified by a type name first needs them.
-    aliases: Vec<std::cell::OnceCell<Vec<(String, String)>>>,
+    /// [`CrateNames::alias_names`].
+    alias_names: &'a HashSet<String>,
 }
 
-impl Index {
-    fn new(files: &[(Arc<SourceFile>, Vec<FnModel>)]) -> Self {
+impl<'a> Index<'a> {
+    fn new(files: &[(Arc<SourceFile>, Vec<FnModel>)], alias_names: &'a HashSet<String>) -> Self {
         let mut by_name: HashMap<String, Vec<FnId>> = HashMap::default();
         for (fi, (_, graphs)) in files.iter().enumerate() {
             for (gi, g) in graphs.iter().enumerate() {
                 by_name.entry(g.ident.clone()).or_default().push((fi, gi));
             }
         }
-        Self { by_name, aliases: files.iter().map(|_| std::cell::OnceCell::new()).collect() }
-    }
-
-    /// The type that `name` aliases in file `file` (`type MyAgent<E, B> = Ppo<E, B, Net<B>>;`
-    /// makes `MyAgent::act(..)` a call of `Ppo::act`).
-    fn alias_head<'s>(&'s self, files: &[(Arc<SourceFile>, Vec<FnModel>)], file: usize, name: &str) -> Option<&'s str> {
-        let aliases = self.aliases[file].get_or_init(|| {
-            let mut found = Vec::new();
-            type_aliases_with_generics(&files[file].0.text, &mut found);
-            found
-                .into_iter()
-                .map(|(n, rhs)| {
-                    let head = rhs.split('<').next().unwrap_or(rhs).trim();
-                    (n.to_string(), head.rsplit("::").next().unwrap_or(head).trim().to_string())
-                })
-                .collect()
-        });
-        aliases.iter().find(|(n, _)| n == name).map(|(_, h)| h.as_str())
+        Self { by_name, alias_names }
     }
 
     /// The functions a call site may reach (one when the name and shape make it unambiguous):
@@ -917,27 +919,39 @@ impl Index {
         let Some(candidates) = self.by_name.get(&site.name) else { return Vec::new() };
         let g = |id: &FnId| &files[id.0].1[id.1];
         let caller_owner = g(&caller).owner.clone();
-        let fits: Vec<FnId> = candidates
-            .iter()
-            .copied()
-            .filter(|id| {
-                let f = g(id);
-                let arity = f.params.len() == site.args.len();
-                if site.method {
-                    f.has_self && arity
-                } else {
-                    let owner_ok = match site.qualifier.as_deref() {
-                        Some("Self") => f.owner == caller_owner,
-                        Some(q) if q.starts_with(char::is_uppercase) => {
-                            f.owner.as_deref() == Some(q)
-                                || f.owner.as_deref().is_some_and(|o| self.alias_head(files, caller.0, q) == Some(o))
-                        }
-                        _ => f.owner.is_none() || !f.has_self,
-                    };
-                    owner_ok && arity && !f.has_self
-                }
-            })
-            .collect();
+        let fitting = |qualifier: Option<&str>| -> Vec<FnId> {
+            candidates
+                .iter()
+                .copied()
+                .filter(|id| {
+                    let f = g(id);
+                    let arity = f.params.len() == site.args.len();
+                    if site.method {
+                        f.has_self && arity
+                    } else {
+                        let owner_ok = match qualifier {
+                            Some("Self") => f.owner == caller_owner,
+                            Some(q) if q.starts_with(char::is_uppercase) => f.owner.as_deref() == Some(q),
+                            _ => f.owner.is_none() || !f.has_self,
+                        };
+                        owner_ok && arity && !f.has_self
+                    }
+                })
+                .collect()
+        };
+        let text = &files[caller.0].0.text;
+        let mut fits = fitting(site.qualifier.as_deref());
+        // `MyAgent::new(..)` with `type MyAgent<B> = Ppo<B, Net<B>>;` in the caller's file: the
+        // aliased type's (looked up only when the name itself has no such function).
+        if fits.is_empty()
+            && !site.method
+            && let Some(q) = site.qualifier.as_deref()
+            && q != "Self"
+            && self.alias_names.contains(q)
+            && let Some(head) = alias_head(text, q)
+        {
+            fits = fitting(Some(head));
+        }
         // `self.policy.action(x)` inside `Selector::action`: a field of `self` is not a value of
         // `self`'s own type (a struct cannot hold itself), so the caller's type is not a candidate.
         let on_own_field = site.method
@@ -954,9 +968,19 @@ impl Index {
         };
         // `env.step(action)` with `env: &mut Env<B>`: when no candidate is a method of `Env`,
         // only a trait's default body can be reached (other types' methods cannot).
-        // A receiver typed by an alias (`let agent = MyAgent::new(..)`) is of the aliased type.
-        let receiver_type: Option<&str> =
-            site.receiver_type.as_deref().map(|t| self.alias_head(files, caller.0, t).unwrap_or(t));
+        // A receiver typed by an alias (`let agent = MyAgent::new(..)`) is of the aliased type
+        // (looked up only when no candidate is a method of the named type).
+        let receiver_type: Option<&str> = site.receiver_type.as_deref().map(|t| {
+            if site.method
+                && !site.receiver_type_guessed
+                && self.alias_names.contains(t)
+                && !fits.iter().any(|id| g(id).owner.as_deref() == Some(t))
+            {
+                alias_head(text, t).unwrap_or(t)
+            } else {
+                t
+            }
+        });
         let fits = match receiver_type {
             Some(ty)
                 if site.method

@@ -1332,12 +1332,18 @@ mod checks {
         assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "")), 1);
         assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(test)]")), 0);
         assert_eq!(
-            count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(all(test, feature = \"cuda\"))]")),
+            count(
+                "autodiff_forward_without_backward",
+                None,
+                &IN_TESTS.replace("ATTR", "#[cfg(all(test, feature = \"cuda\"))]")
+            ),
             0
         );
         // `not(test)` is the code that ships.
         assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(not(test))]")), 1);
-        let test_fn = IN_TESTS.replace("ATTR\nmod checks {\n    use super::*;\n    fn", "#[test]\nfn").replace("    }\n}\n", "    }\n");
+        let test_fn = IN_TESTS
+            .replace("ATTR\nmod checks {\n    use super::*;\n    fn", "#[test]\nfn")
+            .replace("    }\n}\n", "    }\n");
         assert_eq!(count("autodiff_forward_without_backward", None, &test_fn), 0, "{test_fn}");
         assert_eq!(count("autodiff_forward_without_backward", None, &test_fn.replace("#[test]", "")), 1, "{test_fn}");
     }
@@ -1367,6 +1373,9 @@ pub fn evaluate<B: Backend, A: Agent<B>>(agent: &mut A, env: &mut Env) -> f32 {
     fn a_receiver_of_a_type_parameter_reaches_the_trait_impls() {
         let forward = "self.q.forward(to_tensor(obs)).argmax(1).into_scalar() as usize";
         assert_eq!(count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", forward)), 1);
-        assert_eq!(count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", "obs.len() % 4")), 0);
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", "obs.len() % 4")),
+            0
+        );
     }
 }
