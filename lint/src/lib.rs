@@ -227,7 +227,7 @@ impl Linter {
         for rule in rules::all() {
             let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
             let applies = rule.applies();
-            for g in graphs.iter().filter(|g| !g.test_code() && applies.to(g.spec(), g.framework_known())) {
+            for g in graphs.iter().filter(|g| applies.to(g.spec(), g.framework_known())) {
                 rule.check_function(g, &mut cx);
             }
         }

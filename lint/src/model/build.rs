@@ -82,7 +82,6 @@ pub fn function_graphs(
         crate_fns,
         aliases: Vec::new(),
         impl_params: Vec::new(),
-        in_test: false,
         out: &mut out,
     };
     items.scan_aliases(&file.items);
@@ -125,8 +124,6 @@ struct Items<'o> {
     trait_impl: bool,
     /// That trait is the framework's module mapper ([`Spec::param_mapper`]).
     impl_mapper: bool,
-    /// The items being walked are test code (`#[cfg(test)] mod tests`).
-    in_test: bool,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -162,12 +159,9 @@ impl Items<'_> {
 
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
         match item {
-            syn::Item::Fn(f) => {
-                let outer = self.in_test;
-                self.in_test |= is_test_attr(&f.attrs);
-                self.function(&f.sig, &f.block, owner, None);
-                self.in_test = outer;
-            }
+            // Test code (`#[test]`, `#[cfg(test)] mod tests`) is not modelled: its loops run a
+            // handful of steps on fixtures, and the backends it instantiates are the tests'.
+            syn::Item::Fn(f) if !is_test_attr(&f.attrs) => self.function(&f.sig, &f.block, owner, None),
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
                 let outer = (self.impl_autodiff, self.impl_generic);
@@ -211,17 +205,14 @@ impl Items<'_> {
                     }
                 }
             }
-            syn::Item::Mod(m) => {
+            syn::Item::Mod(m) if !is_cfg_test(&m.attrs) => {
                 if let Some((_, items)) = &m.content {
                     let mark = self.aliases.len();
-                    let outer = self.in_test;
-                    self.in_test |= is_cfg_test(&m.attrs);
                     self.scan_aliases(items);
                     for it in items {
                         self.item(it, None);
                     }
                     self.aliases.truncate(mark);
-                    self.in_test = outer;
                 }
             }
             _ => {}
@@ -261,6 +252,7 @@ impl Items<'_> {
         };
         let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
+        b.generics = [Some(&sig.generics), outer_generics];
         b.module_aliases = aliases;
         b.g.ident = sig.ident.to_string();
         b.g.returns_plain = match &sig.output {
@@ -279,7 +271,6 @@ impl Items<'_> {
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
         b.g.owner = owner.map(str::to_string);
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
-        b.g.test_code = self.in_test;
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
@@ -368,6 +359,9 @@ struct Builder<'c> {
     g: FnModel,
     /// Names of the crate's functions: calls to other names are not call sites.
     crate_fns: &'c CrateNames,
+    /// The generics of the function and of its `impl` or `trait`: their type parameters name
+    /// no type of the crate (`M::soft_update(..)` with `M: DqnModel<B>` reaches every impl).
+    generics: [Option<&'c syn::Generics>; 2],
     offset: usize,
     /// Visible bindings, innermost last: (binding, current version).
     env: Vec<(BindingId, NodeIndex)>,
@@ -488,7 +482,6 @@ impl Builder<'_> {
                 owner: None,
                 trait_impl: false,
                 trait_default: false,
-                test_code: false,
                 has_self: false,
                 params: Vec::new(),
                 returns: Vec::new(),
@@ -524,6 +517,7 @@ impl Builder<'_> {
             },
             offset,
             crate_fns: &NO_FNS,
+            generics: [None, None],
             env: Vec::new(),
             loop_stack: Vec::new(),
             closure_stack: Vec::new(),
@@ -782,6 +776,11 @@ impl Builder<'_> {
         let Expr::Path(p) = strip_place(e) else { return None };
         let slot = self.lookup(&p.path.get_ident()?.to_string())?;
         self.g.bindings[self.env[slot].0].ty.as_deref()
+    }
+
+    /// Whether `ident` is a type parameter of the function or of its `impl`/`trait`.
+    fn is_type_param(&self, ident: &syn::Ident) -> bool {
+        self.generics.iter().flatten().flat_map(|g| g.type_params()).any(|p| p.ident == *ident)
     }
 
     fn binding_ref(&self, e: &Expr) -> Option<&super::graph::Binding> {
@@ -1891,6 +1890,7 @@ impl Builder<'_> {
             receiver_self,
             receiver_type: None,
             receiver_type_guessed: false,
+            type_param_dispatch: false,
             args: arg_values,
             result,
             span,
@@ -2040,7 +2040,17 @@ impl Builder<'_> {
         let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
+        // `M::f(..)` or `<M as Trait>::f(..)` with `M` a type parameter: any impl of the crate.
+        let dispatched = match &p.qself {
+            Some(q) => {
+                matches!(&*q.ty, syn::Type::Path(t) if t.qself.is_none() && t.path.get_ident().is_some_and(|i| self.is_type_param(i)))
+            }
+            None => segs.len() == 2 && p.path.segments.first().is_some_and(|s| self.is_type_param(&s.ident)),
+        };
         let result = self.call_site(last.to_string(), qualifier, false, None, false, None, args, span);
+        if dispatched && let Some(site) = self.g.call_sites.last_mut() {
+            site.type_param_dispatch = true;
+        }
         self.note_bool_literals(c.args.iter());
         // `run_evaluation::<TrainingBackend>(..)`: the callee is instantiated with that backend.
         if let Some(syn::PathSegment { arguments: syn::PathArguments::AngleBracketed(t), .. }) = p.path.segments.last()

@@ -389,8 +389,6 @@ pub struct FnModel {
     pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
     pub(super) trait_default: bool,
-    /// Test code: a `#[test]` function or a function inside a `#[cfg(test)]` module.
-    pub(super) test_code: bool,
     pub(super) has_self: bool,
     /// The first version of each typed parameter, in order (`self` excluded).
     pub(super) params: Vec<Option<NodeIndex>>,
@@ -518,6 +516,9 @@ pub struct CallSite {
     /// `receiver_type` is a guess (see `Binding::ty_guessed`): it orders candidates, it does not
     /// rule all of them out.
     pub(super) receiver_type_guessed: bool,
+    /// A path call through a type parameter (`M::f(..)`, `<M as Trait>::f(..)`): it may reach
+    /// the function of that name of any impl of the crate.
+    pub(super) type_param_dispatch: bool,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.
     pub(super) args: Vec<ArgValue>,
     /// The value node of the call's result.
@@ -829,12 +830,6 @@ impl FnModel {
     /// part of a forward pass whose callers decide what becomes of the graph.
     pub fn owner_is_model(&self) -> bool {
         self.owner_is_model
-    }
-
-    /// Test code (`#[test]`, `#[cfg(test)] mod tests`): not linted, but its calls still count
-    /// for the crate-level pass.
-    pub fn test_code(&self) -> bool {
-        self.test_code
     }
 
     /// For a function reached from a loop that runs backward: that call (file, line, caller).

@@ -428,7 +428,9 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         |g, site, c, candidates| {
             // Explicit generic arguments say which backend; otherwise the caller's own.
             let autodiff = site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site));
-            candidates == 1 && autodiff && !c.autodiff && c.generic && c.framework_known
+            // A call through a type parameter (`M::soft_update(..)` with `M: Model<B>`) hands
+            // its backend to whichever impl it reaches.
+            (candidates == 1 || site.type_param_dispatch) && autodiff && !c.autodiff && c.generic && c.framework_known
         },
         |c, from| {
             c.autodiff = true;
@@ -726,7 +728,8 @@ fn tuple_host_mask(text: &str, from: usize) -> Option<Vec<bool>> {
     // Most functions return no tuple: a byte search rules them out before the signature is read.
     let end = memchr::memchr2(b'{', b';', &text.as_bytes()[from..]).map_or(text.len(), |p| from + p);
     let sig = &text.as_bytes()[from..end];
-    let arrow = memchr::memmem::rfind(sig, b"->")?;
+    // A plain scan: signatures are short, and a searcher costs more to build than to run.
+    let arrow = sig.windows(2).rposition(|w| w == b"->")?;
     memchr::memchr(b'(', &sig[arrow..])?;
     let mut ret = return_type(text, from)?;
     loop {
@@ -918,7 +921,7 @@ impl<'a> Index<'a> {
     ) -> Vec<FnId> {
         let Some(candidates) = self.by_name.get(&site.name) else { return Vec::new() };
         let g = |id: &FnId| &files[id.0].1[id.1];
-        let caller_owner = g(&caller).owner.clone();
+        let caller_owner = g(&caller).owner.as_deref();
         let fitting = |qualifier: Option<&str>| -> Vec<FnId> {
             candidates
                 .iter()
@@ -928,9 +931,13 @@ impl<'a> Index<'a> {
                     let arity = f.params.len() == site.args.len();
                     if site.method {
                         f.has_self && arity
+                    } else if site.type_param_dispatch {
+                        // `M::f(..)`: a function of some impl; `M::forward(&model, x)` calls a
+                        // method with its receiver as the first argument.
+                        f.owner.is_some() && (arity || (f.has_self && f.params.len() + 1 == site.args.len()))
                     } else {
                         let owner_ok = match qualifier {
-                            Some("Self") => f.owner == caller_owner,
+                            Some("Self") => f.owner.as_deref() == caller_owner,
                             Some(q) if q.starts_with(char::is_uppercase) => f.owner.as_deref() == Some(q),
                             _ => f.owner.is_none() || !f.has_self,
                         };
@@ -962,7 +969,7 @@ impl<'a> Index<'a> {
                 .and_then(|r| g(&caller).binding_of(r))
                 .is_some_and(|b| g(&caller).bindings[b].kind == super::graph::BindingKind::SelfField);
         let fits: Vec<FnId> = if on_own_field && fits.len() > 1 {
-            fits.into_iter().filter(|id| g(id).owner != caller_owner).collect()
+            fits.into_iter().filter(|id| g(id).owner.as_deref() != caller_owner).collect()
         } else {
             fits
         };
@@ -1008,7 +1015,7 @@ impl<'a> Index<'a> {
                     }
                 }
                 if site.receiver_self {
-                    let same_type = narrow(&|id| g(id).owner == caller_owner, &left);
+                    let same_type = narrow(&|id| g(id).owner.as_deref() == caller_owner, &left);
                     if !same_type.is_empty() {
                         left = same_type;
                     }

@@ -203,4 +203,41 @@ impl<B: Backend> ModuleMapper<B> for Mix {
         let other = MAPPER.replace("ModuleMapper<B> for Blend", "Remap<B> for Blend");
         assert_eq!(count("soft_update_without_detach", None, &other), 0);
     }
+
+    /// A generic soft update reached through a type parameter (`<M as DqnModel<B>>::soft_update`
+    /// in an autodiff agent) from a crate that also makes some model `valid()` elsewhere: the
+    /// agent's backend reaches the impl, so the crate-wide `valid()` does not excuse it.
+    const VIA_TYPE_PARAM: &str = r#"
+use burn::module::{Param, ParamId};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+fn blend<const N: usize, B: Backend>(this: &Param<Tensor<B, N>>, that: &Param<Tensor<B, N>>, tau: f32) -> Param<Tensor<B, N>> {
+    Param::initialized(ParamId::new(), this.val() * (1.0 - tau) + that.val() * tau)
+}
+pub trait DqnModel<B: Backend> { fn soft_update(this: Self, that: &Self, tau: f32) -> Self; }
+impl<B: Backend> DqnModel<B> for Net<B> {
+    fn soft_update(this: Self, that: &Self, tau: f32) -> Self {
+        Net { weight: blend(&this.weight, &that.weight, tau) }
+    }
+}
+pub struct Dqn<B: AutodiffBackend, M: DqnModel<B>> { target: M, policy: M, b: PhantomData<B> }
+impl<B: AutodiffBackend, M: DqnModel<B> + AutodiffModule<B>> Dqn<B, M> {
+    pub fn sync(&mut self, tau: f32) {
+        self.target = CALL(self.target.clone(), &self.policy, tau);
+    }
+    pub fn greedy(&self) -> M::InnerModule {
+        self.policy.valid()
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_generic_soft_update_reached_through_a_type_parameter() {
+        for call in ["<M as DqnModel<B>>::soft_update", "M::soft_update"] {
+            let src = VIA_TYPE_PARAM.replace("CALL", call);
+            assert_eq!(count("soft_update_without_detach", None, &src), 1, "{call}");
+        }
+        // A type of that name that is not a type parameter reaches no impl of the crate.
+        let other = VIA_TYPE_PARAM.replace("CALL", "Other::soft_update");
+        assert_eq!(count("soft_update_without_detach", None, &other), 0);
+    }
 }
