@@ -197,7 +197,7 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         // those that depend on it (the trainer that calls its `update_on_batch` once per batch)
         // are read for the call graph: calls into them and from them are followed, as within
         // one crate. What is found in them is reported in their own group.
-        let context: Vec<PathBuf> = match g.package {
+        let mut context: Vec<PathBuf> = match g.package {
             Some(i) => groups
                 .iter()
                 .filter(|o| {
@@ -210,6 +210,23 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
                 .collect(),
             None => Vec::new(),
         };
+        // Files given by path inside a package are read with the rest of the package (its type
+        // aliases, the callers that instantiate its generic functions): what a path selects is
+        // reported, what the crate declares elsewhere is known.
+        if !args.paths.is_empty()
+            && let Some(i) = g.package
+        {
+            let member = &ws.members[i];
+            let absolute = |f: &PathBuf| if f.is_absolute() { f.clone() } else { cwd.join(f) };
+            let targets: Vec<PathBuf> = member.targets.iter().map(|t| absolute(&t.src_path)).collect();
+            let given: std::collections::HashSet<PathBuf> = g.files.iter().map(absolute).collect();
+            let rest: Vec<PathBuf> = member.files().iter().map(absolute).filter(|f| !given.contains(f)).collect();
+            let compiled =
+                cargo_memlint::modtree::compiled(&absolute(&member.root().to_path_buf()), rest, &targets, |f| {
+                    std::fs::read_to_string(f).ok()
+                });
+            context.extend(compiled.iter().map(|f| relative_to(f, &cwd)));
+        }
         // Suppression comments and levels are applied by the engine itself.
         let findings = pool.install(|| linter.lint_crate_with(&files, &context, g.fallback));
         results.push((g.package, findings));

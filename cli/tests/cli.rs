@@ -256,6 +256,48 @@ fn calls_from_dependent_crates_are_followed() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Files given by path are linted with the rest of their package as context: the backend alias
+/// declared in `src/main.rs` makes the model in `src/training/rollout.rs` autodiff, and what
+/// `src/main.rs` itself holds is not reported.
+#[test]
+fn paths_inside_a_package_are_read_with_the_rest_of_it() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-pkgctx-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"c4\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"0.20\"\n",
+        ),
+        (
+            "src/main.rs",
+            "use burn::backend::{Autodiff, NdArray};\nmod training;\npub type Bknd = Autodiff<NdArray>;\n\
+             fn main() {\n    let net: Net<Bknd> = Net::new();\n    for _ in 0..10 {\n        \
+             let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
+        ),
+        ("src/training/mod.rs", "pub mod rollout;\n"),
+        (
+            "src/training/rollout.rs",
+            "use crate::Bknd;\npub fn play(net: &Net<Bknd>, env: &mut Env) {\n    loop {\n        \
+             let a = net.forward(env.obs()).argmax(1).into_scalar();\n        if env.step(a) { break; }\n    }\n}\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let out = memlint(&["--message-format", "short", "src/training"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hits: Vec<&str> = stdout.lines().filter(|l| l.contains("autodiff_forward_without_backward")).collect();
+    assert_eq!(hits.len(), 1, "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(hits[0].starts_with("src/training/rollout.rs:4:"), "{hits:?}");
+    // The whole package reports both loops.
+    let out = memlint(&["--message-format", "short"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.contains("autodiff_forward_without_backward")).count(), 2, "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn explain_prints_rule_docs() {
     let out = memlint(&["explain", "memlint::missing_zero_grad"], &fixture());

@@ -91,30 +91,6 @@ pub fn function_graphs(
     out
 }
 
-/// `#[cfg(test)]` (also inside `all(..)`/`any(..)`, not inside `not(..)`).
-fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    /// Whether `tokens` name `test` outside any `not(..)`.
-    fn names_test(tokens: proc_macro2::TokenStream) -> bool {
-        let mut after_not = false;
-        tokens.into_iter().any(|t| match t {
-            proc_macro2::TokenTree::Ident(i) => {
-                after_not = i == "not";
-                i == "test"
-            }
-            proc_macro2::TokenTree::Group(g) => !std::mem::take(&mut after_not) && names_test(g.stream()),
-            _ => false,
-        })
-    }
-    attrs.iter().any(|a| a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| names_test(l.tokens.clone())))
-}
-
-/// A test function: `#[test]`, `#[tokio::test]`, `#[rstest]`, `#[test_case(..)]`.
-fn is_test_attr(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().segments.last().is_some_and(|s| s.ident == "test" || s.ident == "rstest" || s.ident == "test_case")
-    }) || is_cfg_test(attrs)
-}
-
 struct Items<'o> {
     /// The `impl` being walked has an autodiff backend in its generics (burn).
     impl_autodiff: bool,
@@ -159,9 +135,7 @@ impl Items<'_> {
 
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
         match item {
-            // Test code (`#[test]`, `#[cfg(test)] mod tests`) is not modelled: its loops run a
-            // handful of steps on fixtures, and the backends it instantiates are the tests'.
-            syn::Item::Fn(f) if !is_test_attr(&f.attrs) => self.function(&f.sig, &f.block, owner, None),
+            syn::Item::Fn(f) => self.function(&f.sig, &f.block, owner, None),
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
                 let outer = (self.impl_autodiff, self.impl_generic);
@@ -205,7 +179,7 @@ impl Items<'_> {
                     }
                 }
             }
-            syn::Item::Mod(m) if !is_cfg_test(&m.attrs) => {
+            syn::Item::Mod(m) => {
                 if let Some((_, items)) = &m.content {
                     let mark = self.aliases.len();
                     self.scan_aliases(items);
@@ -227,10 +201,6 @@ impl Items<'_> {
         owner: Option<&str>,
         outer_generics: Option<&syn::Generics>,
     ) {
-        let name = match owner {
-            Some(o) => format!("{o}::{}", sig.ident),
-            None => sig.ident.to_string(),
-        };
         let sig_span = {
             let start = byte_range(sig.fn_token.span, self.offset).start;
             start..byte_range(sig.paren_token.span.close(), self.offset).end
@@ -250,7 +220,7 @@ impl Items<'_> {
         } else {
             &self.aliases
         };
-        let mut b = Builder::new(name, sig_span, self.spec, self.known, self.offset);
+        let mut b = Builder::new(sig_span, self.spec, self.known, self.offset);
         b.crate_fns = self.crate_fns;
         b.generics = [Some(&sig.generics), outer_generics];
         b.module_aliases = aliases;
@@ -464,10 +434,9 @@ fn byte_range(span: PmSpan, offset: usize) -> Span {
 static NO_FNS: std::sync::LazyLock<CrateNames> = std::sync::LazyLock::new(CrateNames::default);
 
 impl Builder<'_> {
-    fn new(name: String, sig: Span, spec: &'static Spec, known: bool, offset: usize) -> Self {
+    fn new(sig: Span, spec: &'static Spec, known: bool, offset: usize) -> Self {
         Self {
             g: FnModel {
-                name,
                 sig,
                 spec,
                 framework_known: known,

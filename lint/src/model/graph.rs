@@ -365,8 +365,6 @@ pub enum TrainingCallKind {
 /// The reference graph of one function.
 #[derive(Debug)]
 pub struct FnModel {
-    /// `fn name` or `Type::method`.
-    pub(super) name: String,
     /// The function's signature span (`fn name(...)`).
     pub(super) sig: Span,
     pub(super) spec: &'static Spec,
@@ -801,9 +799,12 @@ impl FnModel {
         self.framework_known
     }
 
-    /// `fn name` or `Type::method`.
-    pub fn name(&self) -> &str {
-        &self.name
+    /// `fn name` or `Type::method` (made when asked: most functions are never named).
+    pub fn name(&self) -> String {
+        match &self.owner {
+            Some(o) => format!("{o}::{}", self.ident),
+            None => self.ident.clone(),
+        }
     }
 
     /// The function's own name (`train_step`).

@@ -318,7 +318,7 @@ fn note_bool_args(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(Fn
             {
                 let file = &files[caller.0].0;
                 let (line, _) = file.line_col(site.span.start);
-                found.push((*callee, (i, value, file.path().to_path_buf(), line, g.name.clone())));
+                found.push((*callee, (i, value, file.path().to_path_buf(), line, g.name())));
             }
         }
     }
@@ -341,7 +341,8 @@ fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index)
         };
         let found: Vec<String> = index
             .by_name
-            .iter()
+            .values()
+            .map(|ids| (&files[ids[0].0].1[ids[0].1].ident, ids))
             .filter(|(name, ids)| !gates.contains(name) && ids.iter().all(is_gate))
             .map(|(name, _)| name.clone())
             .collect();
@@ -450,7 +451,7 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         if site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site)) {
             let training = site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
             let (line, _) = file.line_col(site.span.start);
-            calls.push((*callee, training, (file.path().to_path_buf(), line, g.name.clone())));
+            calls.push((*callee, training, (file.path().to_path_buf(), line, g.name())));
         }
     }
     // Stable: training calls first, then in the order found.
@@ -505,7 +506,7 @@ fn mark_callees(
                     continue;
                 }
                 let (line, _) = file.line_col(site.span.start);
-                made.push((*callee, (file.path().to_path_buf(), line, g.name.clone())));
+                made.push((*callee, (file.path().to_path_buf(), line, g.name())));
             }
         }
         if made.is_empty() {
@@ -871,16 +872,22 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             }
             let ty = &after[..ty_len];
             let next = after[ty_len..].trim_start();
+            // Names repeat: allocate one only for a set that lacks it.
+            let add = |set: &mut HashSet<String>| {
+                if !set.contains(name) {
+                    set.insert(name.to_string());
+                }
+            };
             if ty == crate::frameworks::common::GRADS_TYPE {
-                grads_fields.insert(name.to_string());
+                add(&mut grads_fields);
             }
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
             if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
-                plain.insert(name.to_string());
+                add(&mut plain);
             } else if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
                 // A type (`Tensor<B, 1>`, `B::FloatTensor`); lowercase words after `:` are
                 // struct-literal values, not types.
-                other.insert(name.to_string());
+                add(&mut other);
             }
         }
     }
@@ -891,20 +898,30 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     CrateNames { fns, plain_fields, grads_fields, plain_fns, autodiff_aliases, macros, tuple_fns, alias_names }
 }
 
+/// The key of a function name in [`Index::by_name`].
+fn name_key(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    name.hash(&mut h);
+    h.finish()
+}
+
 /// Function lookup by name.
 struct Index<'a> {
-    /// Plain name → functions with that name.
-    by_name: HashMap<String, Vec<FnId>>,
+    /// Hash of a plain name → functions with that name (keys are hashes, so that building the
+    /// index allocates no name; a bucket may hold another name's functions too, which every use
+    /// tells apart by the function's own name).
+    by_name: HashMap<u64, Vec<FnId>>,
     /// [`CrateNames::alias_names`].
     alias_names: &'a HashSet<String>,
 }
 
 impl<'a> Index<'a> {
     fn new(files: &[(Arc<SourceFile>, Vec<FnModel>)], alias_names: &'a HashSet<String>) -> Self {
-        let mut by_name: HashMap<String, Vec<FnId>> = HashMap::default();
+        let mut by_name: HashMap<u64, Vec<FnId>> = HashMap::default();
         for (fi, (_, graphs)) in files.iter().enumerate() {
             for (gi, g) in graphs.iter().enumerate() {
-                by_name.entry(g.ident.clone()).or_default().push((fi, gi));
+                by_name.entry(name_key(&g.ident)).or_default().push((fi, gi));
             }
         }
         Self { by_name, alias_names }
@@ -919,7 +936,7 @@ impl<'a> Index<'a> {
         caller: FnId,
         site: &super::graph::CallSite,
     ) -> Vec<FnId> {
-        let Some(candidates) = self.by_name.get(&site.name) else { return Vec::new() };
+        let Some(candidates) = self.by_name.get(&name_key(&site.name)) else { return Vec::new() };
         let g = |id: &FnId| &files[id.0].1[id.1];
         let caller_owner = g(&caller).owner.as_deref();
         let fitting = |qualifier: Option<&str>| -> Vec<FnId> {
@@ -928,6 +945,9 @@ impl<'a> Index<'a> {
                 .copied()
                 .filter(|id| {
                     let f = g(id);
+                    if f.ident != site.name {
+                        return false;
+                    }
                     let arity = f.params.len() == site.args.len();
                     if site.method {
                         f.has_self && arity

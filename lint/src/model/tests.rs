@@ -42,7 +42,7 @@ fn train(net: &Net, xs: &[Tensor], opt: &mut Opt) -> Vec<f32> {
 fn bindings_get_a_version_per_write_and_a_merge_at_the_loop() {
     let gs = graphs("candle", TRAIN);
     let g = &gs[0];
-    assert_eq!(g.name, "train");
+    assert_eq!(g.name(), "train");
     // `let`, the push inside the loop, and nothing else: the loop's end flows back to the start.
     assert_eq!(versions(g, binding(g, "log")), 2);
     assert_eq!(g.bindings[binding(g, "xs")].kind, BindingKind::Param);
@@ -89,7 +89,7 @@ impl Trainer {
 "#;
     let gs = graphs("tch", src);
     let g = &gs[0];
-    assert_eq!(g.name, "Trainer::step");
+    assert_eq!(g.name(), "Trainer::step");
     let it = g.iteration_of(None).expect("the body runs backward");
     assert_eq!(it, Iteration::Call);
     let last = binding(g, "self.last");

@@ -1311,43 +1311,6 @@ pub fn run<B: AutodiffBackend>(model: Net<B>, env: &mut Env) {
         assert_eq!(count("autodiff_forward_without_backward", None, &src("MyAgent", "Random")), 0);
     }
 
-    /// Test code (`#[cfg(test)]` modules, `#[test]` functions) is not linted: its loops run a
-    /// fixed handful of steps on fixtures.
-    const IN_TESTS: &str = r#"
-use burn::tensor::backend::AutodiffBackend;
-ATTR
-mod checks {
-    use super::*;
-    fn collect<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env) {
-        for _ in 0..4 {
-            let q = agent.model.forward(env.state());
-            env.step(q.argmax(1).into_scalar());
-        }
-    }
-}
-"#;
-
-    #[test]
-    fn test_code_is_not_linted() {
-        assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "")), 1);
-        assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(test)]")), 0);
-        assert_eq!(
-            count(
-                "autodiff_forward_without_backward",
-                None,
-                &IN_TESTS.replace("ATTR", "#[cfg(all(test, feature = \"cuda\"))]")
-            ),
-            0
-        );
-        // `not(test)` is the code that ships.
-        assert_eq!(count("autodiff_forward_without_backward", None, &IN_TESTS.replace("ATTR", "#[cfg(not(test))]")), 1);
-        let test_fn = IN_TESTS
-            .replace("ATTR\nmod checks {\n    use super::*;\n    fn", "#[test]\nfn")
-            .replace("    }\n}\n", "    }\n");
-        assert_eq!(count("autodiff_forward_without_backward", None, &test_fn), 0, "{test_fn}");
-        assert_eq!(count("autodiff_forward_without_backward", None, &test_fn.replace("#[test]", "")), 1, "{test_fn}");
-    }
-
     /// A receiver typed by a type parameter (`agent: &mut A` with `A: Agent<B>`) may be any
     /// impl of its trait: the crate's impls of the called method are followed.
     const GENERIC_RECEIVER: &str = r#"
