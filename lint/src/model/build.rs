@@ -464,6 +464,7 @@ impl Builder<'_> {
                 returns_struct: false,
                 gate_fields: Vec::new(),
                 param_gates: Vec::new(),
+                flag_ifs: Vec::new(),
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
@@ -994,6 +995,31 @@ impl Builder<'_> {
         }
         let index = self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))?;
         Some((index, opens_on, name))
+    }
+
+    /// `config.dry_run`, `!self.cfg.eval_only`: a field read from a parameter or `self` (a
+    /// setting no iteration changes), where it is written (without `!`), and whether the
+    /// condition holds when it is true.
+    fn setting_test(&self, cond: &Expr) -> Option<(Span, bool)> {
+        let (e, on_true) = match strip_parens(cond) {
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => (strip_parens(&u.expr), false),
+            e => (e, true),
+        };
+        let Expr::Field(f) = e else { return None };
+        let mut base = &*f.base;
+        while let Expr::Field(inner) = base {
+            base = &inner.base;
+        }
+        let Expr::Path(p) = base else { return None };
+        let root = p.path.get_ident()?;
+        let from_outside = root == "self"
+            || self
+                .lookup(&root.to_string())
+                .is_some_and(|slot| self.g.bindings[self.env[slot].0].kind == BindingKind::Param);
+        if !from_outside {
+            return None;
+        }
+        Some((self.between(first_token(e), last_token(e)), on_true))
     }
 
     /// A block that ends by leaving the function, or by `continue` inside a loop.
@@ -2117,12 +2143,17 @@ impl Builder<'_> {
                 self.g.param_gates.push((self.next_branch + 1, param, opens_on, name));
             }
         }
+        let flag = if i.else_branch.is_some() { self.setting_test(&i.cond) } else { None };
+        let then_id = self.next_branch + 1;
         let leaves = leaves_function(&i.then_branch);
         self.leaving += usize::from(leaves);
         let then = self.branch(|s| s.block(&i.then_branch));
         self.leaving -= usize::from(leaves);
         self.env.truncate(mark);
         let after_then = std::mem::replace(&mut self.env, after_cond.clone());
+        if let Some((name, on_true)) = flag {
+            self.g.flag_ifs.push((then_id, self.next_branch + 1, name, on_true));
+        }
         let els = match &i.else_branch {
             Some((_, e)) => self.branch(|s| s.expr(e)),
             None => Val::plain(),

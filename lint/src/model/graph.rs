@@ -468,6 +468,10 @@ pub struct FnModel {
     /// Branches a `bool` parameter opens (`if is_train { loss.backward(); .. }`): (branch,
     /// parameter index, the value that opens it, the parameter's name).
     pub(super) param_gates: Vec<(usize, usize, bool, String)>,
+    /// `if`s on a setting read from a parameter or `self` (`if !config.dry_run { .. } else { .. }`,
+    /// `if self.cfg.eval_only`), which a loop does not change: (then-branch, else-branch, the
+    /// setting's span, whether the then-branch is taken when the setting is true).
+    pub(super) flag_ifs: Vec<(usize, usize, Span, bool)>,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -888,6 +892,21 @@ impl FnModel {
     }
 
     /// Whether the branch path lies on a branch a `bool` parameter opens.
+    /// The setting (where it is written, and the value that takes the path) of an `if` that sends the
+    /// iterations at `path` one way and every path of `others` the other way: on runs where the
+    /// setting has that value, the code at `path` runs and none of `others` does.
+    pub fn split_by_a_setting<'a>(
+        &self,
+        path: &[usize],
+        mut others: impl Iterator<Item = &'a [usize]>,
+    ) -> Option<(&Span, bool)> {
+        let (then, els, name, then_on_true) =
+            self.flag_ifs.iter().find(|(t, e, ..)| path.contains(t) || path.contains(e))?;
+        let in_then = path.contains(then);
+        let other_side = if in_then { *els } else { *then };
+        others.all(|o| o.contains(&other_side)).then_some((name, in_then == *then_on_true))
+    }
+
     pub fn on_param_branch(&self, path: &[usize]) -> bool {
         self.param_gates.iter().any(|(b, ..)| path.contains(b))
     }

@@ -99,6 +99,7 @@ impl Rule for AutodiffForwardWithoutBackward {
         // further labels (one `model.valid()` before the loop fixes them all).
         let mut found: Vec<(LoopId, Shape, Vec<Call<'_>>)> = Vec::new();
         let mut param_off = None;
+        let mut setting_off = None;
         for e in f.calls_of(CallKind::Forward) {
             // The model is autodiff when this function works on one, or the called function does.
             if !(f.autodiff() || e.via().is_some() || e.autodiff_model()) || e.no_grad() || e.reported_inside() {
@@ -134,6 +135,12 @@ impl Rule for AutodiffForwardWithoutBackward {
                         // those calls the loop runs no backward (a validation pass).
                         param_off = Some(closed);
                         Shape::ParamOff
+                    } else if let Some(split) = f.split_by_a_setting(e.path(), backwards.iter().map(|b| b.path())) {
+                        // `if !config.dry_run { ..backward.. } else { forward }`: a setting no
+                        // iteration changes sends every iteration one way, so on runs where it
+                        // takes the forward's side, the loop runs no backward at all.
+                        setting_off = Some(split);
+                        Shape::SettingOff
                     } else {
                         continue;
                     }
@@ -164,7 +171,7 @@ impl Rule for AutodiffForwardWithoutBackward {
             }
         }
         for (l, shape, calls) in found {
-            report_loop(f, cx, l, shape, &calls, param_off);
+            report_loop(f, cx, l, shape, &calls, param_off, setting_off);
         }
     }
 }
@@ -178,6 +185,7 @@ fn report_loop(
     shape: Shape,
     calls: &[Call<'_>],
     param_off: Option<(&str, bool, (&std::path::Path, usize, &str))>,
+    setting_off: Option<(&Span, bool)>,
 ) {
     let off_label;
     let (message, loop_label) = match shape {
@@ -185,6 +193,13 @@ fn report_loop(
             let (name, opens_on, _) = param_off.unwrap_or(("flag", true, (std::path::Path::new(""), 0, "")));
             off_label = format!("this loop runs backward only when `{name}` is {opens_on}");
             ("on calls that turn its backward off", off_label.as_str())
+        }
+        Shape::SettingOff => {
+            let (name, value) = setting_off.map_or(("setting".to_string(), true), |(span, value)| {
+                (cx.snippet(span).split_whitespace().collect::<String>(), value)
+            });
+            off_label = format!("when `{name}` is {value}, no iteration of this loop runs backward");
+            ("on runs whose setting turns its backward off", off_label.as_str())
         }
         Shape::Conditional => {
             ("on iterations that may run no backward", "backward runs only on some iterations of this loop")
@@ -250,6 +265,9 @@ enum Shape {
     WarmUp,
     /// A loop whose backward a `bool` parameter turns off, called with it off (validation).
     ParamOff,
+    /// A loop whose backward and forward sit on the two sides of an `if` on a setting
+    /// (`config.dry_run`): on runs with the forward's side, no backward.
+    SettingOff,
 }
 
 /// The backward calls (direct or through a called function) of training iteration `it`.
@@ -1340,5 +1358,47 @@ pub fn evaluate<B: Backend, A: Agent<B>>(agent: &mut A, env: &mut Env) -> f32 {
             count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", "obs.len() % 4")),
             0
         );
+    }
+
+    /// A training loop split by a setting no iteration changes (`if !config.dry_run { backward }
+    /// else { forward only }`): on dry runs the loop runs no backward at all. A setting whose
+    /// both sides run backward, or a condition that varies per iteration, is not reported.
+    const SETTING_SPLIT: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, config: &Config, batches: &mut Batches<B>, optim: &mut Adam) -> Net<B> {
+    let mut step = 0;
+    while let Some(batch) = batches.next() {
+        if COND {
+            let loss = model.forward(batch.x).loss(batch.y);
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(1e-3, model, grads);
+        } else {
+            let loss = model.forward(batch.x).loss(batch.y);
+            println!("{}", loss.clone().into_scalar());
+            ELSE_BACKWARD
+        }
+        step += 1;
+    }
+    model
+}
+"#;
+
+    #[test]
+    fn a_loop_split_by_a_setting_runs_no_backward_on_one_side() {
+        let src = |cond: &str, else_backward: &str| {
+            SETTING_SPLIT.replace("COND", cond).replace("ELSE_BACKWARD", else_backward)
+        };
+        let messages =
+            crate::rules::testing::messages("autodiff_forward_without_backward", &src("!config.dry_run", ""));
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("setting turns its backward off"), "{messages:?}");
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("config.train.enabled", "")), 1);
+        // Both sides train; a condition on the iteration (`step % 10 != 0`) is not a setting.
+        let both = src(
+            "!config.dry_run",
+            "let _ = optim.step(1e-3, model.clone(), GradientsParams::from_grads(loss.backward(), &model));",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &both), 0);
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("step % 10 != 0", "")), 0);
     }
 }
