@@ -865,6 +865,16 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
+            // `trait TrainingBackend: AutodiffBackend + Extra {}`: a crate trait whose bounds
+            // name an autodiff backend is an autodiff bound itself (followed through chains
+            // like the aliases).
+            if before[..start].ends_with("trait ") {
+                let bounds = &text[at + 1..];
+                let end = bounds.find(['{', ';']).unwrap_or(bounds.len());
+                let bounds = &bounds[..end];
+                aliases.push((name, bounds.split(" where").next().unwrap_or(bounds)));
+                continue;
+            }
             let after = text[at + 1..].trim_start();
             let ty_len = ident_end(after);
             if ty_len == 0 {

@@ -1401,4 +1401,33 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, config: &Config, batches: &m
         assert_eq!(count("autodiff_forward_without_backward", None, &both), 0);
         assert_eq!(count("autodiff_forward_without_backward", None, &src("step % 10 != 0", "")), 0);
     }
+
+    /// A crate trait whose bounds name an autodiff backend (`trait TrainingBackend:
+    /// SparseBackend + AutodiffBackend {}`) is an autodiff bound: a function generic over it
+    /// instantiates the functions it calls with an autodiff backend.
+    const TRAIT_BOUND: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub trait SparseBackend: Backend {}
+pub trait SparseTrainingBackend: SparseBackend + BOUND {}
+pub trait Outer: SparseTrainingBackend {}
+pub fn evaluate<B: SparseBackend>(model: &Net<B>, steps: usize) -> f32 {
+    let mut total = 0.0;
+    for _ in 0..steps {
+        total += model.forward(input()).into_scalar();
+    }
+    total
+}
+pub fn train<B: Outer>(model: Net<B>) {
+    let _ = evaluate(&model, 100);
+}
+"#;
+
+    #[test]
+    fn a_crate_trait_bounded_by_an_autodiff_backend_is_autodiff() {
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &TRAIT_BOUND.replace("BOUND", "AutodiffBackend")),
+            1
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &TRAIT_BOUND.replace("BOUND", "Clone")), 0);
+    }
 }
