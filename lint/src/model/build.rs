@@ -689,6 +689,7 @@ impl Builder<'_> {
             waits: false,
             reported_inside: false,
             autodiff_model: false,
+            samples: false,
         });
     }
 
@@ -1314,7 +1315,9 @@ impl Builder<'_> {
         match e {
             Expr::ForLoop(f) => {
                 let iter = self.expr(&f.expr);
-                let over_self = root_is_self(&f.expr);
+                // `for i in 0..self.n_layers { self.layers[i].. }` walks the model's parts;
+                // `for t in (0..self.steps).rev() { z = self.denoise(z, t) }` repeats one.
+                let over_self = root_is_self(&f.expr) && (!is_range(&f.expr) || indexes_self(&f.body));
                 let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
                 let pat_span = self.cheap_pat(&f.pat);
                 let id = self.g.loops.len();
@@ -2451,6 +2454,34 @@ fn root_is_self(e: &Expr) -> bool {
         Expr::Range(r) => r.end.as_deref().is_some_and(root_is_self),
         _ => false,
     }
+}
+
+/// `a..b`, `(a..b).rev()`, `(a..=b).step_by(k)`: a range, however it is walked.
+fn is_range(e: &Expr) -> bool {
+    match e {
+        Expr::Range(_) => true,
+        Expr::Paren(p) => is_range(&p.expr),
+        Expr::MethodCall(m) => is_range(&m.receiver),
+        _ => false,
+    }
+}
+
+/// Whether `body` picks parts of `self` by index (`self.layers[i]`, `self.blocks.get(i)`).
+fn indexes_self(body: &Block) -> bool {
+    struct Finder(bool);
+    impl<'a> syn::visit::Visit<'a> for Finder {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Index(i) if root_is_self(&i.expr) => self.0 = true,
+                Expr::MethodCall(m) if m.method == "get" && root_is_self(&m.receiver) => self.0 = true,
+                _ if !self.0 => syn::visit::visit_expr(self, e),
+                _ => {}
+            }
+        }
+    }
+    let mut f = Finder(false);
+    syn::visit::Visit::visit_block(&mut f, body);
+    f.0
 }
 
 /// A place written as a local or a chain of named fields (`grads`, `dqn.gradients`), as text;

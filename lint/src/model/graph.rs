@@ -571,9 +571,20 @@ pub struct VocabCall {
     /// Model<Autodiff<Wgpu>>`, through a crate alias, or a crate type holding such fields), or a
     /// call whose callee forwards on such a model.
     pub(super) autodiff_model: bool,
+    /// A call of a model's own method that runs its forwards in a loop of its own and returns
+    /// what it computes (`model.sample(n)`: a denoising or generation loop): see
+    /// [`VocabCall::samples`].
+    pub(super) samples: bool,
 }
 
 impl VocabCall {
+    /// The call runs a model method that loops over forward passes and returns the result
+    /// (`model.sample(n)`, `lm.generate(prompt, 100)`): outside any loop of the caller, its
+    /// loop is the loop that counts.
+    pub fn samples(&self) -> bool {
+        self.samples
+    }
+
     /// Branches the call sits in: a call runs on every iteration where another runs if the
     /// other's path is a prefix of this one's.
     pub fn path(&self) -> &[usize] {

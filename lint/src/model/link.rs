@@ -55,6 +55,11 @@ pub struct Summary {
     forwards_in_own_loop: bool,
     /// Where its first such forward runs (file, line; through the functions it calls).
     forward_at: Option<super::graph::At>,
+    /// A model's own method that returns what it computes and runs its forwards in a loop of
+    /// its own, not over the model's parts (`fn sample(&self, n) -> Tensor<B, 4> { for t in
+    /// (0..n).rev() { z = step(self.unet.forward(z, t)) } }`): left to its callers, for whom
+    /// the call is the loop.
+    samples: bool,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -89,6 +94,7 @@ impl Summary {
             forwards_wait: self.forwards_wait && other.forwards_wait,
             forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
             forward_at: if self.forward_at == other.forward_at { self.forward_at.clone() } else { None },
+            samples: self.samples && other.samples,
             stores: self
                 .stores
                 .iter()
@@ -1119,6 +1125,17 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     } else {
         None
     };
+    // The sampler's loop: its first forward there is where a finding at a call points.
+    let sample_at = (forwards && g.owner_is_model && !g.returns_plain)
+        .then(|| {
+            g.calls_of(super::graph::CallKind::Forward)
+                .filter(counted)
+                .find(|e| e.in_loop.is_some_and(|l| !g.loop_over_self(l) && !g.loops[l].runs_backward))
+        })
+        .flatten()
+        .map(|e| super::graph::At(file.clone(), file.line(e.span.start)));
+    let samples = sample_at.is_some();
+    let forward_at = sample_at.or(forward_at);
     let forwards_wait = forwards
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
     // A generic function made autodiff by one caller may be called with other backends too:
@@ -1138,6 +1155,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forwards_wait,
         forwards_in_own_loop,
         forward_at,
+        samples,
         stores,
     }
 }
@@ -1247,6 +1265,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.reported_inside = s.forwards_in_own_loop;
         e.forward_at.clone_from(&s.forward_at);
         e.autodiff_model |= s.forwards_autodiff;
+        e.samples = s.samples;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -1263,6 +1282,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             waits: s.forwards_wait,
             reported_inside: s.forwards_in_own_loop,
             autodiff_model: s.forwards_autodiff,
+            samples: s.samples,
         });
     }
     apply_stores(g, &site, s, callee, callee_file);

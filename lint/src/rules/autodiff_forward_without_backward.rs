@@ -18,7 +18,12 @@ In burn code that works on an autodiff backend (`B: AutodiffBackend`, `Autodiff<
 from `device.autodiff()`), finds forward passes inside a loop that runs no backward — rollouts,
 `act()` in reinforcement-learning agents, evaluation — directly or through a function of the
 crate that runs such a forward (`agent.act(obs)`). A loop with several such forward passes is one
-finding, at the first, with the others labelled.
+finding, at the first, with the others labelled. A model's own method that runs its forward
+passes in a loop of its own and returns the result (`model.sample(n)`: a denoising or generation
+loop that feeds each step's output back) is reported where it is called on an autodiff model
+outside any loop, in a function that runs no backward outside its loops (sampling after
+training). A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
+forward only }`) is reported for the runs where the setting takes the forward's side.
 
 A rollout nested in a training loop is reported too when its outputs leave each step as host
 data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step's graph state
@@ -108,7 +113,14 @@ impl Rule for AutodiffForwardWithoutBackward {
             if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
                 continue;
             }
-            let Some(l) = e.in_loop() else { continue };
+            let Some(l) = e.in_loop() else {
+                // `model.sample(n)` outside any loop: the model method's own loop runs the
+                // forward passes, and no backward of this function runs outside its loops.
+                if e.samples() && f.iteration_of(None).is_none() {
+                    report_sampler(f, cx, e);
+                }
+                continue;
+            };
             // A loop that runs backward (or a body that does) sweeps the graph store, when the
             // backward runs on every iteration where the forward's rollout does. A backward only
             // on some (`if buffer.len() > warmup { learn() }`, the rollout loop outside the `if`)
@@ -245,6 +257,30 @@ fn report_loop(
         for (path, line, caller) in f.autodiff_also() {
             report.elsewhere.push((path.clone(), *line, format!("so does `{caller}`")));
         }
+    }
+    cx.report(report);
+}
+
+/// A call of a model method that loops over forward passes (`model.sample(n)`) where no backward
+/// follows.
+fn report_sampler(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall) {
+    let callee = e.via().unwrap_or("the model method");
+    let mut report = Report::new(
+        "forward passes on an autodiff model in a sampling loop that no backward follows",
+        e.span().clone(),
+        format!("`{callee}` runs forward passes in a loop of its own"),
+    )
+    .help("sample with `model.valid()` (the inner backend)")
+    .note("burn sweeps its autodiff graph store only inside `backward()`: every step of the loop keeps its graph state, chained through the value it feeds back");
+    if let Some((path, line)) = e.forward_at() {
+        report.elsewhere.push((path.to_path_buf(), line, "the forward pass inside the loop".to_string()));
+    }
+    if let Some((path, line, caller)) = f.autodiff_from() {
+        report.elsewhere.push((
+            path.clone(),
+            *line,
+            format!("`{caller}` calls this function with an autodiff backend"),
+        ));
     }
     cx.report(report);
 }
@@ -1429,5 +1465,53 @@ pub fn train<B: Outer>(model: Net<B>) {
             1
         );
         assert_eq!(count("autodiff_forward_without_backward", None, &TRAIT_BOUND.replace("BOUND", "Clone")), 0);
+    }
+
+    /// A model method that loops over forward passes and returns its result (a denoising
+    /// sampler) is judged at its callers: called on an autodiff model where no backward follows,
+    /// its loop is the leak. Called in a training loop that runs backward, or on `valid()`, it is
+    /// not; a loop over the model's own parts (`self.blocks[i]`) is a forward pass, not a sampler.
+    const SAMPLER: &str = r#"
+use burn::backend::{Autodiff, Wgpu};
+use burn::tensor::backend::Backend;
+type Back = Autodiff<Wgpu>;
+pub struct Diffusion<B: Backend> { unet: Unet<B>, blocks: Vec<Block<B>>, steps: usize }
+impl<B: Backend> Diffusion<B> {
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> { self.unet.forward(x) }
+    fn noise_predict(&self, z: Tensor<B, 4>) -> Tensor<B, 4> { self.unet.forward(z) }
+    pub fn sample(&self, n: usize, device: &B::Device) -> Tensor<B, 4> {
+        let mut z = Tensor::random([n, 4, 8, 8], Distribution::Normal(0.0, 1.0), device);
+        for LOOP {
+            let eps = PREDICT;
+            z = z - eps * 0.1;
+        }
+        z
+    }
+}
+fn main() {
+    let device = Default::default();
+    let model = Diffusion::<Back>::new(&device);
+    let images = MODEL.sample(1, &device);
+    save(images);
+}
+"#;
+
+    #[test]
+    fn a_sampler_method_is_reported_where_it_is_called_without_backward() {
+        let src = |lp: &str, predict: &str, model: &str| {
+            SAMPLER.replace("LOOP", lp).replace("PREDICT", predict).replace("MODEL", model)
+        };
+        let sampler = src("_ in (0..self.steps).rev()", "self.noise_predict(z.clone())", "model");
+        let lines = crate::rules::testing::lines("autodiff_forward_without_backward", &sampler);
+        assert_eq!(lines, vec![21], "{sampler}");
+        // The note points into the sampler's loop.
+        let notes = crate::rules::testing::elsewhere("autodiff_forward_without_backward", &sampler);
+        assert!(notes.iter().any(|(line, _)| *line == 12), "{notes:?}");
+        // Sampling with the inner backend.
+        let valid = src("_ in (0..self.steps).rev()", "self.noise_predict(z.clone())", "model.valid()");
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+        // The model's own blocks in turn: a forward pass, not a sampler.
+        let blocks = src("i in 0..self.blocks.len()", "self.blocks[i].forward(z.clone())", "model");
+        assert_eq!(count("autodiff_forward_without_backward", None, &blocks), 0);
     }
 }
