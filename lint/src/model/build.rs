@@ -329,6 +329,9 @@ struct Builder<'c> {
     g: FnModel,
     /// Names of the crate's functions: calls to other names are not call sites.
     crate_fns: &'c CrateNames,
+    /// Counters of the enclosing loops (`step += 1` in the body, `for episode in 0..n`), by
+    /// their last name segment: a test of one against a threshold is a warm-up.
+    counters: Vec<String>,
     /// The generics of the function and of its `impl` or `trait`: their type parameters name
     /// no type of the crate (`M::soft_update(..)` with `M: DqnModel<B>` reaches every impl).
     generics: [Option<&'c syn::Generics>; 2],
@@ -488,6 +491,7 @@ impl Builder<'_> {
             offset,
             crate_fns: &NO_FNS,
             generics: [None, None],
+            counters: Vec::new(),
             env: Vec::new(),
             loop_stack: Vec::new(),
             closure_stack: Vec::new(),
@@ -960,7 +964,7 @@ impl Builder<'_> {
     fn early_exit<'s>(&self, stmt: &'s Stmt) -> Option<EarlyExit<'s>> {
         match stmt {
             Stmt::Expr(Expr::If(i), _) if i.else_branch.is_none() && self.exits(&i.then_branch) => {
-                if compares_a_length(&i.cond) {
+                if compares_a_length(&i.cond) || self.compares_a_counter(&i.cond) {
                     return Some(EarlyExit::Length);
                 }
                 if let Expr::Unary(u) = strip_parens(&i.cond)
@@ -996,6 +1000,35 @@ impl Builder<'_> {
         }
         let index = self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))?;
         Some((index, opens_on, name))
+    }
+
+    /// `step > learning_starts`, `episode == 0`, `self.total_steps >= self.warmup`: an ordered
+    /// comparison (or `==`) of a counter of an enclosing loop with something else.
+    fn compares_a_counter(&self, cond: &Expr) -> bool {
+        if self.counters.is_empty() {
+            return false;
+        }
+        let counter = |e: &Expr| {
+            let name = match strip_parens(e) {
+                Expr::Path(p) => p.path.get_ident(),
+                Expr::Field(f) => match &f.member {
+                    syn::Member::Named(n) => Some(n),
+                    syn::Member::Unnamed(_) => None,
+                },
+                _ => None,
+            };
+            name.is_some_and(|n| self.counters.iter().any(|c| n == c))
+        };
+        match strip_parens(cond) {
+            Expr::Binary(b) => match b.op {
+                syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) => {
+                    counter(&b.left) != counter(&b.right)
+                }
+                syn::BinOp::And(_) => self.compares_a_counter(&b.left) || self.compares_a_counter(&b.right),
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     /// `config.dry_run`, `!self.cfg.eval_only`: a field read from a parameter or `self` (a
@@ -1321,24 +1354,39 @@ impl Builder<'_> {
                 let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
                 let pat_span = self.cheap_pat(&f.pat);
                 let id = self.g.loops.len();
+                let mark = self.counters.len();
+                // `for episode in 0..n`: the loop variable counts the iterations.
+                if is_range(&f.expr)
+                    && let Pat::Ident(p) = strip_pat_type(&f.pat)
+                {
+                    self.counters.push(p.ident.to_string());
+                }
+                counters_in(&f.body, &mut self.counters);
                 self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.block(&f.body);
                 });
+                self.counters.truncate(mark);
             }
             Expr::While(w) => {
                 let header = self.span(w.while_token.span).start..self.span(last_token(&w.cond)).end;
+                let mark = self.counters.len();
+                counters_in(&w.body, &mut self.counters);
                 self.looped(header, |s| {
                     s.expr(&w.cond);
                     s.block(&w.body);
                 });
+                self.counters.truncate(mark);
             }
             Expr::Loop(l) => {
                 let header = self.span(l.loop_token.span);
+                let mark = self.counters.len();
+                counters_in(&l.body, &mut self.counters);
                 self.looped(header, |s| {
                     s.block(&l.body);
                 });
+                self.counters.truncate(mark);
             }
             _ => {}
         }
@@ -2126,7 +2174,7 @@ impl Builder<'_> {
         let mark = self.env.len();
         self.expr(&i.cond);
         let after_cond: Vec<_> = self.env[..mark.min(self.env.len())].to_vec();
-        if compares_a_length(&i.cond) {
+        if compares_a_length(&i.cond) || self.compares_a_counter(&i.cond) {
             // The id `branch` gives the then-block.
             self.g.size_wait_branches.push(self.next_branch + 1);
         } else {
@@ -2453,6 +2501,57 @@ fn root_is_self(e: &Expr) -> bool {
         // `0..self.n_layers`, `0..self.blocks.len()`: as many iterations as the model has parts.
         Expr::Range(r) => r.end.as_deref().is_some_and(root_is_self),
         _ => false,
+    }
+}
+
+/// The names a loop body counts with (`step += 1`, `self.total_steps += 1`, `t = t + 1`), by
+/// their last segment, into `out`; nested loops and closures included. A counter the body also
+/// sets otherwise (`accum_count = 0` after an accumulated step) is periodic, not counted.
+fn counters_in(body: &Block, out: &mut Vec<String>) {
+    let mark = out.len();
+    let mut reset = Vec::new();
+    struct Finder<'o>(&'o mut Vec<String>, &'o mut Vec<String>);
+    impl<'a> syn::visit::Visit<'a> for Finder<'_> {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            let one = |e: &Expr| matches!(strip_parens(e), Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) if i.base10_digits() == "1");
+            let name = |e: &Expr| match strip_parens(e) {
+                Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+                Expr::Field(f) => match &f.member {
+                    syn::Member::Named(n) => Some(n.to_string()),
+                    syn::Member::Unnamed(_) => None,
+                },
+                _ => None,
+            };
+            let counted = match e {
+                Expr::Binary(b) if matches!(b.op, syn::BinOp::AddAssign(_)) && one(&b.right) => name(&b.left),
+                Expr::Assign(a) => match strip_parens(&a.right) {
+                    Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_)) && one(&b.right) => {
+                        name(&a.left).filter(|n| name(&b.left).as_ref() == Some(n))
+                    }
+                    _ => {
+                        self.1.extend(name(&a.left));
+                        None
+                    }
+                },
+                _ => None,
+            };
+            if let Some(n) = counted {
+                if !self.0.contains(&n) {
+                    self.0.push(n);
+                }
+            } else {
+                syn::visit::visit_expr(self, e);
+            }
+        }
+    }
+    syn::visit::Visit::visit_block(&mut Finder(out, &mut reset), body);
+    let mut k = mark;
+    while k < out.len() {
+        if reset.contains(&out[k]) {
+            out.remove(k);
+        } else {
+            k += 1;
+        }
     }
 }
 

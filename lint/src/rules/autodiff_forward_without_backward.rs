@@ -32,7 +32,9 @@ nested loop that hands graph-carrying values on (`h = cell.forward(x, h)`, outpu
 the loss) is an unrolled computation and is not. In the training loop itself, a backward that
 waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
-`let Some(batch) = memory.sample() else { return }`; in the loop or in the called function)
+`let Some(batch) = memory.sample() else { return }`, or a test of a counter of the loop that the
+loop never resets: `if step > learning_starts { learn() }`, `if episode == 0 { continue }`; in the
+loop or in the called function)
 leaves every forward before it in the store; a backward skipped by any other check (a non-finite
 loss) is taken for a guard. A forward that itself waits for the same threshold (`if self.step <
 self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
@@ -1513,5 +1515,44 @@ fn main() {
         // The model's own blocks in turn: a forward pass, not a sampler.
         let blocks = src("i in 0..self.blocks.len()", "self.blocks[i].forward(z.clone())", "model");
         assert_eq!(count("autodiff_forward_without_backward", None, &blocks), 0);
+    }
+
+    /// A backward that waits for a counter of the loop (`if step > learning_starts { learn }`,
+    /// `if episode == 0 { continue }` before it) is a warm-up; a counter the loop resets
+    /// (`accum_count = 0` after each accumulated step) is periodic and is not.
+    const COUNTER_WARM_UP: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, episodes: usize) {
+    let mut step = 0;
+    for episode in 0..episodes {
+        let mut done = false;
+        while !done {
+            let q = agent.model.forward(env.state());
+            done = env.step(q.argmax(1).into_scalar());
+            step += 1;
+            GATE
+            let loss = agent.loss(env.batch());
+            agent.learn(loss.backward());
+            RESET
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_backward_behind_a_loop_counter_is_a_warm_up() {
+        let src = |gate: &str, reset: &str| COUNTER_WARM_UP.replace("GATE", gate).replace("RESET", reset);
+        for gate in ["if step < 1_000 { continue; }", "if episode == 0 { continue; }"] {
+            let messages = crate::rules::testing::messages("autodiff_forward_without_backward", &src(gate, ""));
+            assert_eq!(messages.len(), 1, "{gate}: {messages:?}");
+            assert!(messages[0].contains("warm-up"), "{messages:?}");
+        }
+        // Reset every time it trains: periodic, the backward sweeps each period.
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &src("if step < 32 { continue; }", "step = 0;")),
+            0
+        );
+        // No gate: the loop trains every step.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("", "")), 0);
     }
 }
