@@ -468,6 +468,7 @@ impl Builder<'_> {
                 gate_fields: Vec::new(),
                 param_gates: Vec::new(),
                 flag_ifs: Vec::new(),
+                param_calls: Vec::new(),
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
@@ -694,6 +695,7 @@ impl Builder<'_> {
             reported_inside: false,
             autodiff_model: false,
             samples: false,
+            closure: self.closure_stack.last().map(|&(c, _, _)| c),
         });
     }
 
@@ -701,6 +703,9 @@ impl Builder<'_> {
         if matches!(kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep) {
             for &l in &self.loop_stack {
                 self.g.loops[l].runs_backward = true;
+            }
+            for &(c, _, _) in &self.closure_stack {
+                self.g.closures[c].runs_backward = true;
             }
             let mark = (self.g.graph.node_count(), span.clone());
             if let Some(top) = self.backward_marks.last_mut() {
@@ -1395,7 +1400,7 @@ impl Builder<'_> {
     /// A closure body is a branch: it may run any number of times, or never.
     fn closure(&mut self, c: &syn::ExprClosure) -> Val {
         let index = self.g.closures.len();
-        self.g.closures.push(super::graph::ClosureScope { runs_forward: false });
+        self.g.closures.push(super::graph::ClosureScope { runs_forward: false, runs_backward: false, looped_by: None });
         self.branch(|s| {
             let mark = s.env.len();
             for input in &c.inputs {
@@ -1860,11 +1865,26 @@ impl Builder<'_> {
         Val { reads, producer: Producer::Forward { receiver }, op: true }
     }
 
+    /// An argument of a call of the crate: its value, and the closure it is written as, if any
+    /// (`&mut |o| agent.act(o)`), into `closures` as (argument index, closure).
+    fn arg(&mut self, i: usize, a: &Expr, closures: &mut Vec<(usize, usize)>) -> (Val, Span) {
+        let mut e = strip_parens(a);
+        while let Expr::Reference(r) = e {
+            e = strip_parens(&r.expr);
+        }
+        if matches!(e, Expr::Closure(_)) {
+            closures.push((i, self.g.closures.len()));
+        }
+        (self.expr(a), self.cheap(a))
+    }
+
     /// Possibly a method of this crate: records the call site for the crate-level pass.
     fn crate_method_call(&mut self, m: &syn::ExprMethodCall, name: String, recv: Val, recv_span: Span) -> Val {
         let receiver_self = is_self(&m.receiver);
         let receiver = self.materialize(recv.clone(), recv_span);
-        let args: Vec<(Val, Span)> = m.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
+        let mut closure_args = Vec::new();
+        let args: Vec<(Val, Span)> =
+            m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
         let span = self.span(m.method.span());
         let (receiver_type, receiver_type_guessed) =
             self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
@@ -1872,6 +1892,7 @@ impl Builder<'_> {
         self.note_bool_literals(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         if let Some(site) = self.g.call_sites.last_mut() {
+            site.closure_args = closure_args;
             site.receiver_type = receiver_type;
             site.receiver_type_guessed = receiver_type_guessed;
             site.turbofish_autodiff = turbofish_autodiff;
@@ -1937,6 +1958,8 @@ impl Builder<'_> {
             receiver_type: None,
             receiver_type_guessed: false,
             type_param_dispatch: false,
+            closure_args: Vec::new(),
+            closure: self.closure_stack.last().map(|&(c, _, _)| c),
             args: arg_values,
             result,
             span,
@@ -1992,6 +2015,20 @@ impl Builder<'_> {
 
     fn call(&mut self, c: &syn::ExprCall) -> Val {
         let span = self.cheap(&c.func);
+        // `policy(&obs)` with `policy` a parameter (a closure handed in by the caller).
+        if !self.g.params.is_empty()
+            && let Expr::Path(p) = &*c.func
+            && let Some(id) = p.path.get_ident()
+            && let Some(slot) = self.env.iter().rposition(|(b, _)| *id == self.g.bindings[*b].name)
+        {
+            let b = self.env[slot].0;
+            if self.g.bindings[b].kind == BindingKind::Param
+                && let Some(index) = self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))
+            {
+                let in_loop = self.cur_loop();
+                self.g.param_calls.push((index, in_loop));
+            }
+        }
         let Expr::Path(p) = &*c.func else {
             let f = self.expr(&c.func);
             let args = self.exprs(c.args.iter(), true);
@@ -2083,7 +2120,9 @@ impl Builder<'_> {
             return self.exprs(c.args.iter(), true);
         }
         // Possibly a function of this crate (`compute_loss(..)`, `Self::helper(..)`).
-        let args: Vec<(Val, Span)> = c.args.iter().map(|a| (self.expr(a), self.cheap(a))).collect();
+        let mut closure_args = Vec::new();
+        let args: Vec<(Val, Span)> =
+            c.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
         // `M::f(..)` or `<M as Trait>::f(..)` with `M` a type parameter: any impl of the crate.
@@ -2094,8 +2133,9 @@ impl Builder<'_> {
             None => segs.len() == 2 && p.path.segments.first().is_some_and(|s| self.is_type_param(&s.ident)),
         };
         let result = self.call_site(last.to_string(), qualifier, false, None, false, None, args, span);
-        if dispatched && let Some(site) = self.g.call_sites.last_mut() {
-            site.type_param_dispatch = true;
+        if let Some(site) = self.g.call_sites.last_mut() {
+            site.type_param_dispatch = dispatched;
+            site.closure_args = closure_args;
         }
         self.note_bool_literals(c.args.iter());
         // `run_evaluation::<TrainingBackend>(..)`: the callee is instantiated with that backend.

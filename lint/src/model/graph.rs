@@ -253,6 +253,11 @@ pub struct LoopScope {
 pub struct ClosureScope {
     /// Whether its body runs a forward pass (`move |vs, xs| { ..; xs.apply(&seq) }`).
     pub(super) runs_forward: bool,
+    /// Whether its body runs backward.
+    pub(super) runs_backward: bool,
+    /// The crate function it is handed to that calls it in a loop without backward
+    /// (`evaluate_episode(&mut env, &mut |o| agent.act(o))`), set by the crate-level pass.
+    pub(super) looped_by: Option<String>,
 }
 
 /// Where the store a variable is created in comes from.
@@ -472,6 +477,9 @@ pub struct FnModel {
     /// `if self.cfg.eval_only`), which a loop does not change: (then-branch, else-branch, the
     /// setting's span, whether the then-branch is taken when the setting is true).
     pub(super) flag_ifs: Vec<(usize, usize, Span, bool)>,
+    /// Calls of a parameter (`policy(&obs)` with `policy: &mut impl FnMut(..)`): the parameter's
+    /// index and the innermost loop around the call.
+    pub(super) param_calls: Vec<(usize, Option<LoopId>)>,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -521,6 +529,10 @@ pub struct CallSite {
     /// A path call through a type parameter (`M::f(..)`, `<M as Trait>::f(..)`): it may reach
     /// the function of that name of any impl of the crate.
     pub(super) type_param_dispatch: bool,
+    /// Arguments written as closures (`&mut |o| agent.act(o)`): (argument index, closure).
+    pub(super) closure_args: Vec<(usize, usize)>,
+    /// The innermost closure of the body the call is in.
+    pub(super) closure: Option<usize>,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.
     pub(super) args: Vec<ArgValue>,
     /// The value node of the call's result.
@@ -575,9 +587,16 @@ pub struct VocabCall {
     /// what it computes (`model.sample(n)`: a denoising or generation loop): see
     /// [`VocabCall::samples`].
     pub(super) samples: bool,
+    /// The innermost closure of the body the call is in.
+    pub(super) closure: Option<usize>,
 }
 
 impl VocabCall {
+    /// The innermost closure the call is in.
+    pub fn closure(&self) -> Option<usize> {
+        self.closure
+    }
+
     /// The call runs a model method that loops over forward passes and returns the result
     /// (`model.sample(n)`, `lm.generate(prompt, 100)`): outside any loop of the caller, its
     /// loop is the loop that counts.
@@ -945,6 +964,12 @@ impl FnModel {
     /// The header of loop `l` (`for x in xs`), for labels.
     pub fn loop_header(&self, l: LoopId) -> &Span {
         &self.loops[l].header
+    }
+
+    /// The crate function that calls closure `c` in a loop without backward, when `c` itself
+    /// runs none.
+    pub fn closure_looped_by(&self, c: usize) -> Option<&str> {
+        self.closures.get(c).filter(|s| !s.runs_backward).and_then(|s| s.looped_by.as_deref())
     }
 
     /// Loop `l` is a `for` over something reached from `self` (`for block in &self.blocks`).

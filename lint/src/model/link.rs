@@ -60,6 +60,9 @@ pub struct Summary {
     /// (0..n).rev() { z = step(self.unet.forward(z, t)) } }`): left to its callers, for whom
     /// the call is the loop.
     samples: bool,
+    /// Parameters it calls in a loop that runs no backward (`fn evaluate_episode<P: FnMut(&O) ->
+    /// A>(env: &mut E, policy: &mut P) { while !done { let a = policy(&obs); .. } }`).
+    calls_params_in_loop: Vec<usize>,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -95,6 +98,12 @@ impl Summary {
             forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
             forward_at: if self.forward_at == other.forward_at { self.forward_at.clone() } else { None },
             samples: self.samples && other.samples,
+            calls_params_in_loop: self
+                .calls_params_in_loop
+                .iter()
+                .filter(|p| other.calls_params_in_loop.contains(p))
+                .copied()
+                .collect(),
             stores: self
                 .stores
                 .iter()
@@ -202,6 +211,7 @@ pub fn link(
                 || summary.clears
                 || summary.forwards
                 || summary.forwards_autodiff
+                || !summary.calls_params_in_loop.is_empty()
                 || !summary.stores.is_empty();
             let callee_name = if named {
                 let c = &files[first.0].1[first.1];
@@ -1135,6 +1145,9 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         .flatten()
         .map(|e| super::graph::At(file.clone(), file.line(e.span.start)));
     let samples = sample_at.is_some();
+    let mut calls_params_in_loop: Vec<usize> =
+        g.param_calls.iter().filter(|(_, l)| l.is_some_and(|l| !g.loops[l].runs_backward)).map(|&(p, _)| p).collect();
+    calls_params_in_loop.dedup();
     let forward_at = sample_at.or(forward_at);
     let forwards_wait = forwards
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
@@ -1156,6 +1169,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forwards_in_own_loop,
         forward_at,
         samples,
+        calls_params_in_loop,
         stores,
     }
 }
@@ -1283,7 +1297,14 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             reported_inside: s.forwards_in_own_loop,
             autodiff_model: s.forwards_autodiff,
             samples: s.samples,
+            closure: site.closure,
         });
+    }
+    // A closure handed to a function that calls it in a loop without backward.
+    for &(arg, c) in &site.closure_args {
+        if let Some(scope) = g.closures.get_mut(c) {
+            scope.looped_by = s.calls_params_in_loop.contains(&arg).then(|| callee.to_string());
+        }
     }
     apply_stores(g, &site, s, callee, callee_file);
     g.call_sites[ci] = site;

@@ -22,7 +22,9 @@ finding, at the first, with the others labelled. A model's own method that runs 
 passes in a loop of its own and returns the result (`model.sample(n)`: a denoising or generation
 loop that feeds each step's output back) is reported where it is called on an autodiff model
 outside any loop, in a function that runs no backward outside its loops (sampling after
-training). A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
+training). A forward in a closure handed to a crate function that calls it in a loop without
+backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
+training loop. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
 forward only }`) is reported for the runs where the setting takes the forward's side.
 
 A rollout nested in a training loop is reported too when its outputs leave each step as host
@@ -113,6 +115,12 @@ impl Rule for AutodiffForwardWithoutBackward {
                 continue;
             }
             if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
+                continue;
+            }
+            // `evaluate_episode(&mut env, &mut |o| agent.act(o))`: the closure runs in the
+            // called function's loop, which runs no backward.
+            if let Some(by) = e.closure().and_then(|c| f.closure_looped_by(c)) {
+                report_closure(f, cx, e, by);
                 continue;
             }
             let Some(l) = e.in_loop() else {
@@ -259,6 +267,34 @@ fn report_loop(
         for (path, line, caller) in f.autodiff_also() {
             report.elsewhere.push((path.clone(), *line, format!("so does `{caller}`")));
         }
+    }
+    cx.report(report);
+}
+
+/// A forward pass in a closure that a crate function calls in a loop without backward.
+fn report_closure(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall, by: &str) {
+    let label = match e.via() {
+        Some(callee) => format!("`{callee}` runs a forward pass on an autodiff model"),
+        None => "forward pass on an autodiff model".to_string(),
+    };
+    let mut report = Report::new(
+        format!("forward pass on an autodiff model in a closure that `{by}` calls in a loop without backward"),
+        e.span().clone(),
+        label,
+    )
+    .help("hand the closure a model made with `model.valid()` (the inner backend)")
+    .note(
+        "burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration",
+    );
+    if let Some((path, line)) = e.forward_at() {
+        report.elsewhere.push((path.to_path_buf(), line, "the forward pass inside the call".to_string()));
+    }
+    if let Some((path, line, caller)) = f.autodiff_from() {
+        report.elsewhere.push((
+            path.clone(),
+            *line,
+            format!("`{caller}` calls this function with an autodiff backend"),
+        ));
     }
     cx.report(report);
 }
@@ -1554,5 +1590,49 @@ pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, episodes: us
         );
         // No gate: the loop trains every step.
         assert_eq!(count("autodiff_forward_without_backward", None, &src("", "")), 0);
+    }
+
+    /// A closure handed to a crate function that calls it in a loop without backward runs its
+    /// forward in that loop, though the closure is written inside a training loop.
+    const CLOSURE_ARG: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn evaluate_episode<P: FnMut(&[f32]) -> usize>(env: &mut Env, policy: &mut P) -> f32 {
+    let mut total = 0.0;
+    let mut done = false;
+    while !done {
+        let action = policy(&env.obs());
+        let (reward, end) = env.step(action);
+        total += reward;
+        done = end;
+    }
+    total
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, env: &mut Env, optim: &mut Adam) {
+    for step in 0..10_000 {
+        let loss = model.forward(env.batch()).loss();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+        if step % 500 == 0 {
+            let reward = evaluate_episode(env, &mut |o| MODEL.forward(to_tensor(o)).argmax(1).into_scalar() as usize);
+            println!("{reward}");
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_closure_called_in_a_loop_by_a_crate_function_is_reported() {
+        let messages = crate::rules::testing::messages(
+            "autodiff_forward_without_backward",
+            &CLOSURE_ARG.replace("MODEL", "model"),
+        );
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("closure that `evaluate_episode` calls in a loop"), "{messages:?}");
+        // Handed the inner backend.
+        assert_eq!(count("autodiff_forward_without_backward", None, &CLOSURE_ARG.replace("MODEL", "model.valid()")), 0);
+        // Called once, not in a loop.
+        let once = CLOSURE_ARG.replace("MODEL", "model").replace("    while !done {\n", "    {\n");
+        assert_ne!(once, CLOSURE_ARG.replace("MODEL", "model"));
+        assert_eq!(count("autodiff_forward_without_backward", None, &once), 0);
     }
 }
