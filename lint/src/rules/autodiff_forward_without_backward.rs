@@ -258,16 +258,7 @@ fn report_loop(
             format!("`{caller}` calls this function with `{name}` = {}", !opens_on),
         ));
     }
-    if let Some((path, line, caller)) = f.autodiff_from() {
-        report.elsewhere.push((
-            path.clone(),
-            *line,
-            format!("`{caller}` calls this function with an autodiff backend"),
-        ));
-        for (path, line, caller) in f.autodiff_also() {
-            report.elsewhere.push((path.clone(), *line, format!("so does `{caller}`")));
-        }
-    }
+    add_places(&mut report, f, None, "");
     cx.report(report);
 }
 
@@ -286,16 +277,7 @@ fn report_closure(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall
     .note(
         "burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration",
     );
-    if let Some((path, line)) = e.forward_at() {
-        report.elsewhere.push((path.to_path_buf(), line, "the forward pass inside the call".to_string()));
-    }
-    if let Some((path, line, caller)) = f.autodiff_from() {
-        report.elsewhere.push((
-            path.clone(),
-            *line,
-            format!("`{caller}` calls this function with an autodiff backend"),
-        ));
-    }
+    add_places(&mut report, f, e.forward_at(), "the forward pass inside the call");
     cx.report(report);
 }
 
@@ -310,8 +292,15 @@ fn report_sampler(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall
     )
     .help("sample with `model.valid()` (the inner backend)")
     .note("burn sweeps its autodiff graph store only inside `backward()`: every step of the loop keeps its graph state, chained through the value it feeds back");
-    if let Some((path, line)) = e.forward_at() {
-        report.elsewhere.push((path.to_path_buf(), line, "the forward pass inside the loop".to_string()));
+    add_places(&mut report, f, e.forward_at(), "the forward pass inside the loop");
+    cx.report(report);
+}
+
+/// The places a finding's notes name: where its forward pass runs inside a call (`forward`,
+/// said as `what`), and the calls that instantiate the function with an autodiff backend.
+fn add_places(report: &mut Report, f: &FnModel, forward: Option<(&std::path::Path, usize)>, what: &str) {
+    if let Some((path, line)) = forward {
+        report.elsewhere.push((path.to_path_buf(), line, what.to_string()));
     }
     if let Some((path, line, caller)) = f.autodiff_from() {
         report.elsewhere.push((
@@ -319,8 +308,10 @@ fn report_sampler(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall
             *line,
             format!("`{caller}` calls this function with an autodiff backend"),
         ));
+        for (path, line, caller) in f.autodiff_also() {
+            report.elsewhere.push((path.clone(), *line, format!("so does `{caller}`")));
+        }
     }
-    cx.report(report);
 }
 
 /// A forward pass of a finding: where, and its label.
