@@ -581,6 +581,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memlint", default=os.environ.get("MEMLINT", str(ROOT / "target/release/cargo-memlint")),
                     help="the cargo-memlint binary (default: $MEMLINT or target/release/cargo-memlint)")
     ap.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
+    ap.add_argument("--batch", action="append", default=[],
+                    help="only the repositories of this corpus file, e.g. corpus_28 (repeatable): a new "
+                         "batch's halves measured on their own")
     ap.add_argument("--corpus-dir", type=Path, default=ROOT / "eval/corpus")
     ap.add_argument("--labels-dir", type=Path, default=ROOT / "eval/labels")
     # Outside memlint's own workspace: a checkout inside it makes `cargo metadata` fail for every
@@ -605,7 +608,12 @@ def main(argv: list[str] | None = None) -> int:
         unknown = set(args.repo) - {r.name for r in repos}
         if unknown:
             raise EvalError(f"not in the corpus: {', '.join(sorted(unknown))}")
-        selected = [r for r in repos if not args.repo or r.name in args.repo]
+        batches = {b.removesuffix(".toml") + ".toml" for b in args.batch}
+        unknown_batches = batches - {r.corpus_file for r in repos}
+        if unknown_batches:
+            raise EvalError(f"no such corpus file: {', '.join(sorted(unknown_batches))}")
+        selected = [r for r in repos if (not args.repo or r.name in args.repo)
+                    and (not batches or r.corpus_file in batches)]
         for r in selected:
             if r.excluded:
                 sys.stderr.write(f"note: {r.name} is not scored: {r.excluded}\n")

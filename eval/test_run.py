@@ -156,6 +156,17 @@ class InputTest(unittest.TestCase):
             self.assertEqual(status, 2)
             self.assertIn("the split rule puts it in", err.getvalue())
 
+    def test_an_unknown_batch_is_a_clear_error(self):
+        with tempfile.TemporaryDirectory() as folder:
+            name = "o/a"
+            half = run.expected_halves([name])[name]
+            self.write(folder, "c.toml", f'[[repo]]\nname = "{name}"\ncommit = "{"a" * 40}"\nframework = "tch"\nhalf = "{half}"\n')
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                status = run.main(["--corpus-dir", folder, "--checkout-only", "--batch", "corpus_99"])
+            self.assertEqual(status, 2)
+            self.assertIn("no such corpus file: corpus_99.toml", err.getvalue())
+
     def test_a_relative_memlint_path_is_resolved_where_the_script_started(self):
         import os
         with tempfile.TemporaryDirectory() as folder:
