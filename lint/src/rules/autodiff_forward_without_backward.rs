@@ -36,8 +36,7 @@ waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len(
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
 `let Some(batch) = memory.sample() else { return }`, or a test of a counter of the loop that the
 loop never resets: `if step > learning_starts { learn() }`, `if episode == 0 { continue }`; in the
-loop or in the called function)
-leaves every forward before it in the store; a backward skipped by any other check (a non-finite
+loop or in the called function) leaves every forward before it in the store; a backward skipped by any other check (a non-finite
 loss) is taken for a guard. A forward that itself waits for the same threshold (`if self.step <
 self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
 
