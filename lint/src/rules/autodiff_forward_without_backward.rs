@@ -65,7 +65,11 @@ built apart and never made `valid()` or `no_grad()`) grew the heap by 330 KB per
 every step trained the online model (`experiments/burn-orphan-forwards`, burn 0.21, CPU; a
 clone of the trained model, or the same module with `no_grad()`, stayed flat), and by 2.77 MiB
 per step on an H200 (burn 0.21 CUDA), where the same detached forward of the trained model
-stayed flat. This rule does not report that case yet.
+stayed flat. Across versions (`experiments/burn-orphan-forwards/versions`, CPU): a detached
+forward of the trained model is swept in 0.16.1, 0.18.0, 0.19.1, 0.20.1 and 0.21.0; the separate
+module grows from 0.19.1 on and stays flat in 0.16.1 and 0.18.0 (one graph for all tensors,
+cleared as a whole by a backward); 0.19.1 also grows by about 4.9 KB per plain training step.
+This rule does not report the separate-module case yet.
 
 ### Example
 ```rust
