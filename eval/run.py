@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
+import urllib.error
+import urllib.request
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +39,13 @@ LABELS = ("true", "false", "unsure")
 META_RULES = ("parse_error", "unused_suppression")
 LINE_TOLERANCE = 3
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+# A published crate instead of a repository: `name = "crates.io/<crate>"` with `version` and
+# the index's `checksum`; its `.crate` archive is the pinned tree.
+CRATES_IO = "crates.io/"
+CRATE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+CRATE_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.+-]+)?$")
+CRATES_DOWNLOAD = "https://static.crates.io/crates/{name}/{name}-{version}.crate"
 REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -54,10 +67,24 @@ class Repo:
     corpus_file: str
     # Why the repository is not scored (kept in its file so the split order stays as registered).
     excluded: str | None = None
+    # A published crate (`name = "crates.io/<crate>"`): its version and the archive's sha256
+    # from the crates.io index; `commit` is then empty.
+    version: str | None = None
+    checksum: str | None = None
 
     @property
     def slug(self) -> str:
         return self.name.replace("/", "__")
+
+    @property
+    def crate(self) -> str | None:
+        """The crate's name when this entry is a published crate, else None."""
+        return self.name.removeprefix(CRATES_IO) if self.name.startswith(CRATES_IO) else None
+
+    @property
+    def pin(self) -> str:
+        """What the tree is pinned at, for messages: a commit's first 12 digits or `v<version>`."""
+        return f"v{self.version}" if self.crate else self.commit[:12]
 
 
 @dataclass
@@ -138,10 +165,24 @@ def _need(entry: dict, key: str, where: str, kind: type = str):
 def parse_repo(entry: dict, where: str, corpus_file: str) -> Repo:
     name = _need(entry, "name", where)
     if not REPO_NAME.match(name):
-        raise EvalError(f"{where}: name `{name}` is not owner/name")
-    commit = _need(entry, "commit", where).lower()
-    if not HEX40.match(commit):
-        raise EvalError(f"{where} ({name}): commit must be 40 hex digits")
+        raise EvalError(f"{where}: name `{name}` is not owner/name or crates.io/<crate>")
+    version = checksum = None
+    if name.startswith(CRATES_IO):
+        if not CRATE_NAME.match(name.removeprefix(CRATES_IO)):
+            raise EvalError(f"{where}: `{name}` is not a crate name")
+        if "commit" in entry or "fix_commit" in entry:
+            raise EvalError(f"{where} ({name}): a crate is pinned by `version` and `checksum`, not a commit")
+        version = _need(entry, "version", where)
+        if not CRATE_VERSION.match(version):
+            raise EvalError(f"{where} ({name}): version `{version}` is not x.y.z")
+        checksum = _need(entry, "checksum", where).lower()
+        if not HEX64.match(checksum):
+            raise EvalError(f"{where} ({name}): checksum must be the index's 64 hex digits (sha256)")
+        commit = ""
+    else:
+        commit = _need(entry, "commit", where).lower()
+        if not HEX40.match(commit):
+            raise EvalError(f"{where} ({name}): commit must be 40 hex digits")
     framework = _need(entry, "framework", where)
     if framework not in FRAMEWORKS:
         raise EvalError(f"{where} ({name}): framework must be one of {', '.join(FRAMEWORKS)}")
@@ -163,7 +204,8 @@ def parse_repo(entry: dict, where: str, corpus_file: str) -> Repo:
     excluded = entry.get("excluded")
     if excluded is not None and (not isinstance(excluded, str) or not excluded.strip()):
         raise EvalError(f"{where} ({name}): excluded must be a non-empty reason")
-    return Repo(name, commit, framework, half, paths, fix.lower() if fix else None, loops, corpus_file, excluded)
+    return Repo(name, commit, framework, half, paths, fix.lower() if fix else None, loops, corpus_file,
+                excluded, version, checksum)
 
 
 def load_corpus(corpus_dir: Path) -> list[Repo]:
@@ -294,9 +336,58 @@ def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
 
 
+def fetch_crate(repo: Repo, cache: Path) -> bytes:
+    """The `.crate` archive of a published crate, downloaded once into `cache/crates/` and
+    checked against the checksum the corpus pins (the crates.io index's sha256)."""
+    archive = cache / "crates" / f"{repo.crate}-{repo.version}.crate"
+    if archive.exists():
+        data = archive.read_bytes()
+    else:
+        url = CRATES_DOWNLOAD.format(name=repo.crate, version=repo.version)
+        try:
+            with urllib.request.urlopen(url, timeout=120) as response:
+                data = response.read()
+        except (urllib.error.URLError, OSError) as err:
+            raise EvalError(f"{repo.name}: download of {url} failed: {err}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != repo.checksum:
+        raise EvalError(f"{repo.name}: {archive.name} has sha256 {digest}, the corpus pins {repo.checksum}")
+    if not archive.exists():
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        archive.write_bytes(data)
+    return data
+
+
+def unpack_crate(repo: Repo, data: bytes, dest: Path) -> None:
+    """A fresh tree of the archive's `<crate>-<version>/` folder at `dest`: every run lints
+    exactly what the checksum pins. Members outside that folder, links and special files are
+    skipped (tarfile's `data` filter refuses what would escape `dest`)."""
+    prefix = f"{repo.crate}-{repo.version}/"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            for member in archive.getmembers():
+                if not member.name.startswith(prefix) or not (member.isfile() or member.isdir()):
+                    continue
+                member.name = member.name.removeprefix(prefix)
+                if member.name:
+                    archive.extract(member, dest, filter="data")
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
+        raise EvalError(f"{repo.name}: the archive of v{repo.version} cannot be unpacked: {err}") from None
+
+
 def checkout(repo: Repo, cache: Path, mirrors: Path) -> Path:
-    """A work tree of `repo` at its pinned commit under `cache` (cloned once, then reused)."""
+    """A work tree of `repo` at its pinned commit under `cache` (cloned once, then reused);
+    for a published crate, its archive unpacked afresh."""
     dest = cache / repo.slug
+    if repo.crate:
+        unpack_crate(repo, fetch_crate(repo, cache), dest)
+        for p in repo.paths:
+            if not (dest / p).exists():
+                raise EvalError(f"{repo.name}: path `{p}` does not exist in v{repo.version}")
+        return dest
     if not (dest / ".git").exists():
         mirror = mirrors / repo.name.replace("/", "+") / "repo"
         source = str(mirror) if mirror.exists() else f"https://github.com/{repo.name}.git"
@@ -489,7 +580,8 @@ def report(results: list[RepoResult], halves: list[str]) -> dict:
             ],
             "repos": [
                 {"repo": r.repo.name, "framework": r.repo.framework, "half": r.repo.half,
-                 "commit": r.repo.commit, "exit_status": r.exit_status, "seconds": round(r.seconds, 2),
+                 "commit": r.repo.commit or None, "version": r.repo.version,
+                 "exit_status": r.exit_status, "seconds": round(r.seconds, 2),
                  "findings": len(r.findings),
                  "labels": {k: sum(1 for f in r.findings if (f.label or "unlabelled") == k)
                             for k in (*LABELS, "unlabelled")},
@@ -624,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
         for repo in selected:
             tree = checkout(repo, args.cache, args.mirrors)
             if args.checkout_only:
-                print(f"{repo.name}: {tree} at {repo.commit[:12]}")
+                print(f"{repo.name}: {tree} at {repo.pin}")
                 continue
             leaks, judged, has_labels = load_labels(args.labels_dir, repo)
             if not has_labels:

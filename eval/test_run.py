@@ -5,6 +5,7 @@ import hashlib
 import io
 import json
 import sys
+import tarfile
 import tempfile
 import unittest
 from pathlib import Path
@@ -245,3 +246,82 @@ class InputTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def crate_archive(prefix, files):
+    """A gzipped tar like a `.crate`: `files` maps member names (below `prefix`) to text."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(prefix + name if not name.startswith("/") else name.lstrip("/"))
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class CrateSourceTest(unittest.TestCase):
+    ENTRY = 'name = "crates.io/tiny-rl"\nversion = "0.2.1"\nchecksum = "{sum}"\nframework = "burn"\nhalf = "tune"\n'
+
+    def corpus(self, folder, checksum):
+        (Path(folder) / "c.toml").write_text("[[repo]]\n" + self.ENTRY.format(sum=checksum), encoding="utf-8")
+        return run.load_corpus(Path(folder))[0]
+
+    def test_a_crate_entry_is_pinned_by_version_and_checksum(self):
+        with tempfile.TemporaryDirectory() as folder:
+            entry = self.corpus(folder, "ab" * 32)
+        self.assertEqual((entry.crate, entry.version, entry.checksum, entry.commit), ("tiny-rl", "0.2.1", "ab" * 32, ""))
+        self.assertEqual((entry.slug, entry.pin), ("crates.io__tiny-rl", "v0.2.1"))
+        self.assertIsNone(repo("o/n").crate)
+
+    def test_bad_crate_entries_are_clear_errors(self):
+        cases = {
+            'name = "crates.io/tiny-rl"\nversion = "0.2"\nchecksum = "' + "a" * 64 + '"': "is not x.y.z",
+            'name = "crates.io/tiny-rl"\nversion = "0.2.1"\nchecksum = "abc"': "64 hex digits",
+            'name = "crates.io/tiny-rl"\nversion = "0.2.1"\ncommit = "' + "a" * 40 + '"': "not a commit",
+            'name = "crates.io/tiny-rl"\nchecksum = "' + "a" * 64 + '"': "missing `version`",
+        }
+        for body, message in cases.items():
+            with tempfile.TemporaryDirectory() as folder:
+                (Path(folder) / "c.toml").write_text("[[repo]]\n" + body + '\nframework = "burn"\nhalf = "tune"\n')
+                with self.assertRaises(run.EvalError) as caught:
+                    run.load_corpus(Path(folder))
+                self.assertIn(message, str(caught.exception))
+
+    def test_a_cached_archive_is_checked_and_unpacked_afresh(self):
+        data = crate_archive("tiny-rl-0.2.1/", {"Cargo.toml": "[package]\n", "src/lib.rs": "fn f() {}\n",
+                                                 "/elsewhere/x.rs": "outside the crate's folder\n"})
+        with tempfile.TemporaryDirectory() as folder:
+            entry = self.corpus(folder, hashlib.sha256(data).hexdigest())
+            cache = Path(folder) / "cache"
+            (cache / "crates").mkdir(parents=True)
+            (cache / "crates" / "tiny-rl-0.2.1.crate").write_bytes(data)
+            tree = run.checkout(entry, cache, Path(folder) / "no-mirrors")
+            (tree / "src" / "stray.rs").write_text("left by an earlier run\n")
+            tree = run.checkout(entry, cache, Path(folder) / "no-mirrors")
+            self.assertEqual(tree, cache / "crates.io__tiny-rl")
+            self.assertEqual(sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()),
+                             ["Cargo.toml", "src/lib.rs"])
+
+    def test_an_archive_that_does_not_match_its_checksum_is_refused(self):
+        data = crate_archive("tiny-rl-0.2.1/", {"src/lib.rs": "fn f() {}\n"})
+        with tempfile.TemporaryDirectory() as folder:
+            entry = self.corpus(folder, "0" * 64)
+            cache = Path(folder) / "cache"
+            (cache / "crates").mkdir(parents=True)
+            (cache / "crates" / "tiny-rl-0.2.1.crate").write_bytes(data)
+            with self.assertRaises(run.EvalError) as caught:
+                run.checkout(entry, cache, Path(folder))
+            self.assertIn("the corpus pins " + "0" * 64, str(caught.exception))
+
+    def test_a_missing_path_in_the_crate_is_a_clear_error(self):
+        data = crate_archive("tiny-rl-0.2.1/", {"src/lib.rs": "fn f() {}\n"})
+        with tempfile.TemporaryDirectory() as folder:
+            entry = self.corpus(folder, hashlib.sha256(data).hexdigest())
+            entry.paths = ["examples"]
+            cache = Path(folder) / "cache"
+            (cache / "crates").mkdir(parents=True)
+            (cache / "crates" / "tiny-rl-0.2.1.crate").write_bytes(data)
+            with self.assertRaises(run.EvalError) as caught:
+                run.checkout(entry, cache, Path(folder))
+            self.assertIn("path `examples` does not exist in v0.2.1", str(caught.exception))
