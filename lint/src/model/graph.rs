@@ -1162,20 +1162,34 @@ impl FnModel {
     /// model.forward(&x)?; x = (x - noise)?`): versions of other bindings lead to the values
     /// stored into them.
     pub fn feeds_forward_through_locals(&self, value: NodeIndex, binding: BindingId) -> bool {
+        self.upstream(value, binding, true).into_iter().any(|n| {
+            matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
+                && self.upstream(n, binding, true).into_iter().any(|m| m != n && self.binding_of(m) == Some(binding))
+        })
+    }
+
+    pub fn feeds_forward(&self, value: NodeIndex, binding: BindingId) -> bool {
+        self.upstream(value, binding, false).into_iter().any(|n| {
+            matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
+                && self.upstream(n, binding, false).into_iter().any(|m| m != n && self.binding_of(m) == Some(binding))
+        })
+    }
+
+    /// `from` and the nodes its value is computed from within its expression; with
+    /// `through_locals`, also through versions of bindings other than `binding` to the values
+    /// stored into them (`let model_in = scale(latents.clone())?; model.forward(&model_in)?`).
+    fn upstream(&self, from: NodeIndex, binding: BindingId, through_locals: bool) -> Vec<NodeIndex> {
         let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![value];
+        let mut stack = vec![from];
+        let mut out = Vec::new();
         while let Some(n) = stack.pop() {
             if seen.len() > 256 || !seen.insert(n) {
                 continue;
             }
+            out.push(n);
             match self.graph[n].kind {
-                NodeKind::Value(_) => {
-                    if self.feeds_forward(n, binding) {
-                        return true;
-                    }
-                    stack.extend(self.reads(n));
-                }
-                NodeKind::Version(b) if b != binding => stack.extend(
+                NodeKind::Value(_) => stack.extend(self.reads(n)),
+                NodeKind::Version(b) if through_locals && b != binding => stack.extend(
                     self.graph
                         .edges_directed(n, Direction::Incoming)
                         .filter(|e| matches!(e.weight(), Edge::StoredInto { how: Store::Let | Store::Assign, .. }))
@@ -1184,29 +1198,7 @@ impl FnModel {
                 NodeKind::Version(_) => {}
             }
         }
-        false
-    }
-
-    pub fn feeds_forward(&self, value: NodeIndex, binding: BindingId) -> bool {
-        let values_upstream = |from: NodeIndex| {
-            let mut seen = std::collections::HashSet::new();
-            let mut stack = vec![from];
-            let mut out = Vec::new();
-            while let Some(n) = stack.pop() {
-                if seen.len() > 256 || !seen.insert(n) {
-                    continue;
-                }
-                out.push(n);
-                if let NodeKind::Value(_) = self.graph[n].kind {
-                    stack.extend(self.reads(n));
-                }
-            }
-            out
-        };
-        values_upstream(value).into_iter().any(|n| {
-            matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
-                && values_upstream(n).into_iter().any(|m| m != n && self.binding_of(m) == Some(binding))
-        })
+        out
     }
 
     /// Whether `binding` is given a value that carries no graph within `iteration`: cut

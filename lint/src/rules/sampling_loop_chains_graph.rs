@@ -88,40 +88,35 @@ impl Rule for SamplingLoopChainsGraph {
             if f.loss_derives_from(binding) {
                 continue;
             }
-            let nested = f.loop_or_outer_runs_backward(l);
-            let Some(why) = (if nested {
-                Some("the loop around it runs backward: the weights are trainable".to_string())
-            } else {
-                f.per_step_from().map(|(file, line, caller)| {
-                    format!(
-                        "called during training: `{caller}` at {}:{line}, from a loop that runs backward",
-                        file.display()
-                    )
-                })
-            }) else {
-                continue;
+            let caller = if f.loop_or_outer_runs_backward(l) { None } else { f.per_step_from() };
+            let why = match caller {
+                None if f.loop_or_outer_runs_backward(l) => "the loop around it runs backward: the weights are trainable",
+                None => continue,
+                Some(_) => "it runs during training: the weights are trainable",
             };
             reported.push(binding);
             let name = f.binding(binding).name().to_string();
-            cx.report(
-                Report::new(
-                    format!("`{name}` chains every sampling step's graph through trainable weights"),
-                    span.clone(),
-                    format!("`{name}` is fed back into the next step's forward pass"),
-                )
-                .label(f.loop_header(l).clone(), "this loop runs no backward")
-                .help(format!("detach the state every step (`{name} = {name}.detach()`), or sample with weights that are not `Var`s"))
-                .note(format!(
-                    "{why}; every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so each step's output keeps all the steps before it"
-                )),
-            );
+            let mut report = Report::new(
+                format!("`{name}` chains every sampling step's graph through trainable weights"),
+                span.clone(),
+                format!("`{name}` is fed back into the next step's forward pass"),
+            )
+            .label(f.loop_header(l).clone(), "this loop runs no backward")
+            .help(format!("detach the state every step (`{name} = {name}.detach()`), or sample with weights that are not `Var`s"))
+            .note(format!(
+                "{why}; every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so each step's output keeps all the steps before it"
+            ));
+            if let Some((path, line, caller)) = caller {
+                report.elsewhere.push((path.clone(), *line, format!("`{caller}` calls this function from a loop that runs backward")));
+            }
+            cx.report(report);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::count;
+    use super::super::testing::{count, elsewhere};
 
     /// A preview sampler called from the training loop.
     const PREVIEW: &str = r#"
@@ -151,6 +146,25 @@ fn train(model: &Unet, opt: &mut candle_nn::AdamW, data: &[Tensor], init: &Tenso
     #[test]
     fn reports_a_sampler_called_from_the_training_loop() {
         assert_eq!(count("sampling_loop_chains_graph", None, PREVIEW), 1);
+        // The call that runs it during training is named where an editor can jump to it.
+        let notes = elsewhere("sampling_loop_chains_graph", PREVIEW);
+        assert_eq!(notes, [(17, "`train` calls this function from a loop that runs backward".to_string())]);
+    }
+
+    /// The state reaches the forward pass through locals of the step (a classifier-free
+    /// guidance batch, a scheduler's input scaling), as denoising loops are usually written.
+    #[test]
+    fn reports_a_state_that_reaches_the_forward_pass_through_locals() {
+        let through = PREVIEW.replace(
+            "        let noise = model.forward(&latents, t)?;\n",
+            "        let model_in = if guided { Tensor::cat(&[&latents, &latents], 0)? } else { latents.clone() };\n        let model_in = scheduler.scale_model_input(model_in, t)?;\n        let noise = model.forward(&model_in, t)?;\n",
+        );
+        assert_ne!(through, PREVIEW);
+        assert_eq!(count("sampling_loop_chains_graph", None, &through), 1);
+        // A local that only reads the state, while the forward pass runs on fresh input: no chain.
+        let fresh = through.replace("let noise = model.forward(&model_in, t)?;", "let noise = model.forward(&init_noise(t)?, t)?;");
+        assert_ne!(fresh, through);
+        assert_eq!(count("sampling_loop_chains_graph", None, &fresh), 0);
     }
 
     #[test]
