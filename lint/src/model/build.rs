@@ -688,6 +688,7 @@ impl Builder<'_> {
             no_grad: self.no_grad > 0,
             via: None,
             forward_at: None,
+            forward_via: None,
             discarded,
             path: self.path.clone(),
             guard_fields: self.guard_fields.clone(),

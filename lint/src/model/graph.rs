@@ -565,6 +565,9 @@ pub struct VocabCall {
     pub(super) via: Option<String>,
     /// For a forward made inside a called function: where that function runs it (file, line).
     pub(super) forward_at: Option<At>,
+    /// When that function reaches the forward through a further call: that call (file, line),
+    /// the first step from the called function towards `forward_at`.
+    pub(super) forward_via: Option<At>,
     /// The call's value is dropped at once (`let _ = …;`, or a statement of its own).
     pub(super) discarded: bool,
     /// Branches the call sits in (as for [`TrainingCall::path`]).
@@ -662,6 +665,11 @@ impl VocabCall {
     /// For a forward made inside a called function: where it runs (file, line).
     pub fn forward_at(&self) -> Option<(&std::path::Path, usize)> {
         self.forward_at.as_ref().map(|At(file, line)| (file.path(), *line))
+    }
+
+    /// For a forward that the called function reaches through a further call: that call.
+    pub fn forward_via(&self) -> Option<(&std::path::Path, usize)> {
+        self.forward_via.as_ref().map(|At(file, line)| (file.path(), *line))
     }
 
     /// A forward the called function's own loop already runs without backward (see the field).

@@ -55,6 +55,8 @@ pub struct Summary {
     forwards_in_own_loop: bool,
     /// Where its first such forward runs (file, line; through the functions it calls).
     forward_at: Option<super::graph::At>,
+    /// The call through which this function reaches that forward, when it is not its own.
+    forward_via: Option<super::graph::At>,
     /// A model's own method that returns what it computes and runs its forwards in a loop of
     /// its own, not over the model's parts (`fn sample(&self, n) -> Tensor<B, 4> { for t in
     /// (0..n).rev() { z = step(self.unet.forward(z, t)) } }`): left to its callers, for whom
@@ -97,6 +99,11 @@ impl Summary {
             forwards_wait: self.forwards_wait && other.forwards_wait,
             forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
             forward_at: if self.forward_at == other.forward_at { self.forward_at.clone() } else { None },
+            forward_via: if self.forward_at == other.forward_at && self.forward_via == other.forward_via {
+                self.forward_via.clone()
+            } else {
+                None
+            },
             samples: self.samples && other.samples,
             calls_params_in_loop: self
                 .calls_params_in_loop
@@ -1126,15 +1133,15 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         && g.calls_of(super::graph::CallKind::Forward)
             .filter(counted)
             .all(|e| e.in_loop.is_some() || e.reported_inside);
-    let forward_at = if forwards {
-        g.calls_of(super::graph::CallKind::Forward).find(counted).and_then(|e| match &e.forward_at {
-            Some(at) => Some(at.clone()),
-            None if e.via.is_none() => Some(super::graph::At(file.clone(), file.line(e.span.start))),
-            None => None,
-        })
-    } else {
-        None
-    };
+    let first_forward = if forwards { g.calls_of(super::graph::CallKind::Forward).find(counted) } else { None };
+    let forward_at = first_forward.and_then(|e| match &e.forward_at {
+        Some(at) => Some(at.clone()),
+        None if e.via.is_none() => Some(super::graph::At(file.clone(), file.line(e.span.start))),
+        None => None,
+    });
+    let forward_via = first_forward
+        .filter(|e| e.forward_at.is_some())
+        .map(|e| super::graph::At(file.clone(), file.line(e.span.start)));
     // The sampler's loop: its first forward there is where a finding at a call points.
     let sample_at = (forwards && g.owner_is_model && !g.returns_plain)
         .then(|| {
@@ -1148,6 +1155,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     let mut calls_params_in_loop: Vec<usize> =
         g.param_calls.iter().filter(|(_, l)| l.is_some_and(|l| !g.loops[l].runs_backward)).map(|&(p, _)| p).collect();
     calls_params_in_loop.dedup();
+    let forward_via = if sample_at.is_some() { None } else { forward_via };
     let forward_at = sample_at.or(forward_at);
     let forwards_wait = forwards
         && g.calls_of(super::graph::CallKind::Forward).filter(counted).all(|e| e.waits || g.waits_for_size(&e.path));
@@ -1168,6 +1176,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forwards_wait,
         forwards_in_own_loop,
         forward_at,
+        forward_via,
         samples,
         calls_params_in_loop,
         stores,
@@ -1278,6 +1287,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.waits = s.forwards_wait;
         e.reported_inside = s.forwards_in_own_loop;
         e.forward_at.clone_from(&s.forward_at);
+        e.forward_via.clone_from(&s.forward_via);
         e.autodiff_model |= s.forwards_autodiff;
         e.samples = s.samples;
     } else if forwards {
@@ -1290,6 +1300,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             no_grad: false,
             via: Some(callee.to_string()),
             forward_at: s.forward_at.clone(),
+            forward_via: s.forward_via.clone(),
             discarded: false,
             path: site.path.clone(),
             guard_fields: Vec::new(),

@@ -191,8 +191,8 @@ impl Rule for AutodiffForwardWithoutBackward {
                 None => "forward pass on an autodiff model".to_string(),
             };
             match found.iter_mut().find(|(fl, fs, _)| *fl == l && *fs == shape) {
-                Some((_, _, calls)) => calls.push((e.span(), label, e.forward_at())),
-                None => found.push((l, shape, vec![(e.span(), label, e.forward_at())])),
+                Some((_, _, calls)) => calls.push((e.span(), label, e.forward_at(), e.forward_via())),
+                None => found.push((l, shape, vec![(e.span(), label, e.forward_at(), e.forward_via())])),
             }
         }
         for (l, shape, calls) in found {
@@ -238,22 +238,20 @@ fn report_loop(
         }
         Shape::NoBackward => ("in a loop without backward", "this loop never runs backward"),
     };
-    let Some(((first, label, first_at), rest)) = calls.split_first() else { return };
+    let Some(((first, label, first_at, first_via), rest)) = calls.split_first() else { return };
     let message = match rest.len() {
         0 => format!("forward pass on an autodiff model {message}"),
         n => format!("{} forward passes on an autodiff model {message}", n + 1),
     };
     let mut report = Report::new(message, (*first).clone(), label.clone()).label(f.loop_header(l).clone(), loop_label);
-    for (span, label, _) in rest {
+    for (span, label, _, _) in rest {
         report = report.label((*span).clone(), label.clone());
     }
     let mut report = report
         .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
         .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration");
-    // A forward inside a called function: where it runs.
-    if let Some((path, line)) = first_at {
-        report.elsewhere.push((path.to_path_buf(), *line, "the forward pass inside the call".to_string()));
-    }
+    // A forward inside a called function: where it runs, and the call that leads there.
+    push_forward(&mut report, *first_via, *first_at, "the forward pass inside the call");
     if let (Shape::ParamOff, Some((name, opens_on, (path, line, caller)))) = (shape, param_off) {
         report.elsewhere.push((
             path.to_path_buf(),
@@ -280,7 +278,7 @@ fn report_closure(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall
     .note(
         "burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration",
     );
-    add_places(&mut report, f, e.forward_at(), "the forward pass inside the call");
+    add_places(&mut report, f, Some(e), "the forward pass inside the call");
     cx.report(report);
 }
 
@@ -295,15 +293,30 @@ fn report_sampler(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall
     )
     .help("sample with `model.valid()` (the inner backend)")
     .note("burn sweeps its autodiff graph store only inside `backward()`: every step of the loop keeps its graph state, chained through the value it feeds back");
-    add_places(&mut report, f, e.forward_at(), "the forward pass inside the loop");
+    add_places(&mut report, f, Some(e), "the forward pass inside the loop");
     cx.report(report);
 }
 
 /// The places a finding's notes name: where its forward pass runs inside a call (`forward`,
 /// said as `what`), and the calls that instantiate the function with an autodiff backend.
-fn add_places(report: &mut Report, f: &FnModel, forward: Option<(&std::path::Path, usize)>, what: &str) {
-    if let Some((path, line)) = forward {
-        report.elsewhere.push((path.to_path_buf(), line, what.to_string()));
+/// Where a forward inside a called function runs (`what`), after the call in that function
+/// through which it gets there, when it is not the function's own.
+fn push_forward(
+    report: &mut Report,
+    via: Option<(&std::path::Path, usize)>,
+    forward: Option<(&std::path::Path, usize)>,
+    what: &str,
+) {
+    let Some((path, line)) = forward else { return };
+    if let Some((via_path, via_line)) = via {
+        report.elsewhere.push((via_path.to_path_buf(), via_line, "the call inside it that leads to the forward pass".to_string()));
+    }
+    report.elsewhere.push((path.to_path_buf(), line, what.to_string()));
+}
+
+fn add_places(report: &mut Report, f: &FnModel, e: Option<&crate::model::VocabCall>, what: &str) {
+    if let Some(e) = e {
+        push_forward(report, e.forward_via(), e.forward_at(), what);
     }
     if let Some((path, line, caller)) = f.autodiff_from() {
         report.elsewhere.push((
@@ -318,7 +331,7 @@ fn add_places(report: &mut Report, f: &FnModel, forward: Option<(&std::path::Pat
 }
 
 /// A forward pass of a finding: where, and its label.
-type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>);
+type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>, Option<(&'a std::path::Path, usize)>);
 
 /// How the loop of a forward pass stands to the backward passes of its function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
