@@ -742,7 +742,10 @@ impl Builder<'_> {
     /// copied (see [`type_name`] for what `Option<&T>` declares).
     fn type_through_unwrap(&self, e: &Expr) -> Option<String> {
         match e {
-            Expr::MethodCall(m) if rust::UNWRAP_METHODS.contains(&m.method.to_string().as_str()) => {
+            Expr::MethodCall(m)
+                if rust::UNWRAP_METHODS.contains(&m.method.to_string().as_str())
+                    || rust::PASS_ON_METHODS.contains(&m.method.to_string().as_str()) =>
+            {
                 self.type_through_unwrap(&m.receiver)
             }
             Expr::Reference(r) => self.type_through_unwrap(&r.expr),
@@ -1748,6 +1751,15 @@ impl Builder<'_> {
         let (spec, specs) = (self.g.spec, self.specs());
         let span = |s: &Self| s.between(first_token(&m.receiver), m.paren_token.span.close());
         let receiver_text = || expr_text(&m.receiver);
+        // `trainer.step(&model, x, y)` on a value of a crate type that defines `step`: the
+        // crate's own method (a call site), not the framework's optimizer step.
+        if let Some(owners) = self.crate_fns.vocab_owners.get(name)
+            && let Some(b) = self.binding_ref(&m.receiver)
+            && !b.ty_guessed
+            && b.ty.as_deref().is_some_and(|ty| owners.contains(ty))
+        {
+            return false;
+        }
         if specs.iter().any(|s| s.is_backward(name, argc)) {
             self.exprs(m.args.iter(), false);
             self.mark_loss(recv.clone(), recv_span.clone());
@@ -2871,8 +2883,8 @@ fn compares_a_length(cond: &Expr) -> bool {
 }
 
 /// Whether `f` holds for explicit generic arguments of the call that makes a bound value:
-/// `cfg.init::<B>(&d)`, `Net::<B>::new(..)`, through `?`, `.unwrap()`, `.expect(..)` and
-/// `.to_device(..)`.
+/// `cfg.init::<B>(&d)`, `Net::<B>::new(..)`, through `?`, `.unwrap()`, `.expect(..)`,
+/// `.to_device(..)` and the adapters that hand on a `Result`'s value (`.map_err(..)`).
 fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGenericArguments) -> bool) -> bool {
     match e {
         Expr::Paren(p) => made_with_generic_args(&p.expr, f),
@@ -2880,7 +2892,8 @@ fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGener
         Expr::MethodCall(m) => match &m.turbofish {
             Some(t) => f(t),
             None => {
-                ["unwrap", "expect", "to_device", "fork"].iter().any(|n| m.method == n)
+                (["unwrap", "expect", "to_device", "fork"].iter().any(|n| m.method == n)
+                    || rust::PASS_ON_METHODS.iter().any(|n| m.method == n))
                     && made_with_generic_args(&m.receiver, f)
             }
         },

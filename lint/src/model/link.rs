@@ -580,6 +580,10 @@ pub struct CrateNames {
     /// Names of every `type Name<..> = ..;` alias of the crate, generic ones included: a call
     /// qualified by one (`MyAgent::act(..)`) may be a call of the aliased type's function.
     pub alias_names: HashSet<String>,
+    /// For the framework's training-call names (`step`, `backward`, ..): the crate's types that
+    /// define a method of that name (`impl<B> Trainer<B> { fn step(&self, ..) }`). A call of it on
+    /// a value of such a type is the crate's own method, not the framework's.
+    pub(super) vocab_owners: HashMap<&'static str, HashSet<String>>,
 }
 
 impl CrateNames {
@@ -826,6 +830,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut alias_names = HashSet::default();
     let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     let mut macros = HashSet::default();
+    let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     for text in texts {
         let bytes = text.as_bytes();
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
@@ -870,6 +875,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 }
                 if !fns.contains(name) {
                     fns.insert(name.to_string());
+                }
+                if let Some(&vocab) = TRAINING_CALL_NAMES.iter().find(|&&v| v == name)
+                    && let Some(owner) = impl_self_type(text, at)
+                {
+                    vocab_owners.entry(vocab).or_default().insert(owner.to_string());
                 }
             }
         }
@@ -928,7 +938,79 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
-    CrateNames { fns, plain_fields, grads_fields, plain_fns, autodiff_aliases, macros, tuple_fns, alias_names }
+    CrateNames {
+        fns,
+        plain_fields,
+        grads_fields,
+        plain_fns,
+        autodiff_aliases,
+        macros,
+        tuple_fns,
+        alias_names,
+        vocab_owners,
+    }
+}
+
+/// The names of the frameworks' training calls that crates also give their own trainers and
+/// agents (`trainer.step(&model, x, y)`, `agent.update(..)`): see [`CrateNames::vocab_owners`].
+/// Not `backward`, `backward_step` or `zero_grad`: a crate type with one of those is a wrapper
+/// of the framework's (or a stand-in for it), not a different operation.
+const TRAINING_CALL_NAMES: &[&str] = &["step", "update", "train_step"];
+
+/// The self type of the `impl` block whose body holds the `fn` at byte `at` of `text`
+/// (`impl<B: Backend> Trainer<B> {` → `Trainer`, `impl Step for Trainer {` → `Trainer`); None
+/// when the function is not in an `impl` block (a free function, a trait's declaration).
+fn impl_self_type(text: &str, at: usize) -> Option<&str> {
+    let before = &text[..at];
+    let bytes = before.as_bytes();
+    // The nearest `impl` keyword before the function whose block is still open at it.
+    let mut end = before.len();
+    while let Some(found) = memchr::memmem::rfind(&bytes[..end], b"impl") {
+        end = found;
+        let word_start = found == 0 || !(bytes[found - 1].is_ascii_alphanumeric() || bytes[found - 1] == b'_');
+        let next = bytes.get(found + 4).copied().unwrap_or(b' ');
+        if !word_start || !(next == b'<' || next.is_ascii_whitespace()) {
+            continue;
+        }
+        let open = found + before[found..].find('{')?;
+        let header = &before[found + 4..open];
+        if header.contains(['(', ';', '}']) {
+            // Not an impl header (`impl Trait` in a signature, or a finished item).
+            continue;
+        }
+        // Still open at the function: its depth never returns to zero before it.
+        let mut depth = 0i32;
+        for b in before[open..].bytes() {
+            depth += match b {
+                b'{' => 1,
+                b'}' => -1,
+                _ => 0,
+            };
+            if depth == 0 {
+                return None;
+            }
+        }
+        // Skip the impl's own generics, then take the type after ` for ` if a trait is named.
+        let mut rest = header.trim_start();
+        if rest.starts_with('<') {
+            let mut angle = 0i32;
+            let close = rest.char_indices().find(|&(_, c)| {
+                angle += match c {
+                    '<' => 1,
+                    '>' => -1,
+                    _ => 0,
+                };
+                angle == 0
+            })?;
+            rest = &rest[close.0 + 1..];
+        }
+        let rest = rest.rsplit_once(" for ").map_or(rest, |(_, ty)| ty).trim_start();
+        let rest = rest.trim_start_matches('&').trim_start_matches("mut ").trim_start();
+        let path_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
+        let ty = rest[..path_end].rsplit("::").next()?;
+        return (!ty.is_empty()).then_some(ty);
+    }
+    None
 }
 
 /// The key of a function name in [`Index::by_name`].
@@ -1443,6 +1525,24 @@ fn self_field(g: &mut FnModel, name: &str, span: &Span) -> NodeIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn training_call_names_defined_by_crate_types_are_found_with_their_type() {
+        let text = "impl<B: AutodiffBackend> Trainer<B> {\n    fn new() -> Self { todo!() }\n    pub fn step(&self, m: &M<B>) {}\n}\n\
+                    impl Step for Runner {\n    fn step(&mut self) { if x { y() } }\n}\n\
+                    fn step(a: f64) {}\n\
+                    trait Agent { fn update(&mut self); }\n\
+                    impl crate::rl::Agent for &mut policy::Dqn<B> { fn update(&mut self) {} }\n";
+        let names = crate_names([text]);
+        let owners = |n: &str| {
+            let mut v: Vec<&str> = names.vocab_owners.get(n).map(|s| s.iter().map(String::as_str).collect()).unwrap_or_default();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(owners("step"), ["Runner", "Trainer"]);
+        assert_eq!(owners("update"), ["Dqn"]);
+        assert!(owners("fit").is_empty());
+    }
 
     #[test]
     fn autodiff_aliases_follow_chains_and_skip_shadowing_shorthands() {

@@ -77,5 +77,10 @@ pub const UNWRAP_METHODS: &[&str] = &[
     "borrow_mut",
 ];
 
+/// `Result`/`Option` adapters that hand on the success value unchanged (only the error or the
+/// wrapper changes): `make::<B>(..).map_err(..)?` is still what `make::<B>` made.
+pub const PASS_ON_METHODS: &[&str] =
+    &["map_err", "context", "with_context", "wrap_err", "wrap_err_with", "ok", "ok_or", "ok_or_else", "inspect", "inspect_err"];
+
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).
 pub const UNWRAP_MAP_METHODS: &[&str] = &["map", "and_then", "map_ok"];

@@ -749,6 +749,55 @@ fn main() {",
         assert_eq!(notes[1].1, "so does `main`");
     }
 
+    /// Data made with an explicit autodiff backend, handed on through `Result` adapters
+    /// (`.map_err(..)?`), instantiates the generic trainer it is passed to; the trainer's own
+    /// `step` method (three arguments, like burn's optimizer step) is a call of the crate.
+    const MADE_THEN_MAPPED: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::{backend::Backend, Tensor};
+pub struct Trainer<B: Backend> { device: B::Device }
+impl<B: Backend> Trainer<B> {
+    pub fn new(device: B::Device) -> Self { Self { device } }
+    pub fn step(&self, model: &Net<B>, x: Tensor<B, 2>, y: Tensor<B, 2>) -> f64 {
+        let out = model.forward(x);
+        (out - y).powf_scalar(2.0).mean().into_scalar().elem::<f64>()
+    }
+}
+fn prep<B: Backend>(device: &B::Device) -> Result<(Tensor<B, 2>, Tensor<B, 2>), String> {
+    Ok((Tensor::zeros([4, 4], device), Tensor::zeros([4, 4], device)))
+}
+fn train<B: Backend>(x: Tensor<B, 2>, y: Tensor<B, 2>, device: &B::Device) -> f64 {
+    let model: Net<B> = Net::new(device);
+    let trainer = Trainer::new(device.clone());
+    let mut total = 0.0;
+    for _ in 0..100 {
+        total += trainer.step(&model, x.clone(), y.clone());
+    }
+    total
+}
+fn main() -> Result<(), String> {
+    type Train = Autodiff<NdArray>;
+    let device = Default::default();
+    let (x, y) = prep::<Train>(&device).map_err(|e| format!("data: {e}"))?;
+    println!("{}", train(x, y, &device));
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn follows_data_made_for_an_autodiff_backend_into_a_crate_trainer_step() {
+        assert_eq!(count("autodiff_forward_without_backward", None, MADE_THEN_MAPPED), 1);
+        // The same data on the plain backend: nothing records a graph.
+        let plain = MADE_THEN_MAPPED.replace("prep::<Train>", "prep::<NdArray>");
+        assert_ne!(plain, MADE_THEN_MAPPED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
+        // A `step` on a type the crate gives no `step` method is burn's optimizer step: the
+        // loop's call is not the crate's method, so no forward pass is seen in it.
+        let foreign = MADE_THEN_MAPPED.replace("impl<B: Backend> Trainer<B> {", "impl<B: Backend> Helper<B> {");
+        assert_ne!(foreign, MADE_THEN_MAPPED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &foreign), 0);
+    }
+
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
     const TURBOFISH: &str = r#"
 use burn::backend::{Autodiff, NdArray};
