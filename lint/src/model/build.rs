@@ -742,12 +742,7 @@ impl Builder<'_> {
     /// copied (see [`type_name`] for what `Option<&T>` declares).
     fn type_through_unwrap(&self, e: &Expr) -> Option<String> {
         match e {
-            Expr::MethodCall(m)
-                if rust::UNWRAP_METHODS.contains(&m.method.to_string().as_str())
-                    || rust::PASS_ON_METHODS.contains(&m.method.to_string().as_str()) =>
-            {
-                self.type_through_unwrap(&m.receiver)
-            }
+            Expr::MethodCall(m) if rust::hands_on_receiver(&m.method.to_string()) => self.type_through_unwrap(&m.receiver),
             Expr::Reference(r) => self.type_through_unwrap(&r.expr),
             Expr::Try(t) => self.type_through_unwrap(&t.expr),
             Expr::Paren(p) => self.type_through_unwrap(&p.expr),
@@ -1753,7 +1748,8 @@ impl Builder<'_> {
         let receiver_text = || expr_text(&m.receiver);
         // `trainer.step(&model, x, y)` on a value of a crate type that defines `step`: the
         // crate's own method (a call site), not the framework's optimizer step.
-        if let Some(owners) = self.crate_fns.vocab_owners.get(name)
+        if matches!(name, "step" | "update" | "train_step")
+            && let Some(owners) = self.crate_fns.vocab_owners.get(name)
             && let Some(b) = self.binding_ref(&m.receiver)
             && !b.ty_guessed
             && b.ty.as_deref().is_some_and(|ty| owners.contains(ty))
@@ -2892,8 +2888,8 @@ fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGener
         Expr::MethodCall(m) => match &m.turbofish {
             Some(t) => f(t),
             None => {
-                (["unwrap", "expect", "to_device", "fork"].iter().any(|n| m.method == n)
-                    || rust::PASS_ON_METHODS.iter().any(|n| m.method == n))
+                let name = m.method.to_string();
+                (matches!(name.as_str(), "unwrap" | "expect" | "to_device" | "fork") || rust::is_pass_on(&name))
                     && made_with_generic_args(&m.receiver, f)
             }
         },

@@ -954,7 +954,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
 /// The names of the frameworks' training calls that crates also give their own trainers and
 /// agents (`trainer.step(&model, x, y)`, `agent.update(..)`): see [`CrateNames::vocab_owners`].
 /// Not `backward`, `backward_step` or `zero_grad`: a crate type with one of those is a wrapper
-/// of the framework's (or a stand-in for it), not a different operation.
+/// of the framework's (or a stand-in for it), not a different operation. (`Builder::training_method`
+/// tests the same names before its lookup.)
 const TRAINING_CALL_NAMES: &[&str] = &["step", "update", "train_step"];
 
 /// The self type of the `impl` block whose body holds the `fn` at byte `at` of `text`

@@ -78,9 +78,19 @@ pub const UNWRAP_METHODS: &[&str] = &[
 ];
 
 /// `Result`/`Option` adapters that hand on the success value unchanged (only the error or the
-/// wrapper changes): `make::<B>(..).map_err(..)?` is still what `make::<B>` made.
-pub const PASS_ON_METHODS: &[&str] =
-    &["map_err", "context", "with_context", "wrap_err", "wrap_err_with", "ok", "ok_or", "ok_or_else", "inspect", "inspect_err"];
+/// wrapper changes): `make::<B>(..).map_err(..)?` is still what `make::<B>` made. A `match`: it
+/// runs for many method calls.
+pub fn is_pass_on(name: &str) -> bool {
+    matches!(
+        name,
+        "map_err" | "context" | "with_context" | "wrap_err" | "wrap_err_with" | "ok" | "ok_or" | "ok_or_else" | "inspect" | "inspect_err"
+    )
+}
+
+/// Whether a method hands on its receiver's value: [`UNWRAP_METHODS`] or [`is_pass_on`].
+pub fn hands_on_receiver(name: &str) -> bool {
+    UNWRAP_METHODS.contains(&name) || is_pass_on(name)
+}
 
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).
 pub const UNWRAP_MAP_METHODS: &[&str] = &["map", "and_then", "map_ok"];
