@@ -138,7 +138,10 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
             .enumerate()
             .map(|(i, f)| FieldDecl {
                 field: format!("{prefix}.{}", f.ident.as_ref().map_or(i.to_string(), |id| id.to_string())),
-                span: range(f.span(), offset),
+                span: {
+                    let r = field_range(f);
+                    r.start + offset..r.end + offset
+                },
                 ty: Shape::of(&f.ty, 0),
             })
             .collect()
@@ -184,6 +187,70 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
 }
 
 /// The declaration of a struct or enum.
+/// The byte range of a field declaration, attributes and visibility included: what
+/// `syn::spanned::Spanned::span` gives, read off the first and last tokens instead of printing
+/// the whole declaration into tokens (which cost most of collecting a crate's types).
+fn field_range(f: &syn::Field) -> std::ops::Range<usize> {
+    let start = f
+        .attrs
+        .first()
+        .map(|a| a.pound_token.span)
+        .or(match &f.vis {
+            syn::Visibility::Public(p) => Some(p.span),
+            syn::Visibility::Restricted(r) => Some(r.pub_token.span),
+            syn::Visibility::Inherited => None,
+        })
+        .or_else(|| f.ident.as_ref().map(syn::Ident::span))
+        .or_else(|| type_start(&f.ty));
+    // Joined first: each end of a range costs a lookup in proc-macro2's source map.
+    match start.zip(type_end(&f.ty)).and_then(|(start, end)| start.join(end)) {
+        Some(span) => span.byte_range(),
+        None => f.span().byte_range(),
+    }
+}
+
+/// The first token of a type, for the common forms (None: ask `Spanned`).
+fn type_start(ty: &syn::Type) -> Option<proc_macro2::Span> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => match &p.path.leading_colon {
+            Some(colon) => Some(colon.spans[0]),
+            None => p.path.segments.first().map(|s| s.ident.span()),
+        },
+        syn::Type::Reference(r) => Some(r.and_token.span),
+        syn::Type::Ptr(p) => Some(p.star_token.span),
+        syn::Type::Tuple(t) => Some(t.paren_token.span.open()),
+        syn::Type::Array(a) => Some(a.bracket_token.span.open()),
+        syn::Type::Slice(s) => Some(s.bracket_token.span.open()),
+        syn::Type::Paren(p) => Some(p.paren_token.span.open()),
+        _ => None,
+    }
+}
+
+/// The last token of a type, for the common forms (None: ask `Spanned`).
+fn type_end(ty: &syn::Type) -> Option<proc_macro2::Span> {
+    match ty {
+        syn::Type::Path(p) => {
+            let last = p.path.segments.last()?;
+            match &last.arguments {
+                syn::PathArguments::None => Some(last.ident.span()),
+                syn::PathArguments::AngleBracketed(a) => Some(a.gt_token.span),
+                syn::PathArguments::Parenthesized(_) => None,
+            }
+        }
+        syn::Type::Reference(r) => type_end(&r.elem),
+        syn::Type::Ptr(p) => type_end(&p.elem),
+        syn::Type::Tuple(t) => Some(t.paren_token.span.close()),
+        syn::Type::Array(a) => Some(a.bracket_token.span.close()),
+        syn::Type::Slice(s) => Some(s.bracket_token.span.close()),
+        syn::Type::Paren(p) => Some(p.paren_token.span.close()),
+        syn::Type::FnPtr(b) => match &b.output {
+            syn::ReturnType::Type(_, t) => type_end(t.as_ref()),
+            syn::ReturnType::Default => Some(b.paren_token.span.close()),
+        },
+        _ => None,
+    }
+}
+
 fn decl(
     ident: &syn::Ident,
     generics: &syn::Generics,
@@ -362,5 +429,47 @@ fn reach(shape: &Shape, via: Via, types: &HashMap<&str, NodeIndex>, out: &mut Ve
         }
         Shape::Tuple(items) => items.iter().for_each(|a| reach(a, via, types, out)),
         Shape::Opaque => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::spanned::Spanned;
+
+    /// The range read off the first and last tokens is the one `Spanned` computes, for the
+    /// forms of field declarations real code uses.
+    #[test]
+    fn field_range_is_the_spanned_range() {
+        let text = r#"
+struct A<B: Backend> {
+    /// A doc comment.
+    #[serde(skip)]
+    pub(crate) net: Option<Net<B>>,
+    pub ids: Vec<usize>,
+    plain: f32,
+    refd: &'static [u8],
+    arr: [Tensor<B, 1>; 4],
+    tup: (Tensor<B, 2>, usize),
+    ptr: *const Node,
+    nested: std::collections::HashMap<String, Vec<Tensor<B, 1>>>,
+    callback: Box<dyn Fn(usize) -> f32>,
+    func: fn(usize) -> f32,
+}
+struct T(pub Tensor<B, 1>, usize, #[allow(dead_code)] Vec<Tensor<B, 2>>, &'a mut [f32], (u8, u8), ::std::rc::Rc<Node>, fn());
+enum E { One { x: Tensor<B, 1> }, Two(Vec<u8>) }
+"#;
+        let file = syn::parse_file(text).expect("parses");
+        let mut fields = Vec::new();
+        for item in &file.items {
+            match item {
+                syn::Item::Struct(s) => fields.extend(s.fields.iter()),
+                syn::Item::Enum(e) => fields.extend(e.variants.iter().flat_map(|v| v.fields.iter())),
+                _ => {}
+            }
+        }
+        assert_eq!(fields.len(), 19);
+        for f in fields {
+            assert_eq!(super::field_range(f), f.span().byte_range(), "{}", &text[f.span().byte_range()]);
+        }
     }
 }

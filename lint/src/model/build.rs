@@ -473,6 +473,8 @@ impl Builder<'_> {
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
                 uses_after_backward: Vec::new(),
+                param_ops: 0,
+                args_after_backward: Vec::new(),
                 cleared: Vec::new(),
                 param_reads: Vec::new(),
                 additive_nodes: Vec::new(),
@@ -878,8 +880,42 @@ impl Builder<'_> {
                 backward: backward.clone(),
                 in_loop,
                 no_grad: self.no_grad > 0,
+                via: None,
             });
         }
+    }
+
+    /// The arguments of a call made after the latest backward that read values made before it
+    /// (see [`super::graph::CallSite::after_backward`]).
+    fn args_after_backward(&self, args: &[super::graph::ArgValue]) -> Option<super::graph::ArgsAfterBackward> {
+        if !self.after_backward() {
+            return None;
+        }
+        let (mark, backward) = self.backward_marks.iter().rev().flatten().next().cloned()?;
+        let args: Vec<(usize, NodeIndex)> = args
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| a.reads.iter().map(move |&r| (i, r)))
+            .filter(|&(_, r)| self.made_before(r, mark))
+            .collect();
+        (!args.is_empty()).then(|| super::graph::ArgsAfterBackward { backward, no_grad: self.no_grad > 0, args })
+    }
+
+    /// Whether `recv` reads one of the function's parameters as given: a tensor operation on it
+    /// is seen by callers that hand it a consumed graph's value (burn).
+    fn param_op_mask(&self, recv: &Val) -> u64 {
+        if recv.op || self.g.params.is_empty() || !self.swept_by_backward() {
+            return 0;
+        }
+        let mut mask = 0;
+        for &r in &recv.reads {
+            if let Some(i) = self.g.params.iter().position(|&p| p == Some(r))
+                && i < 64
+            {
+                mask |= 1 << i;
+            }
+        }
+        mask
     }
 
     /// Whether `n` existed before node count `mark`, or is a binding made after it by `let`,
@@ -1843,9 +1879,15 @@ impl Builder<'_> {
         }
         let moves = common::MOVE_METHODS.contains(&name.as_str());
         if moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
-            if !moves && self.after_backward() && !frameworks::is_untracked_method(&name) {
-                let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
-                self.note_op_after_backward(&recv, span);
+            if !moves {
+                let param_ops = self.param_op_mask(&recv);
+                if (param_ops != 0 || self.after_backward()) && !frameworks::is_untracked_method(&name) {
+                    self.g.param_ops |= param_ops;
+                    if self.after_backward() {
+                        let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                        self.note_op_after_backward(&recv, span);
+                    }
+                }
             }
             let mut parts = vec![(recv, recv_span)];
             for a in &m.args {
@@ -1958,6 +2000,9 @@ impl Builder<'_> {
         }
         let val = self.combine(parts, true);
         let result = self.value_node(val, span.clone());
+        if let Some(after) = self.args_after_backward(&arg_values) {
+            self.g.args_after_backward.push((self.g.call_sites.len(), after));
+        }
         self.g.call_sites.push(CallSite {
             name,
             qualifier,
@@ -2045,7 +2090,17 @@ impl Builder<'_> {
         };
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let last = segs.last().map(String::as_str).unwrap_or("");
-        let last_two = if segs.len() >= 2 { format!("{}::{}", segs[segs.len() - 2], last) } else { last.to_string() };
+        // Built by hand, not with `format!`: this runs for every path call of the crate.
+        let last_two: std::borrow::Cow<'_, str> = if segs.len() >= 2 {
+            let ty = &segs[segs.len() - 2];
+            let mut both = String::with_capacity(ty.len() + 2 + last.len());
+            both.push_str(ty);
+            both.push_str("::");
+            both.push_str(last);
+            both.into()
+        } else {
+            last.into()
+        };
         let ty = if segs.len() >= 2 { segs[segs.len() - 2].as_str() } else { "" };
         let specs = self.specs();
         // `nn::linear(vs.root() / "fc", ..)`, `Net::new(&vs.root(), ..)`: variables created in
@@ -2105,7 +2160,7 @@ impl Builder<'_> {
             self.exprs(c.args.iter(), false);
             return Val::plain();
         }
-        if rust::WRAPPERS.contains(&last) || rust::WRAPPERS.contains(&last_two.as_str()) {
+        if rust::WRAPPERS.contains(&last) || rust::WRAPPERS.contains(&&*last_two) {
             return self.exprs(c.args.iter(), false);
         }
         let records_op = (common::TENSOR_TYPES.contains(&ty) && common::TENSOR_OP_FUNCTIONS.contains(&last))

@@ -405,6 +405,13 @@ pub struct FnModel {
     pub(super) param_rewrites: Vec<ParamRewrite>,
     /// Operations on values made before a backward of the same iteration.
     pub(super) uses_after_backward: Vec<UseAfterBackward>,
+    /// Parameters (a bit per position, receiver not counted, the first 64) the function records
+    /// tensor operations on (`fn scalar(t: Tensor<B, 1>) -> f32 { t.mean().into_scalar() }`);
+    /// burn only.
+    pub(super) param_ops: u64,
+    /// Calls made after a backward that hand on values made before it, by call-site index
+    /// (kept apart from [`CallSite`]: few calls have one).
+    pub(super) args_after_backward: Vec<(usize, ArgsAfterBackward)>,
     /// Collections emptied.
     pub(super) cleared: Vec<Cleared>,
     /// Value nodes made by reading a parameter's tensor (burn `param.val()`).
@@ -545,6 +552,18 @@ pub struct CallSite {
     /// (`evaluate::<TrainingBackend>(..)`: `Some(true)`; `extract::<B::InnerBackend>(..)`:
     /// `Some(false)`; none written: `None`).
     pub(super) turbofish_autodiff: Option<bool>,
+}
+
+/// A call made after a backward (burn): the arguments that read values made before it, for the
+/// crate-level pass to turn into uses after backward when the callee runs tensor operations on
+/// those parameters (see [`FnModel`]'s `args_after_backward`).
+#[derive(Debug, Clone)]
+pub struct ArgsAfterBackward {
+    /// The backward call.
+    pub(super) backward: Span,
+    pub(super) no_grad: bool,
+    /// (argument position, a node it reads that was made before the backward).
+    pub(super) args: Vec<(usize, NodeIndex)>,
 }
 
 /// A call of the framework vocabulary (see [`crate::frameworks::Spec`]), kept by kind for the
@@ -743,9 +762,16 @@ pub struct UseAfterBackward {
     pub(super) backward: Span,
     pub(super) in_loop: Option<LoopId>,
     pub(super) no_grad: bool,
+    /// Made inside this called function of the crate (`head::scalar(loss)`), seen at the call.
+    pub(super) via: Option<String>,
 }
 
 impl UseAfterBackward {
+    /// For an operation made inside a called function: its name.
+    pub fn via(&self) -> Option<&str> {
+        self.via.as_deref()
+    }
+
     /// The operation.
     pub fn span(&self) -> &Span {
         &self.span

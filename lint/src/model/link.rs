@@ -65,6 +65,8 @@ pub struct Summary {
     /// Parameters it calls in a loop that runs no backward (`fn evaluate_episode<P: FnMut(&O) ->
     /// A>(env: &mut E, policy: &mut P) { while !done { let a = policy(&obs); .. } }`).
     calls_params_in_loop: Vec<usize>,
+    /// Parameters it records tensor operations on, a bit each (see [`FnModel::param_ops`]).
+    param_ops: u64,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
 }
@@ -111,6 +113,7 @@ impl Summary {
                 .filter(|p| other.calls_params_in_loop.contains(p))
                 .copied()
                 .collect(),
+            param_ops: self.param_ops & other.param_ops,
             stores: self
                 .stores
                 .iter()
@@ -219,7 +222,8 @@ pub fn link(
                 || summary.forwards
                 || summary.forwards_autodiff
                 || !summary.calls_params_in_loop.is_empty()
-                || !summary.stores.is_empty();
+                || !summary.stores.is_empty()
+                || (summary.param_ops != 0 && files[caller.0].1[caller.1].args_after_backward.iter().any(|(i, _)| i == ci));
             let callee_name = if named {
                 let c = &files[first.0].1[first.1];
                 c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident))
@@ -1262,6 +1266,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forward_via,
         samples,
         calls_params_in_loop,
+        param_ops: g.param_ops,
         stores,
     }
 }
@@ -1398,6 +1403,25 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     for &(arg, c) in &site.closure_args {
         if let Some(scope) = g.closures.get_mut(c) {
             scope.looped_by = s.calls_params_in_loop.contains(&arg).then(|| callee.to_string());
+        }
+    }
+    // A call after backward that hands the consumed graph's values to a function recording
+    // ops on them (`head::scalar(loss)` with `fn scalar(t) -> f32 { t.mean().into_scalar() }`).
+    if s.param_ops != 0
+        && let Some(at) = g.args_after_backward.iter().position(|(i, _)| *i == ci)
+    {
+        let after = g.args_after_backward[at].1.clone();
+        for &(_, operand) in after.args.iter().filter(|&&(arg, _)| arg < 64 && s.param_ops & (1 << arg) != 0) {
+            if !g.uses_after_backward.iter().any(|u| u.span == site.span && u.operand == operand) {
+                g.uses_after_backward.push(super::graph::UseAfterBackward {
+                    span: site.span.clone(),
+                    operand,
+                    backward: after.backward.clone(),
+                    in_loop: site.in_loop,
+                    no_grad: after.no_grad,
+                    via: Some(callee.to_string()),
+                });
+            }
         }
     }
     apply_stores(g, &site, s, callee, callee_file);

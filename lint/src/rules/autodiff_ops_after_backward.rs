@@ -16,7 +16,9 @@ pub static META: RuleMeta = RuleMeta {
     docs: r#"### What it does
 In burn code, finds tensor operations (`mean`, `reshape`, `sum`, `mul`, …) applied after the
 iteration's `backward()` to a value computed before it — the loss, the model's outputs — in
-the same loop body or train-step function. Comparisons, `argmax`, scalar extraction
+the same loop body or train-step function, or inside a function of the crate that such a value
+is handed to after the backward (`ctc_sum += scalar(ctc_loss)` with
+`fn scalar(t: Tensor<B, 1>) -> f32 { t.mean().into_scalar() }`). Comparisons, `argmax`, scalar extraction
 (`into_scalar`, `into_data`), `detach()` and `inner()` record nothing and are not reported,
 nor is a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it runs at
 most once.
@@ -94,28 +96,28 @@ impl Rule for AutodiffOpsAfterBackward {
             };
             // Nested ops of one expression (`(-loss).reshape([1])`): keep the outermost.
             let ops = &mut group.1;
-            if ops.iter().any(|(s, _)| s.start <= e.span().start && e.span().end <= s.end) {
+            if ops.iter().any(|(s, _, _)| s.start <= e.span().start && e.span().end <= s.end) {
                 continue;
             }
-            ops.retain(|(s, _)| !(e.span().start <= s.start && s.end <= e.span().end));
-            ops.push((e.span().clone(), f.binding_of(value)));
+            ops.retain(|(s, _, _)| !(e.span().start <= s.start && s.end <= e.span().end));
+            ops.push((e.span().clone(), f.binding_of(value), e.via().map(str::to_string)));
         }
         for (backward, mut ops) in groups {
-            ops.sort_by_key(|(s, _)| s.start);
-            let Some((first, binding)) = ops.first().cloned() else { continue };
+            ops.sort_by_key(|(s, _, _)| s.start);
+            let Some((first, binding, via)) = ops.first().cloned() else { continue };
             let message = match ops.len() {
                 1 => "tensor operation on an autodiff graph after its backward".to_string(),
                 n => format!("{n} tensor operations on an autodiff graph after its backward"),
             };
-            let mut report = Report::new(message, first, "new node on a consumed graph");
+            let mut report = Report::new(message, first, op_label(via.as_deref(), "new node on a consumed graph"));
             if let Some(b) = binding {
                 report = report.label(
                     f.binding(b).decl().clone(),
                     format!("`{}` belongs to the graph that backward consumed", f.binding(b).name()),
                 );
             }
-            for (span, _) in ops.iter().skip(1).take(MAX_LABELS) {
-                report = report.label(span.clone(), "another new node");
+            for (span, _, via) in ops.iter().skip(1).take(MAX_LABELS) {
+                report = report.label(span.clone(), op_label(via.as_deref(), "another new node"));
             }
             report = report.label(backward, "backward runs here");
             cx.report(
@@ -127,8 +129,17 @@ impl Rule for AutodiffOpsAfterBackward {
     }
 }
 
-/// The ops that follow one backward call (its span): each op's span and the binding it reads.
-type OpGroup = (Span, Vec<(Span, Option<usize>)>);
+/// The ops that follow one backward call (its span): each op's span, the binding it reads and,
+/// for an op inside a called function, that function's name.
+type OpGroup = (Span, Vec<(Span, Option<usize>, Option<String>)>);
+
+/// The label of an op: `plain`, or for a call, what the called function does.
+fn op_label(via: Option<&str>, plain: &str) -> String {
+    match via {
+        Some(callee) => format!("`{callee}` runs tensor operations on it: {plain}"),
+        None => plain.to_string(),
+    }
+}
 
 /// Further ops of one group shown as labels.
 const MAX_LABELS: usize = 4;
@@ -175,5 +186,38 @@ fn fit<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32> {
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("autodiff_ops_after_backward", None, PASSES), 0);
+    }
+
+    /// The op runs in a helper of the crate that the loop calls after backward.
+    const THROUGH_A_HELPER: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn scalar<B: AutodiffBackend>(t: Tensor<B, 1>) -> f32 {
+    t.mean().into_scalar()
+}
+fn fit<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> f32 {
+    let mut total = 0.0;
+    for x in xs {
+        let loss = model.forward(x).sum();
+        let grads = loss.clone().backward();
+        total += scalar(loss);
+    }
+    total
+}
+"#;
+
+    #[test]
+    fn reports_an_op_made_by_a_helper_called_after_backward() {
+        assert_eq!(count("autodiff_ops_after_backward", None, THROUGH_A_HELPER), 1);
+        // Read before backward: the op is on a live graph that the backward then sweeps.
+        let before = THROUGH_A_HELPER.replace(
+            "        let grads = loss.clone().backward();\n        total += scalar(loss);",
+            "        total += scalar(loss.clone());\n        let grads = loss.backward();",
+        );
+        assert_ne!(before, THROUGH_A_HELPER);
+        assert_eq!(count("autodiff_ops_after_backward", None, &before), 0);
+        // A helper that only reads the value out records nothing.
+        let reads = THROUGH_A_HELPER.replace("t.mean().into_scalar()", "t.into_scalar()");
+        assert_ne!(reads, THROUGH_A_HELPER);
+        assert_eq!(count("autodiff_ops_after_backward", None, &reads), 0);
     }
 }
