@@ -213,6 +213,11 @@ impl Package {
     }
 }
 
+/// Whether `cargo metadata` failed because rustup lacks the toolchain the project pins.
+fn is_missing_toolchain(message: &str) -> bool {
+    message.contains("toolchain '") && message.contains("is not installed")
+}
+
 /// The packages of a workspace.
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -225,12 +230,31 @@ pub struct Workspace {
 impl Workspace {
     /// Runs `cargo metadata --no-deps --offline` for the manifest (or the current directory).
     pub fn load(manifest_path: Option<&Path>) -> Result<Self, WorkspaceError> {
-        let mut cmd = cargo_metadata::MetadataCommand::new();
-        cmd.no_deps().other_options(vec!["--offline".to_string()]);
-        if let Some(m) = manifest_path {
-            cmd.manifest_path(m);
-        }
-        let meta = cmd.exec().map_err(|e| WorkspaceError::Metadata(first_line(&e.to_string())))?;
+        let command = |toolchain: Option<&str>| {
+            let mut cmd = cargo_metadata::MetadataCommand::new();
+            cmd.no_deps().other_options(vec!["--offline".to_string()]);
+            if let Some(m) = manifest_path {
+                cmd.manifest_path(m);
+            }
+            if let Some(t) = toolchain {
+                cmd.env("RUSTUP_TOOLCHAIN", t);
+            }
+            cmd
+        };
+        let meta = match command(None).exec() {
+            Ok(meta) => meta,
+            // A `rust-toolchain.toml` pinning a toolchain this machine lacks (a nightly, often)
+            // stops rustup's `cargo` before it reads anything. The manifests are read the same
+            // by any cargo, and memlint compiles nothing: ask the toolchain memlint runs under
+            // (rustup names it to the processes it starts), else `stable`.
+            Err(e) if is_missing_toolchain(&e.to_string()) => {
+                let ours = std::env::var("RUSTUP_TOOLCHAIN").ok().filter(|t| !e.to_string().contains(t.as_str()));
+                command(Some(ours.as_deref().unwrap_or("stable")))
+                    .exec()
+                    .map_err(|_| WorkspaceError::Metadata(first_line(&e.to_string())))?
+            }
+            Err(e) => return Err(WorkspaceError::Metadata(first_line(&e.to_string()))),
+        };
         let members = meta
             .workspace_packages()
             .into_iter()

@@ -314,3 +314,32 @@ fn help_documents_flags_and_exit_codes() {
     assert_eq!(code(&out), 0);
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
 }
+
+/// A project that pins a toolchain this machine lacks (`rust-toolchain.toml`, often a nightly)
+/// is still linted: memlint compiles nothing, and its `cargo metadata` runs under a toolchain
+/// that is installed.
+#[test]
+fn a_pinned_toolchain_that_is_not_installed_does_not_stop_the_lint() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-toolchain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("rust-toolchain.toml"), "[toolchain]\nchannel = \"nightly-2001-01-01\"\n").unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"pinned\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"0.20\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/main.rs"),
+        "use burn::backend::{Autodiff, NdArray};\ntype B = Autodiff<NdArray>;\n\
+         fn main() {\n    let net: Net<B> = Net::new();\n    for _ in 0..10 {\n        \
+         let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
+    )
+    .unwrap();
+    let out = memlint(&["--message-format", "short"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 0, "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("src/main.rs:6:"), "{stdout}");
+    assert!(stdout.contains("autodiff_forward_without_backward"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1865,7 +1865,16 @@ impl Builder<'_> {
         // A forward-named method the crate defines with a host return type is the crate's own.
         // A loss module's `forward` (`loss_fn: MseLoss`, `CrossEntropyLoss::new()`) is a tensor
         // operation on its inputs, not a model's forward pass.
-        let loss_module = || self.declared_type_ref(&m.receiver).is_some_and(|t| t.ends_with("Loss"));
+        // A loss module, bound (`let loss_fn = CrossEntropyLoss::new(..)`) or made in place
+        // (`CrossEntropyLossConfig::new().init(&d).forward(..)`): its forward records only what
+        // its inputs record.
+        let loss_module = || match self.declared_type_ref(&m.receiver) {
+            Some(t) => t.ends_with("Loss"),
+            None => matches!(strip_parens(&m.receiver), Expr::Call(_) | Expr::MethodCall(_) | Expr::Try(_))
+                && constructed_type(&m.receiver)
+                    .or_else(|| config_init_type(&m.receiver))
+                    .is_some_and(|t| t.ends_with("Loss")),
+        };
         if (frameworks::is_forward_method(&name) && !self.crate_fns.plain_fns.contains(&name) && !loss_module())
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
         {
@@ -2739,7 +2748,12 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
     if let Pat::Type(t) = pat {
         return type_name(&t.ty);
     }
-    let mut e = init?;
+    constructed_type(init?)
+}
+
+/// The type an expression constructs, where its text says: `Net::new(..)?`, `Net { .. }`.
+fn constructed_type(init: &Expr) -> Option<String> {
+    let mut e = init;
     while let Expr::Try(t) = e {
         e = &t.expr;
     }

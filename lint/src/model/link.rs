@@ -48,6 +48,9 @@ pub struct Summary {
     /// Runs a forward pass and no backward, on whatever backend it is given (`impl<B: Backend>`):
     /// a forward on an autodiff model when an autodiff caller hands it one.
     forwards: bool,
+    /// Generic (type parameters of its own or of its impl): what backend it runs on can come
+    /// from the caller. A function with none runs on the backends its own types name.
+    generic: bool,
     /// Every such forward runs only once the crate's warm-up is over (see `VocabCall::waits`).
     forwards_wait: bool,
     /// Every such forward runs in a loop of the function (or of one it calls) that runs no
@@ -98,6 +101,7 @@ impl Summary {
             framework: if self.framework == other.framework { self.framework } else { None },
             forwards_autodiff: self.forwards_autodiff && other.forwards_autodiff,
             forwards: self.forwards && other.forwards,
+            generic: self.generic && other.generic,
             forwards_wait: self.forwards_wait && other.forwards_wait,
             forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
             forward_at: if self.forward_at == other.forward_at { self.forward_at.clone() } else { None },
@@ -1260,6 +1264,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         framework,
         forwards_autodiff,
         forwards,
+        generic: g.generic,
         forwards_wait,
         forwards_in_own_loop,
         forward_at,
@@ -1335,7 +1340,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     // A generic callee's forward runs on an autodiff model when this (autodiff) caller hands it
     // one: not when the receiver or an argument is a model made inert (`model.valid()`).
     let handed_inert = handed_inert(g, &site);
-    let forwards = s.forwards_autodiff || (s.forwards && g.autodiff && !handed_inert);
+    let forwards = s.forwards_autodiff || (s.forwards && s.generic && g.autodiff && !handed_inert);
     if !forwards {
         g.vocab_calls
             .retain(|e| !(e.kind == super::graph::CallKind::Forward && e.via.is_some() && e.span == site.span));

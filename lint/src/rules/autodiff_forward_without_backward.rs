@@ -798,6 +798,69 @@ fn main() -> Result<(), String> {
         assert_eq!(count("autodiff_forward_without_backward", None, &foreign), 0);
     }
 
+    /// A validation loop on `model.valid()` whose loss module is made in place: the loss
+    /// module's forward records only what its inputs record (burn's own example shape).
+    const INLINE_LOSS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+use burn::nn::loss::CrossEntropyLoss;
+fn run<B: AutodiffBackend>(mut model: Net<B>, train: &[Batch<B>], valid: &[Batch<B>], optim: &mut Adam) {
+    for epoch in 0..10 {
+        for batch in train {
+            let output = model.forward(batch.images.clone());
+            let loss = CrossEntropyLoss::new(None, &output.device()).forward(output, batch.targets.clone());
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(1e-3, model, grads);
+        }
+        let model_valid = model.valid();
+        for batch in valid {
+            let output = model_valid.forward(batch.images.clone());
+            let loss = CrossEntropyLoss::new(None, &output.device()).forward(output, batch.targets.clone());
+            println!("{epoch}: {}", loss.into_scalar());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_loss_module_made_in_place_is_not_a_model_forward() {
+        assert_eq!(count("autodiff_forward_without_backward", None, INLINE_LOSS), 0);
+        // Validating on the autodiff model itself: its forward is reported, not the loss's.
+        let tracked = INLINE_LOSS.replace("let model_valid = model.valid();", "let model_valid = &model;");
+        assert_ne!(tracked, INLINE_LOSS);
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), [14]);
+    }
+
+    /// A function with no type parameters runs on the backends its own types name: an autodiff
+    /// caller does not make its forward passes autodiff (a hand-written trainer called from a
+    /// `Learner` strategy whose signature names the autodiff backend).
+    const CONCRETE_CALLEE: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+type Train = Autodiff<NdArray>;
+pub struct Trainer { model: CudaGpt }
+impl Trainer {
+    pub fn run_step(&mut self, batch: &Tokens) -> f32 {
+        let logits = self.model.forward(batch);
+        self.model.manual_backward(&logits)
+    }
+}
+fn run_training(components: Components<Train>, trainer: &mut Trainer, data: &[Tokens]) {
+    for batch in data {
+        trainer.run_step(batch);
+    }
+}
+"#;
+
+    #[test]
+    fn an_autodiff_caller_does_not_make_a_concrete_callee_autodiff() {
+        assert_eq!(count("autodiff_forward_without_backward", None, CONCRETE_CALLEE), 0);
+        // The same helper generic over the backend: the caller's autodiff backend reaches it.
+        let generic = CONCRETE_CALLEE
+            .replace("pub struct Trainer { model: CudaGpt }\nimpl Trainer {", "pub struct Trainer<B: Backend> { model: Gpt<B> }\nimpl<B: Backend> Trainer<B> {")
+            .replace("trainer: &mut Trainer,", "trainer: &mut Trainer<Train>,");
+        assert_ne!(generic, CONCRETE_CALLEE);
+        assert_eq!(count("autodiff_forward_without_backward", None, &generic), 1);
+    }
+
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
     const TURBOFISH: &str = r#"
 use burn::backend::{Autodiff, NdArray};
