@@ -205,6 +205,13 @@ pub fn is_autodiff_name(name: &str) -> bool {
         || name == "ADModule"
 }
 
+/// burn's backends without autodiff (`NdArray`, `Wgpu<f32>`, ..): a model made for one of them
+/// (`cfg.init::<Wgpu>(&device)`, or through a crate alias of one) records no graph.
+pub const PLAIN_BACKEND_NAMES: &[&str] = &[
+    "NdArray", "Wgpu", "WebGpu", "Vulkan", "Metal", "Cuda", "CudaJit", "Rocm", "Hip", "HipJit", "LibTorch", "Candle",
+    "Flex", "Remote", "Router",
+];
+
 /// How code names a gradient store it holds (`grads`, `self.grads`): a copy of one is a new
 /// store.
 pub const GRADS_NAME: &str = "grads";

@@ -1188,13 +1188,25 @@ impl Builder<'_> {
                 self.no_grad += 1;
             }
         }
+        // `let generator = cfg.init::<MyBackend>(&device);` with `MyBackend` a plain backend: a
+        // model that records no graph, whatever else the function works on.
+        let made_plain = self.g.spec.autodiff_by_type
+            && self.g.framework_known
+            && init.is_some_and(|i| made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false)));
         let val = match init {
             Some(init) => {
                 let v = self.expr(&init.expr);
                 if let Some((_, diverge)) = &init.diverge {
                     self.expr(diverge);
                 }
-                if pat_is_host_scalar(&local.pat) { Val::plain() } else { v }
+                if pat_is_host_scalar(&local.pat) {
+                    Val::plain()
+                } else if made_plain {
+                    self.g.untracks_models = true;
+                    Val { producer: Producer::InertModel, ..v }
+                } else {
+                    v
+                }
             }
             None => Val::plain(),
         };
@@ -2235,13 +2247,17 @@ impl Builder<'_> {
         if v.found {
             return Some(true);
         }
-        let inner = args.args.iter().any(|a| match a {
-            syn::GenericArgument::Type(syn::Type::Path(p)) => {
-                p.path.segments.last().is_some_and(|s| self.g.spec.inner_backend_names.iter().any(|n| s.ident == n))
-            }
+        // `InnerBackend`, one of burn's plain backends, or a crate alias of one: no autodiff.
+        let plain = args.args.iter().any(|a| match a {
+            syn::GenericArgument::Type(syn::Type::Path(p)) => p.path.segments.last().is_some_and(|s| {
+                let name = s.ident.to_string();
+                self.g.spec.inner_backend_names.contains(&name.as_str())
+                    || common::PLAIN_BACKEND_NAMES.contains(&name.as_str())
+                    || self.crate_fns.plain_aliases.contains(&name)
+            }),
             _ => false,
         });
-        inner.then_some(false)
+        plain.then_some(false)
     }
 
     /// Macros: only `vec![…]` (and `dbg!`) pass values through; formatting and assertion macros

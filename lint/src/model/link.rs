@@ -578,6 +578,9 @@ pub struct CrateNames {
     /// Type aliases that name an autodiff backend (`type TrainingBackend = Autodiff<Wgpu>;`,
     /// and aliases of those): a type written with one is autodiff as if it said `Autodiff<_>`.
     pub(super) autodiff_aliases: HashSet<String>,
+    /// Type aliases that name one of burn's backends without autodiff (`type MyBackend =
+    /// Wgpu<f32>;`, and aliases of those), in every declaration of that name in the crate.
+    pub(super) plain_aliases: HashSet<String>,
     /// Names of the crate's own `macro_rules!` macros that take expressions or blocks: their
     /// arguments are walked as code.
     pub(super) macros: HashSet<String>,
@@ -700,6 +703,48 @@ fn autodiff_aliases(aliases: &[(&str, &str)]) -> HashSet<String> {
         aliases.iter().filter(|(name, rhs)| found.contains(*name) && !names_autodiff(rhs)).map(|(n, _)| *n).collect();
     for name in ambiguous {
         found.remove(name);
+    }
+    found
+}
+
+/// The aliases of burn's backends without autodiff: every declaration of the name names one (or
+/// an alias of one) and none names autodiff (`type MyBackend = Wgpu<f32>;` next to `type
+/// MyAutodiffBackend = Autodiff<MyBackend>;`: only the first).
+fn plain_aliases(aliases: &[(&str, &str)], autodiff: &HashSet<String>) -> HashSet<String> {
+    fn words(rhs: &str) -> Vec<&str> {
+        rhs.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect()
+    }
+    let mut found: HashSet<String> = HashSet::default();
+    loop {
+        let before = found.len();
+        for (name, rhs) in aliases {
+            if found.contains(*name) || autodiff.contains(*name) {
+                continue;
+            }
+            let w = words(rhs);
+            let plain = w.iter().any(|w| crate::frameworks::common::PLAIN_BACKEND_NAMES.contains(w) || found.contains(*w))
+                && !w.iter().any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff.contains(*w));
+            if plain {
+                found.insert(name.to_string());
+            }
+        }
+        if found.len() == before {
+            break;
+        }
+    }
+    // Every declaration of the name must say so (`cfg`-chosen backends are all plain here).
+    let ambiguous: Vec<String> = found
+        .iter()
+        .filter(|name| {
+            aliases.iter().filter(|(n, _)| n == name).any(|(_, rhs)| {
+                let w = words(rhs);
+                !w.iter().any(|w| crate::frameworks::common::PLAIN_BACKEND_NAMES.contains(w) || found.contains(*w))
+            })
+        })
+        .cloned()
+        .collect();
+    for name in ambiguous {
+        found.remove(&name);
     }
     found
 }
@@ -945,6 +990,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fields = plain.difference(&other).cloned().collect();
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
+    let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
     let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
     CrateNames {
         fns,
@@ -952,6 +998,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         grads_fields,
         plain_fns,
         autodiff_aliases,
+        plain_aliases,
         macros,
         tuple_fns,
         alias_names,

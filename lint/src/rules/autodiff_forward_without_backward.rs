@@ -861,6 +861,69 @@ fn run_training(components: Components<Train>, trainer: &mut Trainer, data: &[To
         assert_eq!(count("autodiff_forward_without_backward", None, &generic), 1);
     }
 
+    /// A model made for a plain backend alias (`init::<MyBackend>`) in a function that also
+    /// names the autodiff one: the model records no graph. The autodiff alias is built on the
+    /// plain one, as burn's examples write them.
+    const PLAIN_ALIAS_MODEL: &str = r#"
+use burn::backend::{Autodiff, Wgpu};
+type MyBackend = Wgpu<f32>;
+type MyAutodiffBackend = Autodiff<MyBackend>;
+fn main() {
+    let device = Default::default();
+    let data = Dataset::<MyAutodiffBackend>::new(&device);
+    for batch in data.iter() {
+        let generator = config.generator.init::<MyBackend>(&device);
+        let image = generator.forward(batch.lr.inner());
+        save(image);
+    }
+}
+"#;
+
+    #[test]
+    fn a_model_made_for_a_plain_backend_alias_records_no_graph() {
+        assert_eq!(count("autodiff_forward_without_backward", None, PLAIN_ALIAS_MODEL), 0);
+        let tracked = PLAIN_ALIAS_MODEL.replace("init::<MyBackend>", "init::<MyAutodiffBackend>");
+        assert_ne!(tracked, PLAIN_ALIAS_MODEL);
+        assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
+        // An alias declared differently elsewhere in the crate (a `cfg` choosing autodiff) is
+        // not known to be plain.
+        let ambiguous = PLAIN_ALIAS_MODEL.replace(
+            "type MyBackend = Wgpu<f32>;",
+            "#[cfg(feature = \"wgpu\")]\ntype MyBackend = Wgpu<f32>;\n#[cfg(not(feature = \"wgpu\"))]\ntype MyBackend = Autodiff<Wgpu<f32>>;",
+        );
+        assert_ne!(ambiguous, PLAIN_ALIAS_MODEL);
+        assert_eq!(count("autodiff_forward_without_backward", None, &ambiguous), 1);
+    }
+
+    /// A generic sampler called with a plain backend alias and, after training, with the
+    /// autodiff one: the finding names only the autodiff call.
+    #[test]
+    fn a_call_with_a_plain_backend_alias_does_not_instantiate_autodiff() {
+        let src = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::Backend;
+type Plain = NdArray<f32>;
+type Train = Autodiff<Plain>;
+fn sample<B: Backend>(model: &Net<B>, steps: usize) -> Vec<f32> {
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        out.push(model.forward(prompt()).into_scalar());
+    }
+    out
+}
+fn main() {
+    let plain_model = load::<Plain>();
+    println!("{:?}", sample::<Plain>(&plain_model, 25));
+    let model = train::<Train>();
+    println!("{:?}", sample::<Train>(&model, 25));
+}
+"#;
+        let notes = crate::rules::testing::elsewhere("autodiff_forward_without_backward", src);
+        assert_eq!(notes, [(17, "`main` calls this function with an autodiff backend".to_string())]);
+        let only_plain = src.replace("sample::<Train>(&model, 25)", "0");
+        assert_eq!(count("autodiff_forward_without_backward", None, &only_plain), 0);
+    }
+
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
     const TURBOFISH: &str = r#"
 use burn::backend::{Autodiff, NdArray};
