@@ -82,6 +82,7 @@ pub fn function_graphs(
         crate_fns,
         aliases: Vec::new(),
         impl_params: Vec::new(),
+        in_test: false,
         out: &mut out,
     };
     items.scan_aliases(&file.items);
@@ -109,6 +110,8 @@ struct Items<'o> {
     aliases: Vec<(String, bool)>,
     /// The type parameters of the `impl` being walked, when there are module aliases to shadow.
     impl_params: Vec<String>,
+    /// Walking test code (a `#[cfg(test)]` module or item).
+    in_test: bool,
     out: &'o mut Vec<FnModel>,
 }
 
@@ -134,8 +137,22 @@ impl Items<'_> {
     }
 
     fn item(&mut self, item: &syn::Item, owner: Option<&str>) {
+        let outer_test = self.in_test;
+        self.in_test |= item_attrs(item).iter().any(is_cfg_test);
+        self.item_inner(item, owner);
+        self.in_test = outer_test;
+    }
+
+    fn item_inner(&mut self, item: &syn::Item, owner: Option<&str>) {
         match item {
-            syn::Item::Fn(f) => self.function(&f.sig, &f.block, owner, None),
+            syn::Item::Fn(f) => {
+                let at = self.out.len();
+                self.function(&f.sig, &f.block, owner, None);
+                let test = self.in_test || f.attrs.iter().any(is_test_attr);
+                if let Some(g) = self.out.get_mut(at) {
+                    g.is_test = test;
+                }
+            }
             syn::Item::Impl(imp) => {
                 let owner = type_name(&imp.self_ty);
                 let outer = (self.impl_autodiff, self.impl_generic);
@@ -156,7 +173,12 @@ impl Items<'_> {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
                         self.impl_mapper = mapper;
+                        let at = self.out.len();
                         self.function(&f.sig, &f.block, owner.as_deref(), Some(&imp.generics));
+                        let test = self.in_test || f.attrs.iter().any(|a| is_test_attr(a) || is_cfg_test(a));
+                        if let Some(g) = self.out.get_mut(at) {
+                            g.is_test = test;
+                        }
                         self.trait_impl = false;
                         self.impl_mapper = false;
                     }
@@ -474,6 +496,7 @@ impl Builder<'_> {
                 param_rewrites: Vec::new(),
                 uses_after_backward: Vec::new(),
                 param_ops: 0,
+                is_test: false,
                 args_after_backward: Vec::new(),
                 cleared: Vec::new(),
                 param_reads: Vec::new(),
@@ -1414,8 +1437,10 @@ impl Builder<'_> {
                     self.counters.push(p.ident.to_string());
                 }
                 counters_in(&f.body, &mut self.counters);
+                let literal_count = literal_count(&f.expr);
                 self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
+                    s.g.loops[id].literal_count = literal_count;
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.block(&f.body);
                 });
@@ -2242,13 +2267,9 @@ impl Builder<'_> {
             return None;
         }
         use syn::visit::Visit;
-        let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases).around(self.module_aliases);
-        v.visit_angle_bracketed_generic_arguments(args);
-        if v.found {
-            return Some(true);
-        }
-        // `InnerBackend`, one of burn's plain backends, or a crate alias of one: no autodiff.
-        let plain = args.args.iter().any(|a| match a {
+        // `InnerBackend` (also as `<TB as AutodiffBackend>::InnerBackend`, whose path names the
+        // autodiff trait), one of burn's plain backends, or a crate alias of one: no autodiff.
+        let is_plain = |a: &syn::GenericArgument| match a {
             syn::GenericArgument::Type(syn::Type::Path(p)) => p.path.segments.last().is_some_and(|s| {
                 let name = s.ident.to_string();
                 self.g.spec.inner_backend_names.contains(&name.as_str())
@@ -2256,7 +2277,19 @@ impl Builder<'_> {
                     || self.crate_fns.plain_aliases.contains(&name)
             }),
             _ => false,
-        });
+        };
+        let mut v = AutodiffNames::new(self.crate_fns).with(&self.aliases).around(self.module_aliases);
+        let mut plain = false;
+        for a in &args.args {
+            if is_plain(a) {
+                plain = true;
+            } else {
+                v.visit_generic_argument(a);
+            }
+        }
+        if v.found {
+            return Some(true);
+        }
         plain.then_some(false)
     }
 
@@ -2427,6 +2460,7 @@ impl Builder<'_> {
             runs_backward: false,
             runs_forward: false,
             over_self: false,
+            literal_count: None,
         });
         let before = self.env.clone();
         self.loop_stack.push(id);
@@ -2685,6 +2719,50 @@ fn counters_in(body: &Block, out: &mut Vec<String>) {
 }
 
 /// `a..b`, `(a..b).rev()`, `(a..=b).step_by(k)`: a range, however it is walked.
+/// The attributes of an item (those `item` looks at: functions, impls, modules).
+fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+    match item {
+        syn::Item::Fn(f) => &f.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Mod(m) => &m.attrs,
+        syn::Item::Trait(t) => &t.attrs,
+        _ => &[],
+    }
+}
+
+/// `#[cfg(test)]`.
+fn is_cfg_test(a: &syn::Attribute) -> bool {
+    a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
+}
+
+/// `#[test]`, `#[tokio::test]`, `#[rstest]`-style: an attribute whose last segment is `test`.
+fn is_test_attr(a: &syn::Attribute) -> bool {
+    a.path().segments.last().is_some_and(|s| s.ident == "test")
+}
+
+/// How many times a `for` loop over `e` runs when its text says: a range of integer literals
+/// (`0..4`, `1..=3`) or an array literal (`[a, b]`, `&[a, b]`, `[a, b].iter()`).
+fn literal_count(e: &Expr) -> Option<u64> {
+    let int = |e: &Expr| match e {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
+        _ => None,
+    };
+    match e {
+        Expr::Paren(p) => literal_count(&p.expr),
+        Expr::Reference(r) => literal_count(&r.expr),
+        Expr::Array(a) => Some(a.elems.len() as u64),
+        Expr::MethodCall(m) if m.args.is_empty() && matches!(m.method.to_string().as_str(), "iter" | "into_iter" | "iter_mut" | "enumerate") => {
+            literal_count(&m.receiver)
+        }
+        Expr::Range(r) => {
+            let (start, end) = (r.start.as_deref().map_or(Some(0), int)?, int(r.end.as_deref()?)?);
+            let end = if matches!(r.limits, syn::RangeLimits::Closed(_)) { end + 1 } else { end };
+            Some(end.saturating_sub(start))
+        }
+        _ => None,
+    }
+}
+
 fn is_range(e: &Expr) -> bool {
     match e {
         Expr::Range(_) => true,

@@ -246,6 +246,9 @@ pub struct LoopScope {
     pub(super) runs_forward: bool,
     /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
     pub(super) over_self: bool,
+    /// A `for` loop over a literal range or array (`for i in 0..4`, `for x in &[0.1, 0.5]`):
+    /// how many times it runs.
+    pub(super) literal_count: Option<u64>,
 }
 
 /// A closure of the function body.
@@ -409,6 +412,8 @@ pub struct FnModel {
     /// tensor operations on (`fn scalar(t: Tensor<B, 1>) -> f32 { t.mean().into_scalar() }`);
     /// burn only.
     pub(super) param_ops: u64,
+    /// A test (`#[test]`, or inside a `#[cfg(test)]` module or item): it runs once.
+    pub(super) is_test: bool,
     /// Calls made after a backward that hand on values made before it, by call-site index
     /// (kept apart from [`CallSite`]: few calls have one).
     pub(super) args_after_backward: Vec<(usize, ArgsAfterBackward)>,
@@ -917,6 +922,26 @@ impl FnModel {
             at = scope.parent;
         }
         false
+    }
+
+    /// A test function (see the field).
+    pub fn is_test(&self) -> bool {
+        self.is_test
+    }
+
+    /// Whether loop `l` and every loop around it run a few times only, by their literal bounds
+    /// (`for i in 0..4`, `for x in &[0.1, 0.5]`; at most `max` each): what they do stays
+    /// small. `None` (no loop) counts as bounded.
+    pub fn literally_bounded(&self, l: Option<LoopId>, max: u64) -> bool {
+        let mut at = l;
+        while let Some(i) = at {
+            let Some(scope) = self.loops.get(i) else { return false };
+            if !scope.literal_count.is_some_and(|n| n <= max) {
+                return false;
+            }
+            at = scope.parent;
+        }
+        true
     }
 
     /// Whether loop `l` itself (nested loops and closures included) runs backward.

@@ -739,6 +739,7 @@ fn plain_aliases(aliases: &[(&str, &str)], autodiff: &HashSet<String>) -> HashSe
             aliases.iter().filter(|(n, _)| n == name).any(|(_, rhs)| {
                 let w = words(rhs);
                 !w.iter().any(|w| crate::frameworks::common::PLAIN_BACKEND_NAMES.contains(w) || found.contains(*w))
+                    || w.iter().any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff.contains(*w))
             })
         })
         .cloned()

@@ -196,6 +196,11 @@ impl Rule for AutodiffForwardWithoutBackward {
             }
         }
         for (l, shape, calls) in found {
+            // A test that runs a few forward passes over literal inputs (`for x in &[0.1, 0.5]`,
+            // `for i in 0..4`) and ends: the graph state it leaves is small and dies with it.
+            if f.is_test() && f.literally_bounded(Some(l), TEST_LOOP_MAX) {
+                continue;
+            }
             report_loop(f, cx, l, shape, &calls, param_off, setting_off);
         }
     }
@@ -329,6 +334,9 @@ fn add_places(report: &mut Report, f: &FnModel, e: Option<&crate::model::VocabCa
         }
     }
 }
+
+/// The most iterations a literally bounded loop of a test may run and still be left alone.
+pub(crate) const TEST_LOOP_MAX: u64 = 16;
 
 /// A forward pass of a finding: where, and its label.
 type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>, Option<(&'a std::path::Path, usize)>);
@@ -922,6 +930,38 @@ fn main() {
         assert_eq!(notes, [(17, "`main` calls this function with an autodiff backend".to_string())]);
         let only_plain = src.replace("sample::<Train>(&model, 25)", "0");
         assert_eq!(count("autodiff_forward_without_backward", None, &only_plain), 0);
+    }
+
+    /// A test that acts on a few literal inputs with an autodiff agent and ends.
+    const TEST_OVER_LITERALS: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+type B = Autodiff<NdArray>;
+#[test]
+fn greedy_and_deterministic_actions_agree() {
+    let agent = Agent::<B>::new();
+    for &x in &[-0.9, -0.3, 0.0, 0.25, 0.8] {
+        let a = agent.policy.forward(obs(x));
+        assert!(a.argmax(1).into_scalar() >= 0);
+    }
+}
+"#;
+
+    #[test]
+    fn a_test_over_a_few_literal_inputs_is_left_alone() {
+        assert_eq!(count("autodiff_forward_without_backward", None, TEST_OVER_LITERALS), 0);
+        // The same loop outside a test, or over data whose size the text does not fix, is reported.
+        let not_test = TEST_OVER_LITERALS.replace("#[test]\n", "");
+        assert_ne!(not_test, TEST_OVER_LITERALS);
+        assert_eq!(count("autodiff_forward_without_backward", None, &not_test), 1);
+        let data = TEST_OVER_LITERALS.replace("for &x in &[-0.9, -0.3, 0.0, 0.25, 0.8] {", "for &x in &load_inputs() {");
+        assert_ne!(data, TEST_OVER_LITERALS);
+        assert_eq!(count("autodiff_forward_without_backward", None, &data), 1);
+        // A helper of a `#[cfg(test)]` module with a literal range (a four-step fixture rollout).
+        let helper = "#[cfg(test)]\nmod tests {\n    use super::*;\n    fn collect(agent: &Agent<B>) {\n        for i in 0..4usize {\n            agent.policy.forward(obs(i as f32));\n        }\n    }\n}\n";
+        let fixture = format!("use burn::backend::{{Autodiff, NdArray}};\ntype B = Autodiff<NdArray>;\n{helper}");
+        assert_eq!(count("autodiff_forward_without_backward", None, &fixture), 0);
+        let long = fixture.replace("0..4usize", "0..4096usize");
+        assert_eq!(count("autodiff_forward_without_backward", None, &long), 1);
     }
 
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
