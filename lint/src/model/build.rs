@@ -364,6 +364,9 @@ struct Builder<'c> {
     /// The closures around here, innermost last: index in `g.closures`, and the length of `env`
     /// before its parameters and after them.
     closure_stack: Vec<(usize, usize, usize)>,
+    /// For each closure being walked, the closure its body ends with (null: none), compared by
+    /// address to tell a returned closure from one that is run.
+    closure_tails: Vec<*const syn::ExprClosure>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -521,6 +524,7 @@ impl Builder<'_> {
             env: Vec::new(),
             loop_stack: Vec::new(),
             closure_stack: Vec::new(),
+            closure_tails: Vec::new(),
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -1472,8 +1476,16 @@ impl Builder<'_> {
     /// A closure body is a branch: it may run any number of times, or never.
     fn closure(&mut self, c: &syn::ExprClosure) -> Val {
         let index = self.g.closures.len();
-        self.g.closures.push(super::graph::ClosureScope { runs_forward: false, runs_backward: false, looped_by: None });
-        self.branch(|s| {
+        // The closure an enclosing closure's body ends with: that closure's value.
+        let returned = self.closure_tails.last().is_some_and(|&tail| std::ptr::eq(tail, c));
+        self.g.closures.push(super::graph::ClosureScope {
+            runs_forward: false,
+            runs_backward: false,
+            looped_by: None,
+            returned,
+        });
+        self.closure_tails.push(tail_closure(&c.body).map_or(std::ptr::null(), |t| t as *const _));
+        let v = self.branch(|s| {
             let mark = s.env.len();
             for input in &c.inputs {
                 let span = s.cheap_pat(input);
@@ -1484,7 +1496,9 @@ impl Builder<'_> {
             s.closure_stack.pop();
             s.env.truncate(mark);
             v
-        })
+        });
+        self.closure_tails.pop();
+        v
     }
 
     /// A forward pass runs here: in every enclosing loop and closure, or in the body.
@@ -1492,12 +1506,14 @@ impl Builder<'_> {
         for &l in &self.loop_stack {
             self.g.loops[l].runs_forward = true;
         }
-        for &(c, _, _) in &self.closure_stack {
+        // Innermost first, up to a closure that is returned rather than run.
+        for &(c, _, _) in self.closure_stack.iter().rev() {
             self.g.closures[c].runs_forward = true;
+            if self.g.closures[c].returned {
+                return;
+            }
         }
-        if self.closure_stack.is_empty() {
-            self.g.runs_forward = true;
-        }
+        self.g.runs_forward = true;
     }
 
     /// Where the store that `e` names a path of comes from: `vs.root()`, `&vs.root() / "fc"`,
@@ -2719,6 +2735,19 @@ fn counters_in(body: &Block, out: &mut Vec<String>) {
 }
 
 /// `a..b`, `(a..b).rev()`, `(a..=b).step_by(k)`: a range, however it is walked.
+/// The closure a closure body ends with (`|p| { ..; move |x| .. }`, `|p| move |x| ..`).
+fn tail_closure(body: &Expr) -> Option<&syn::ExprClosure> {
+    match body {
+        Expr::Closure(c) => Some(c),
+        Expr::Paren(p) => tail_closure(&p.expr),
+        Expr::Block(b) => match b.block.stmts.last() {
+            Some(Stmt::Expr(e, None)) => tail_closure(e),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The attributes of an item (those `item` looks at: functions, impls, modules).
 fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
     match item {

@@ -261,6 +261,10 @@ pub struct ClosureScope {
     /// The crate function it is handed to that calls it in a loop without backward
     /// (`evaluate_episode(&mut env, &mut |o| agent.act(o))`), set by the crate-level pass.
     pub(super) looped_by: Option<String>,
+    /// It is the value its enclosing closure returns (`|path| { let l = linear(path, ..); move
+    /// |x| x.apply(&l) }`): what it runs happens when it is called later, not when the
+    /// enclosing closure runs.
+    pub(super) returned: bool,
 }
 
 /// Where the store a variable is created in comes from.

@@ -193,6 +193,33 @@ pub fn build_operator(hidden: i64) -> Box<dyn Fn(&nn::VarStore, &Tensor) -> Tens
         assert_eq!(count("variables_created_per_step", None, &own), 0);
     }
 
+    /// A factory closure: it builds the layers in the path it is handed and returns the closure
+    /// that runs them. The layers are built when the factory runs (once, when the network is
+    /// made), not on every forward pass.
+    #[test]
+    fn accepts_a_factory_closure_that_returns_the_forward_closure() {
+        let factory = r#"
+use tch::{nn, nn::Module, Tensor};
+pub fn template(hidden: i64) -> NetTemplate {
+    NetTemplate::new(|path: &nn::Path| {
+        let l1 = nn::linear(path / "l1", 4, hidden, Default::default());
+        let l2 = nn::linear(path / "l2", hidden, 2, Default::default());
+        move |xs: &Tensor| xs.apply(&l1).relu().apply(&l2)
+    })
+}
+"#;
+        assert_eq!(count("variables_created_per_step", None, factory), 0);
+        // The layers built inside the returned closure: on every call of it.
+        let inside = factory
+            .replace("        let l1 = nn::linear(path / \"l1\", 4, hidden, Default::default());\n        let l2 = nn::linear(path / \"l2\", hidden, 2, Default::default());\n", "")
+            .replace(
+                "move |xs: &Tensor| xs.apply(&l1).relu().apply(&l2)",
+                "move |xs: &Tensor| xs.apply(&nn::linear(path / \"l1\", 4, hidden, Default::default()))",
+            );
+        assert_ne!(inside, factory);
+        assert_eq!(count("variables_created_per_step", None, &inside), 1);
+    }
+
     /// A model built once and a forward that only runs it.
     const BUILT_ONCE: &str = r#"
 use tch::{nn, nn::Module, nn::OptimizerConfig, Tensor};
