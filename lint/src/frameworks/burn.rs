@@ -26,7 +26,8 @@ pub(super) static SPEC: Spec = Spec {
     grads_accumulate: false,
     global_grad_mode: false,
     autodiff_by_type: true,
-    inner_backend_names: &["InnerBackend"],
+    // `net: &M::InnerModule`: a module of the inner backend, as `valid()` returns.
+    inner_backend_names: &["InnerBackend", "InnerModule"],
     graph_swept_by_backward: true,
     param_read_methods: &["val"],
     param_map_methods: &["map"],

@@ -964,6 +964,26 @@ fn greedy_and_deterministic_actions_agree() {
         assert_eq!(count("autodiff_forward_without_backward", None, &long), 1);
     }
 
+    /// A parameter typed by the module's inner module (`M::InnerModule`, what `valid()`
+    /// returns) runs on the inner backend, like one typed `Net<B::InnerBackend>`.
+    #[test]
+    fn a_parameter_of_the_inner_module_type_records_no_graph() {
+        let src = r#"
+use burn::module::AutodiffModule;
+use burn::tensor::backend::AutodiffBackend;
+fn evaluate<B: AutodiffBackend, M: AutodiffModule<B>>(net: &M::InnerModule, envs: &mut [Env]) {
+    for env in envs.iter_mut() {
+        let q = net.forward(env.obs());
+        env.step(q.argmax(1).into_scalar());
+    }
+}
+"#;
+        assert_eq!(count("autodiff_forward_without_backward", None, src), 0);
+        let tracked = src.replace("net: &M::InnerModule", "net: &M");
+        assert_ne!(tracked, src);
+        assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
+    }
+
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
     const TURBOFISH: &str = r#"
 use burn::backend::{Autodiff, NdArray};
