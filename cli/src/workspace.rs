@@ -132,6 +132,9 @@ pub struct Package {
     pub manifest_path: PathBuf,
     /// The framework among the package's dependencies, if any.
     pub framework: Option<Framework>,
+    /// It depends on burn older than 0.13 (every version its requirement allows), which has
+    /// no process-wide graph store.
+    pub burn_before_graph_store: bool,
     /// Names of the dependencies given by path (workspace members such as a sibling `agents`
     /// crate): calls into them are followed.
     pub path_deps: Vec<String>,
@@ -213,6 +216,19 @@ impl Package {
     }
 }
 
+/// burn's crates whose version is burn's.
+const BURN_CRATES: &[&str] = &["burn", "burn-core", "burn-autodiff", "burn-tensor", "burn-train", "burn-ndarray"];
+
+/// Whether a requirement allows only burn releases before 0.13 (the first with a process-wide
+/// autodiff graph store): `0.12.1`, `=0.10`, `>=0.9, <0.13`; not `0.13`, `*` or `>=0.10`.
+fn before_graph_store(req: &cargo_metadata::semver::VersionReq) -> bool {
+    use cargo_metadata::semver::Version;
+    let old = (0..13).any(|minor| (0..10).any(|patch| req.matches(&Version::new(0, minor, patch))));
+    let new = (13..40).any(|minor| (0..10).any(|patch| req.matches(&Version::new(0, minor, patch))))
+        || req.matches(&Version::new(1, 0, 0));
+    old && !new
+}
+
 /// Whether `cargo metadata` failed because rustup lacks the toolchain the project pins.
 fn is_missing_toolchain(message: &str) -> bool {
     message.contains("toolchain '") && message.contains("is not installed")
@@ -263,6 +279,10 @@ impl Workspace {
                 name: p.name.to_string(),
                 manifest_path: p.manifest_path.clone().into_std_path_buf(),
                 framework: p.dependencies.iter().find_map(|d| Framework::from_crate_name(&d.name)),
+                burn_before_graph_store: p
+                    .dependencies
+                    .iter()
+                    .any(|d| BURN_CRATES.contains(&d.name.as_str()) && before_graph_store(&d.req)),
                 path_deps: p.dependencies.iter().filter(|d| d.path.is_some()).map(|d| d.name.clone()).collect(),
                 targets: p
                     .targets

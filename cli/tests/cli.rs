@@ -343,3 +343,34 @@ fn a_pinned_toolchain_that_is_not_installed_does_not_stop_the_lint() {
     assert!(stdout.contains("autodiff_forward_without_backward"), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// burn before 0.13 keeps a graph in the tensors themselves, freed with them: a forward with no
+/// backward leaves nothing behind. The version comes from the package's manifest.
+#[test]
+fn burn_before_its_graph_store_has_no_forward_without_backward_hazard() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-burnversion-{}", std::process::id()));
+    let run = |req: &str| {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            format!("[package]\nname = \"old\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"{req}\"\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("src/main.rs"),
+            "use burn::backend::{Autodiff, NdArray};\ntype B = Autodiff<NdArray>;\n\
+             fn main() {\n    let net: Net<B> = Net::new();\n    for _ in 0..10 {\n        \
+             let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
+        )
+        .unwrap();
+        let out = memlint(&["--message-format", "short"], &dir);
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("autodiff_forward_without_backward")).count()
+    };
+    assert_eq!(run("0.12.1"), 0);
+    assert_eq!(run("=0.10.0"), 0);
+    assert_eq!(run("0.13"), 1);
+    assert_eq!(run(">=0.10"), 1, "a requirement that allows 0.13 or later keeps the rule on");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

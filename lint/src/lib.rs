@@ -40,6 +40,9 @@ pub struct Linter {
     pub levels: Levels,
     /// Framework to assume for every file, overriding detection.
     pub framework: Option<Framework>,
+    /// The crate depends on a burn older than 0.13, which has no process-wide graph store
+    /// (its manifest says so: set by the CLI per package).
+    pub burn_before_graph_store: bool,
 }
 
 /// One parsed and walked file, before the crate-level pass.
@@ -57,7 +60,7 @@ struct FileResult {
 
 impl Linter {
     pub fn new(levels: Levels) -> Self {
-        Self { levels, framework: None }
+        Self { levels, framework: None, burn_before_graph_store: false }
     }
 
     /// Lints the files of one crate: function rules per file (in parallel on the current rayon
@@ -195,6 +198,7 @@ impl Linter {
                 });
                 let framework =
                     if detected.is_none() && (own_tensor || foreign_tensor) { None } else { detected.or(fallback) };
+                let framework = framework.map(|f| f.at_version(self.burn_before_graph_store));
                 let spec = framework.map_or(frameworks::REGISTRY[0], Framework::spec);
                 // Tensors of another crate have none of the frameworks' semantics: no model.
                 let graphs = if detected.is_none() && foreign_tensor {

@@ -5,7 +5,13 @@
 
 use super::{Call, Spec};
 
-pub(super) static SPEC: Spec = Spec {
+pub(super) static SPEC: Spec = BURN;
+
+/// burn before 0.13: each tensor owns its part of the graph, which is freed with the tensors;
+/// there is no process-wide store for forwards without backward, or ops after it, to fill.
+pub(super) static SPEC_BEFORE_GRAPH_STORE: Spec = Spec { graph_swept_by_backward: false, ..BURN };
+
+const BURN: Spec = Spec {
     name: "burn",
     crate_names: &["burn", "burn_core", "burn_tensor", "burn_autodiff", "burn_train", "burn_optim"],
     backward: &[Call::with("backward", &[0])],

@@ -26,8 +26,14 @@ most once.
 ### Why is this bad?
 burn keeps autodiff graph state in a process-wide store that is swept inside `backward()`. An
 operation on a tensor of the graph that `backward()` just consumed records a new node that
-points at consumed ones; nothing sweeps it until a later backward that does not reach it, so
-metrics computed this way every iteration keep graph state alive.
+points at consumed ones. How much stays was measured (`experiments/burn-orphan-forwards/versions`,
+CPU, `Autodiff<NdArray>`, 3,000 steps of a small MLP, `output.mean()` or `loss * 2` after the
+step): the next backward deletes such nodes on every version measured (0.12.1 to 0.21.0); what
+stays is bookkeeping, about 0.4–1.3 KB per step on 0.19.1 and under 0.1 KB on the others, against
+about 350 KB for the step's graph. So a finding is a small cost per step on burn 0.19 and close to
+none elsewhere, not the graph kept alive; the authors of a PPO trainer on burn 0.19 still fixed
+this shape as a leak (`.inner()` before the metrics). Crates on burn 0.12 or older (no store)
+are left alone.
 
 ### Example
 ```rust
