@@ -1945,7 +1945,9 @@ impl Builder<'_> {
                 let param_ops = self.param_op_mask(&recv);
                 if (param_ops != 0 || self.after_backward()) && !frameworks::is_untracked_method(&name) {
                     self.g.param_ops |= param_ops;
-                    if self.after_backward() {
+                    // A tensor operation, not any method the framework does not name (burn's
+                    // `grad_accumulator.accumulate(&model, grads)` records nothing).
+                    if self.after_backward() && common::is_tensor_method(&name) {
                         let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                         self.note_op_after_backward(&recv, span);
                     }

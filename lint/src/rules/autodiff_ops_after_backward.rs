@@ -220,6 +220,28 @@ fn gradients_match_the_reference() {
         assert_eq!(count("autodiff_ops_after_backward", None, &not_test), 1);
     }
 
+    /// A method the framework does not name as a tensor operation (burn's gradient
+    /// accumulator) records no node, even on a value that holds the graph's tensors.
+    #[test]
+    fn a_call_that_is_no_tensor_operation_records_nothing() {
+        let src = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(state: &mut State<B>, xs: Vec<Tensor<B, 2>>) {
+    for x in xs {
+        let out = state.model.forward(x);
+        let loss = out.clone().sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &state.model);
+        state.accumulator.accumulate(&state.model, grads);
+        log(out.dims());
+    }
+}
+"#;
+        assert_eq!(count("autodiff_ops_after_backward", None, src), 0);
+        let op = src.replace("log(out.dims());", "log(out.mean().into_scalar());");
+        assert_ne!(op, src);
+        assert_eq!(count("autodiff_ops_after_backward", None, &op), 1);
+    }
+
     /// The op runs in a helper of the crate that the loop calls after backward.
     const THROUGH_A_HELPER: &str = r#"
 use burn::tensor::backend::AutodiffBackend;
