@@ -125,7 +125,8 @@ impl Linter {
             linked.push((p.file, p.graphs));
         }
         let fields = type_graph::autodiff_fields(decls.iter().chain(&context_decls));
-        model::link(&mut linked, &fields, &crate_fns);
+        let modules = type_graph::module_types(decls.iter().chain(&context_decls));
+        model::link(&mut linked, &fields, &modules, &crate_fns);
         let linked = &linked[..files.len()];
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();

@@ -73,6 +73,8 @@ pub struct TypeDecl {
     pub autodiff: Vec<(String, Span)>,
     /// A type alias naming an autodiff backend (`type Train = Autodiff<Wgpu>;`): no fields.
     pub autodiff_alias: bool,
+    /// Declared a module of the framework (`#[derive(Module)]`, burn): its methods are model code.
+    pub module: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -151,7 +153,9 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
             match item {
                 syn::Item::Struct(s) => {
                     let fields = field_decls(&s.ident.to_string(), s.fields.iter(), offset);
-                    out.push(decl(&s.ident, &s.generics, fields, file, offset));
+                    let mut d = decl(&s.ident, &s.generics, fields, file, offset);
+                    d.module = derives_module(&s.attrs);
+                    out.push(d);
                 }
                 syn::Item::Enum(e) => {
                     let name = e.ident.to_string();
@@ -171,6 +175,7 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
                     consts: Vec::new(),
                     autodiff: Vec::new(),
                     autodiff_alias: true,
+                    module: false,
                 }),
                 syn::Item::Mod(m) => {
                     if let Some((_, items)) = &m.content {
@@ -187,6 +192,22 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
 }
 
 /// The declaration of a struct or enum.
+/// `#[derive(.., Module, ..)]` (burn's module derive, also as `burn::module::Module`).
+fn derives_module(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
+        a.parse_args_with(syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+            .is_ok_and(|paths| paths.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Module")))
+    })
+}
+
+/// The crate's types declared as modules (`#[derive(Module)]`).
+pub fn module_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<String> {
+    let mut out: Vec<String> = decls.into_iter().filter(|d| d.module).map(|d| d.name.clone()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The byte range of a field declaration, attributes and visibility included: what
 /// `syn::spanned::Spanned::span` gives, read off the first and last tokens instead of printing
 /// the whole declaration into tokens (which cost most of collecting a crate's types).
@@ -269,6 +290,7 @@ fn decl(
         consts: generics.const_params().map(|c| c.ident.to_string()).collect(),
         autodiff,
         autodiff_alias: false,
+        module: false,
     }
 }
 

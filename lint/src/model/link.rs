@@ -140,6 +140,7 @@ const MAX_ROUNDS: usize = 6;
 pub fn link(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
     autodiff_fields: &[(String, String)],
+    module_types: &[String],
     alias_names: &HashSet<String>,
 ) {
     mark_autodiff_fields(files, autodiff_fields);
@@ -148,12 +149,14 @@ pub fn link(
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
         g.crate_untracks_models = untracks;
     }
-    // Types of the crate with a forward-named method are models: their methods are model code.
+    // Types of the crate with a forward-named method, or declared modules (`#[derive(Module)]`),
+    // are models: their methods are model code.
     let mut models: Vec<String> = files
         .iter()
         .flat_map(|(_, graphs)| graphs.iter())
         .filter(|g| g.ident.starts_with("forward") || crate::frameworks::is_forward_method(&g.ident))
         .filter_map(|g| g.owner.clone())
+        .chain(module_types.iter().cloned())
         .collect();
     models.sort_unstable();
     models.dedup();

@@ -39,9 +39,16 @@ pub fn function_models(
 
 /// Links calls across the crate's files and completes the models; after this they are only read.
 /// A bug here falls back to per-function analysis instead of crashing the run.
-pub fn link(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], autodiff_fields: &[(String, String)], names: &CrateNames) {
+pub fn link(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    autodiff_fields: &[(String, String)],
+    module_types: &[String],
+    names: &CrateNames,
+) {
     let aliases = &names.alias_names;
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link::link(files, autodiff_fields, aliases))).is_err() {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link::link(files, autodiff_fields, module_types, aliases)))
+        .is_err()
+    {
         for (_, models) in files.iter_mut() {
             models.iter_mut().for_each(FnModel::propagate);
         }

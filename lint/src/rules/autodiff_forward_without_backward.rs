@@ -987,6 +987,34 @@ fn evaluate<B: AutodiffBackend, M: AutodiffModule<B>>(net: &M::InnerModule, envs
         assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
     }
 
+    /// A method of a declared module (`#[derive(Module)]`) that runs its sub-layers over a few
+    /// inputs and returns what they compute is part of a forward pass, whatever its name.
+    #[test]
+    fn a_declared_modules_method_that_returns_its_result_is_model_code() {
+        let src = r#"
+use burn::module::Module;
+use burn::tensor::backend::AutodiffBackend;
+#[derive(Module, Debug)]
+pub struct Memory<B: AutodiffBackend> {
+    key_proj: Linear<B>,
+}
+impl<B: AutodiffBackend> Memory<B> {
+    pub fn retrieve(&self, state: &State<B>, query: &Tensor<B, 3>) -> Tensor<B, 3> {
+        let banks = [&state.short, &state.long, &state.episodic];
+        let mut keys = Vec::new();
+        for bank in &banks {
+            keys.push(self.key_proj.forward((*bank).clone()));
+        }
+        attend(query, Tensor::cat(keys, 1))
+    }
+}
+"#;
+        assert_eq!(count("autodiff_forward_without_backward", None, src), 0);
+        let plain_struct = src.replace("#[derive(Module, Debug)]", "#[derive(Debug)]");
+        assert_ne!(plain_struct, src);
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain_struct), 1);
+    }
+
     /// Explicit generic arguments instantiate the chain; the call is inside a crate macro.
     const TURBOFISH: &str = r#"
 use burn::backend::{Autodiff, NdArray};
