@@ -315,18 +315,13 @@ fn help_documents_flags_and_exit_codes() {
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
 }
 
-/// A project that pins a toolchain this machine lacks (`rust-toolchain.toml`, often a nightly)
-/// is still linted: memlint compiles nothing, and its `cargo metadata` runs under a toolchain
-/// that is installed.
-#[test]
-fn a_pinned_toolchain_that_is_not_installed_does_not_stop_the_lint() {
-    let dir = std::env::temp_dir().join(format!("memlint-cli-toolchain-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A package on burn `req` whose `main` runs an autodiff model in a loop with no backward (one
+/// `autodiff_forward_without_backward` finding at `src/main.rs:6`, on burn 0.13 and later).
+fn burn_rollout_package(dir: &Path, req: &str) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("rust-toolchain.toml"), "[toolchain]\nchannel = \"nightly-2001-01-01\"\n").unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
-        "[package]\nname = \"pinned\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"0.20\"\n",
+        format!("[package]\nname = \"rollout\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"{req}\"\n"),
     )
     .unwrap();
     std::fs::write(
@@ -336,6 +331,17 @@ fn a_pinned_toolchain_that_is_not_installed_does_not_stop_the_lint() {
          let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
     )
     .unwrap();
+}
+
+/// A project that pins a toolchain this machine lacks (`rust-toolchain.toml`, often a nightly)
+/// is still linted: memlint compiles nothing, and its `cargo metadata` runs under a toolchain
+/// that is installed.
+#[test]
+fn a_pinned_toolchain_that_is_not_installed_does_not_stop_the_lint() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-toolchain-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    burn_rollout_package(&dir, "0.20");
+    std::fs::write(dir.join("rust-toolchain.toml"), "[toolchain]\nchannel = \"nightly-2001-01-01\"\n").unwrap();
     let out = memlint(&["--message-format", "short"], &dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(code(&out), 0, "{stdout}{}", String::from_utf8_lossy(&out.stderr));
@@ -351,19 +357,7 @@ fn burn_before_its_graph_store_has_no_forward_without_backward_hazard() {
     let dir = std::env::temp_dir().join(format!("memlint-cli-burnversion-{}", std::process::id()));
     let run = |req: &str| {
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(
-            dir.join("Cargo.toml"),
-            format!("[package]\nname = \"old\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"{req}\"\n"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("src/main.rs"),
-            "use burn::backend::{Autodiff, NdArray};\ntype B = Autodiff<NdArray>;\n\
-             fn main() {\n    let net: Net<B> = Net::new();\n    for _ in 0..10 {\n        \
-             let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
-        )
-        .unwrap();
+        burn_rollout_package(&dir, req);
         let out = memlint(&["--message-format", "short"], &dir);
         assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("autodiff_forward_without_backward")).count()
