@@ -50,7 +50,11 @@ impl Framework {
     /// This framework as a crate depending on `version` of it uses it: burn before 0.13 (no
     /// process-wide graph store) is its own spec; every other framework and version is itself.
     pub fn at_version(self, before_graph_store: bool) -> Framework {
-        if before_graph_store && self.0.name == burn::SPEC.name { Framework(&burn::SPEC_BEFORE_GRAPH_STORE) } else { self }
+        if before_graph_store && self.0.name == burn::SPEC.name {
+            Framework(&burn::SPEC_BEFORE_GRAPH_STORE)
+        } else {
+            self
+        }
     }
 
     pub fn spec(self) -> &'static Spec {

@@ -771,7 +771,9 @@ impl Builder<'_> {
     /// copied (see [`type_name`] for what `Option<&T>` declares).
     fn type_through_unwrap(&self, e: &Expr) -> Option<String> {
         match e {
-            Expr::MethodCall(m) if rust::hands_on_receiver(&m.method.to_string()) => self.type_through_unwrap(&m.receiver),
+            Expr::MethodCall(m) if rust::hands_on_receiver(&m.method.to_string()) => {
+                self.type_through_unwrap(&m.receiver)
+            }
             Expr::Reference(r) => self.type_through_unwrap(&r.expr),
             Expr::Try(t) => self.type_through_unwrap(&t.expr),
             Expr::Paren(p) => self.type_through_unwrap(&p.expr),
@@ -925,7 +927,7 @@ impl Builder<'_> {
             .flat_map(|(i, a)| a.reads.iter().map(move |&r| (i, r)))
             .filter(|&(_, r)| self.made_before(r, mark))
             .collect();
-        (!args.is_empty()).then(|| super::graph::ArgsAfterBackward { backward, no_grad: self.no_grad > 0, args })
+        (!args.is_empty()).then_some(super::graph::ArgsAfterBackward { backward, no_grad: self.no_grad > 0, args })
     }
 
     /// Whether `recv` reads one of the function's parameters as given: a tensor operation on it
@@ -1219,7 +1221,9 @@ impl Builder<'_> {
         // model that records no graph, whatever else the function works on.
         let made_plain = self.g.spec.autodiff_by_type
             && self.g.framework_known
-            && init.is_some_and(|i| made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false)));
+            && init.is_some_and(|i| {
+                made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
+            });
         let val = match init {
             Some(init) => {
                 let v = self.expr(&init.expr);
@@ -1923,10 +1927,12 @@ impl Builder<'_> {
         // its inputs record.
         let loss_module = || match self.declared_type_ref(&m.receiver) {
             Some(t) => t.ends_with("Loss"),
-            None => matches!(strip_parens(&m.receiver), Expr::Call(_) | Expr::MethodCall(_) | Expr::Try(_))
-                && constructed_type(&m.receiver)
-                    .or_else(|| config_init_type(&m.receiver))
-                    .is_some_and(|t| t.ends_with("Loss")),
+            None => {
+                matches!(strip_parens(&m.receiver), Expr::Call(_) | Expr::MethodCall(_) | Expr::Try(_))
+                    && constructed_type(&m.receiver)
+                        .or_else(|| config_init_type(&m.receiver))
+                        .is_some_and(|t| t.ends_with("Loss"))
+            }
         };
         if (frameworks::is_forward_method(&name) && !self.crate_fns.plain_fns.contains(&name) && !loss_module())
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
@@ -2782,7 +2788,10 @@ fn literal_count(e: &Expr) -> Option<u64> {
         Expr::Paren(p) => literal_count(&p.expr),
         Expr::Reference(r) => literal_count(&r.expr),
         Expr::Array(a) => Some(a.elems.len() as u64),
-        Expr::MethodCall(m) if m.args.is_empty() && matches!(m.method.to_string().as_str(), "iter" | "into_iter" | "iter_mut" | "enumerate") => {
+        Expr::MethodCall(m)
+            if m.args.is_empty()
+                && matches!(m.method.to_string().as_str(), "iter" | "into_iter" | "iter_mut" | "enumerate") =>
+        {
             literal_count(&m.receiver)
         }
         Expr::Range(r) => {

@@ -940,7 +940,7 @@ impl FnModel {
         let mut at = l;
         while let Some(i) = at {
             let Some(scope) = self.loops.get(i) else { return false };
-            if !scope.literal_count.is_some_and(|n| n <= max) {
+            if scope.literal_count.is_none_or(|n| n > max) {
                 return false;
             }
             at = scope.parent;

@@ -230,7 +230,8 @@ pub fn link(
                 || summary.forwards_autodiff
                 || !summary.calls_params_in_loop.is_empty()
                 || !summary.stores.is_empty()
-                || (summary.param_ops != 0 && files[caller.0].1[caller.1].args_after_backward.iter().any(|(i, _)| i == ci));
+                || (summary.param_ops != 0
+                    && files[caller.0].1[caller.1].args_after_backward.iter().any(|(i, _)| i == ci));
             let callee_name = if named {
                 let c = &files[first.0].1[first.1];
                 c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident))
@@ -725,8 +726,9 @@ fn plain_aliases(aliases: &[(&str, &str)], autodiff: &HashSet<String>) -> HashSe
                 continue;
             }
             let w = words(rhs);
-            let plain = w.iter().any(|w| crate::frameworks::common::PLAIN_BACKEND_NAMES.contains(w) || found.contains(*w))
-                && !w.iter().any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff.contains(*w));
+            let plain =
+                w.iter().any(|w| crate::frameworks::common::PLAIN_BACKEND_NAMES.contains(w) || found.contains(*w))
+                    && !w.iter().any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff.contains(*w));
             if plain {
                 found.insert(name.to_string());
             }
@@ -1616,7 +1618,8 @@ mod tests {
                     impl crate::rl::Agent for &mut policy::Dqn<B> { fn update(&mut self) {} }\n";
         let names = crate_names([text]);
         let owners = |n: &str| {
-            let mut v: Vec<&str> = names.vocab_owners.get(n).map(|s| s.iter().map(String::as_str).collect()).unwrap_or_default();
+            let mut v: Vec<&str> =
+                names.vocab_owners.get(n).map(|s| s.iter().map(String::as_str).collect()).unwrap_or_default();
             v.sort_unstable();
             v
         };

@@ -46,8 +46,10 @@ pub fn link(
     names: &CrateNames,
 ) {
     let aliases = &names.alias_names;
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| link::link(files, autodiff_fields, module_types, aliases)))
-        .is_err()
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        link::link(files, autodiff_fields, module_types, aliases)
+    }))
+    .is_err()
     {
         for (_, models) in files.iter_mut() {
             models.iter_mut().for_each(FnModel::propagate);

@@ -83,7 +83,16 @@ pub const UNWRAP_METHODS: &[&str] = &[
 pub fn is_pass_on(name: &str) -> bool {
     matches!(
         name,
-        "map_err" | "context" | "with_context" | "wrap_err" | "wrap_err_with" | "ok" | "ok_or" | "ok_or_else" | "inspect" | "inspect_err"
+        "map_err"
+            | "context"
+            | "with_context"
+            | "wrap_err"
+            | "wrap_err_with"
+            | "ok"
+            | "ok_or"
+            | "ok_or_else"
+            | "inspect"
+            | "inspect_err"
     )
 }
 

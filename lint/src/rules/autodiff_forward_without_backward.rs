@@ -317,7 +317,11 @@ fn push_forward(
 ) {
     let Some((path, line)) = forward else { return };
     if let Some((via_path, via_line)) = via {
-        report.elsewhere.push((via_path.to_path_buf(), via_line, "the call inside it that leads to the forward pass".to_string()));
+        report.elsewhere.push((
+            via_path.to_path_buf(),
+            via_line,
+            "the call inside it that leads to the forward pass".to_string(),
+        ));
     }
     report.elsewhere.push((path.to_path_buf(), line, what.to_string()));
 }
@@ -866,7 +870,10 @@ fn run_training(components: Components<Train>, trainer: &mut Trainer, data: &[To
         assert_eq!(count("autodiff_forward_without_backward", None, CONCRETE_CALLEE), 0);
         // The same helper generic over the backend: the caller's autodiff backend reaches it.
         let generic = CONCRETE_CALLEE
-            .replace("pub struct Trainer { model: CudaGpt }\nimpl Trainer {", "pub struct Trainer<B: Backend> { model: Gpt<B> }\nimpl<B: Backend> Trainer<B> {")
+            .replace(
+                "pub struct Trainer { model: CudaGpt }\nimpl Trainer {",
+                "pub struct Trainer<B: Backend> { model: Gpt<B> }\nimpl<B: Backend> Trainer<B> {",
+            )
             .replace("trainer: &mut Trainer,", "trainer: &mut Trainer<Train>,");
         assert_ne!(generic, CONCRETE_CALLEE);
         assert_eq!(count("autodiff_forward_without_backward", None, &generic), 1);
@@ -956,7 +963,8 @@ fn greedy_and_deterministic_actions_agree() {
         let not_test = TEST_OVER_LITERALS.replace("#[test]\n", "");
         assert_ne!(not_test, TEST_OVER_LITERALS);
         assert_eq!(count("autodiff_forward_without_backward", None, &not_test), 1);
-        let data = TEST_OVER_LITERALS.replace("for &x in &[-0.9, -0.3, 0.0, 0.25, 0.8] {", "for &x in &load_inputs() {");
+        let data =
+            TEST_OVER_LITERALS.replace("for &x in &[-0.9, -0.3, 0.0, 0.25, 0.8] {", "for &x in &load_inputs() {");
         assert_ne!(data, TEST_OVER_LITERALS);
         assert_eq!(count("autodiff_forward_without_backward", None, &data), 1);
         // A helper of a `#[cfg(test)]` module with a literal range (a four-step fixture rollout).

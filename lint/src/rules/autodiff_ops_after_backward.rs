@@ -78,7 +78,8 @@ impl Rule for AutodiffOpsAfterBackward {
         for e in f.uses_after_backward().iter().filter(|e| !e.no_grad()) {
             // A test that checks values after one backward (or a few, over literal inputs) runs
             // once: the nodes it adds do not pile up.
-            if f.is_test() && f.literally_bounded(e.in_loop(), super::autodiff_forward_without_backward::TEST_LOOP_MAX) {
+            if f.is_test() && f.literally_bounded(e.in_loop(), super::autodiff_forward_without_backward::TEST_LOOP_MAX)
+            {
                 continue;
             }
             let value = e.operand();

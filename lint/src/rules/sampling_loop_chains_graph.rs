@@ -90,7 +90,9 @@ impl Rule for SamplingLoopChainsGraph {
             }
             let caller = if f.loop_or_outer_runs_backward(l) { None } else { f.per_step_from() };
             let why = match caller {
-                None if f.loop_or_outer_runs_backward(l) => "the loop around it runs backward: the weights are trainable",
+                None if f.loop_or_outer_runs_backward(l) => {
+                    "the loop around it runs backward: the weights are trainable"
+                }
                 None => continue,
                 Some(_) => "it runs during training: the weights are trainable",
             };
@@ -107,7 +109,11 @@ impl Rule for SamplingLoopChainsGraph {
                 "{why}; every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so each step's output keeps all the steps before it"
             ));
             if let Some((path, line, caller)) = caller {
-                report.elsewhere.push((path.clone(), *line, format!("`{caller}` calls this function from a loop that runs backward")));
+                report.elsewhere.push((
+                    path.clone(),
+                    *line,
+                    format!("`{caller}` calls this function from a loop that runs backward"),
+                ));
             }
             cx.report(report);
         }
@@ -162,7 +168,8 @@ fn train(model: &Unet, opt: &mut candle_nn::AdamW, data: &[Tensor], init: &Tenso
         assert_ne!(through, PREVIEW);
         assert_eq!(count("sampling_loop_chains_graph", None, &through), 1);
         // A local that only reads the state, while the forward pass runs on fresh input: no chain.
-        let fresh = through.replace("let noise = model.forward(&model_in, t)?;", "let noise = model.forward(&init_noise(t)?, t)?;");
+        let fresh = through
+            .replace("let noise = model.forward(&model_in, t)?;", "let noise = model.forward(&init_noise(t)?, t)?;");
         assert_ne!(fresh, through);
         assert_eq!(count("sampling_loop_chains_graph", None, &fresh), 0);
     }
