@@ -12,7 +12,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "autodiff_ops_after_backward",
     summary: "tensor operations on an autodiff graph after its backward call",
     default_level: Level::Warn,
-    group: Group::Stable,
+    group: Group::Nursery,
     docs: r#"### What it does
 In burn code, finds tensor operations (`mean`, `reshape`, `sum`, `mul`, …) applied after the
 iteration's `backward()` to a value computed before it — the loss, the model's outputs — in
