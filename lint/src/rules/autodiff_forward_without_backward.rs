@@ -234,6 +234,13 @@ fn report_loop(
             off_label = format!("when `{name}` is {value}, no iteration of this loop runs backward");
             ("on runs whose setting turns its backward off", off_label.as_str())
         }
+        // The loop around runs a backward, but not on this loop's path (a validation loop after
+        // the epoch's training loop, a rollout beside a branch that trains): say so of the loop
+        // that has none.
+        Shape::Conditional if !f.loop_runs_backward(l) => (
+            "in a loop without backward",
+            "this loop never runs backward; the backward of the loop around it is not on its path",
+        ),
         Shape::Conditional => {
             ("on iterations that may run no backward", "backward runs only on some iterations of this loop")
         }
@@ -843,6 +850,11 @@ fn run<B: AutodiffBackend>(mut model: Net<B>, train: &[Batch<B>], valid: &[Batch
         let tracked = INLINE_LOSS.replace("let model_valid = model.valid();", "let model_valid = &model;");
         assert_ne!(tracked, INLINE_LOSS);
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), [14]);
+        // The validation loop itself never runs backward; the epoch loop around it does, elsewhere.
+        assert_eq!(
+            crate::rules::testing::messages("autodiff_forward_without_backward", &tracked),
+            ["forward pass on an autodiff model in a loop without backward"]
+        );
     }
 
     /// A function with no type parameters runs on the backends its own types name: an autodiff
