@@ -194,9 +194,14 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
 /// The declaration of a struct or enum.
 /// `#[derive(.., Module, ..)]` (burn's module derive, also as `burn::module::Module`).
 fn derives_module(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
-        a.parse_args_with(syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
-            .is_ok_and(|paths| paths.iter().any(|p| p.segments.last().is_some_and(|s| s.ident == "Module")))
+    // The derive list's tokens are read as they are (no parse: most structs derive something).
+    attrs.iter().any(|a| match &a.meta {
+        syn::Meta::List(list) if list.path.is_ident("derive") => list
+            .tokens
+            .clone()
+            .into_iter()
+            .any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "Module")),
+        _ => false,
     })
 }
 
