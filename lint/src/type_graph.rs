@@ -196,11 +196,9 @@ pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> 
 fn derives_module(attrs: &[syn::Attribute]) -> bool {
     // The derive list's tokens are read as they are (no parse: most structs derive something).
     attrs.iter().any(|a| match &a.meta {
-        syn::Meta::List(list) if list.path.is_ident("derive") => list
-            .tokens
-            .clone()
-            .into_iter()
-            .any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "Module")),
+        syn::Meta::List(list) if list.path.is_ident("derive") => {
+            list.tokens.clone().into_iter().any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "Module"))
+        }
         _ => false,
     })
 }
