@@ -1611,7 +1611,7 @@ mod tests {
 
     #[test]
     fn training_call_names_defined_by_crate_types_are_found_with_their_type() {
-        let text = "impl<B: AutodiffBackend> Trainer<B> {\n    fn new() -> Self { todo!() }\n    pub fn step(&self, m: &M<B>) {}\n}\n\
+        let text = "impl<B: AutodiffBackend> Trainer<B> {\n    fn new() -> Self { Self::default() }\n    pub fn step(&self, m: &M<B>) {}\n}\n\
                     impl Step for Runner {\n    fn step(&mut self) { if x { y() } }\n}\n\
                     fn step(a: f64) {}\n\
                     trait Agent { fn update(&mut self); }\n\
