@@ -367,6 +367,9 @@ struct Builder<'c> {
     /// For each closure being walked, the closure its body ends with (null: none), compared by
     /// address to tell a returned closure from one that is run.
     closure_tails: Vec<*const syn::ExprClosure>,
+    /// The value the next closure walked gets as its first parameter (`map_with(model, |m, i|
+    /// ..)`), taken by that closure.
+    closure_state: Option<Val>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -493,6 +496,7 @@ impl Builder<'_> {
                 gate_fields: Vec::new(),
                 param_gates: Vec::new(),
                 flag_ifs: Vec::new(),
+                presence_ifs: Vec::new(),
                 param_calls: Vec::new(),
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
@@ -525,6 +529,7 @@ impl Builder<'_> {
             loop_stack: Vec::new(),
             closure_stack: Vec::new(),
             closure_tails: Vec::new(),
+            closure_state: None,
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -1054,6 +1059,22 @@ impl Builder<'_> {
         }
     }
 
+    /// `let Some(..) = total` (or `total.take()`) with `total` a local binding: that binding.
+    fn presence_test(&self, cond: &Expr) -> Option<BindingId> {
+        let Expr::Let(l) = strip_parens(cond) else { return None };
+        let Pat::TupleStruct(p) = &*l.pat else { return None };
+        if !p.path.is_ident("Some") {
+            return None;
+        }
+        let e = match &*l.expr {
+            Expr::MethodCall(m) if m.method == "take" && m.args.is_empty() => &*m.receiver,
+            e => e,
+        };
+        let Expr::Path(path) = e else { return None };
+        let name = path.path.get_ident()?.to_string();
+        self.lookup(&name).map(|slot| self.env[slot].0)
+    }
+
     /// `is_train` or `!is_train` with `is_train` a parameter: (its index, the value that makes the
     /// condition true, its name).
     fn bool_param_test(&self, cond: &Expr) -> Option<(usize, bool, String)> {
@@ -1077,17 +1098,7 @@ impl Builder<'_> {
         if self.counters.is_empty() {
             return false;
         }
-        let counter = |e: &Expr| {
-            let name = match strip_parens(e) {
-                Expr::Path(p) => p.path.get_ident(),
-                Expr::Field(f) => match &f.member {
-                    syn::Member::Named(n) => Some(n),
-                    syn::Member::Unnamed(_) => None,
-                },
-                _ => None,
-            };
-            name.is_some_and(|n| self.counters.iter().any(|c| n == c))
-        };
+        let counter = |e: &Expr| self.is_counter(e);
         match strip_parens(cond) {
             Expr::Binary(b) => match b.op {
                 syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) => {
@@ -1098,6 +1109,19 @@ impl Builder<'_> {
             },
             _ => false,
         }
+    }
+
+    /// A loop counter the loop never resets (`step`, `self.steps`).
+    fn is_counter(&self, e: &Expr) -> bool {
+        let name = match strip_parens(e) {
+            Expr::Path(p) => p.path.get_ident(),
+            Expr::Field(f) => match &f.member {
+                syn::Member::Named(n) => Some(n),
+                syn::Member::Unnamed(_) => None,
+            },
+            _ => None,
+        };
+        name.is_some_and(|n| self.counters.iter().any(|c| n == c))
     }
 
     /// `config.dry_run`, `!self.cfg.eval_only`: a field read from a parameter or `self` (a
@@ -1489,11 +1513,12 @@ impl Builder<'_> {
             returned,
         });
         self.closure_tails.push(tail_closure(&c.body).map_or(std::ptr::null(), |t| t as *const _));
+        let mut state = self.closure_state.take();
         let v = self.branch(|s| {
             let mark = s.env.len();
             for input in &c.inputs {
                 let span = s.cheap_pat(input);
-                s.bind_pat(input, Val::plain(), span);
+                s.bind_pat(input, state.take().unwrap_or_else(Val::plain), span);
             }
             s.closure_stack.push((index, mark, s.env.len()));
             let v = s.expr(&c.body);
@@ -1960,9 +1985,18 @@ impl Builder<'_> {
                 }
             }
             let mut parts = vec![(recv, recv_span)];
-            for a in &m.args {
-                parts.push((self.expr(a), self.cheap(a)));
+            // `map_with(model, |model, i| ..)`: the closure's first parameter is a copy of the
+            // first argument.
+            let with_state = rust::WITH_STATE_METHODS.contains(&name.as_str())
+                && matches!(m.args.iter().nth(1).map(strip_parens), Some(Expr::Closure(_)));
+            for (i, a) in m.args.iter().enumerate() {
+                let v = self.expr(a);
+                if with_state && i == 0 {
+                    self.closure_state = Some(v.clone());
+                }
+                parts.push((v, self.cheap(a)));
             }
+            self.closure_state = None;
             let val = self.combine(parts, !moves);
             return if common::ADDITIVE_METHODS.contains(&name.as_str()) { self.additive(val) } else { val };
         }
@@ -2360,9 +2394,15 @@ impl Builder<'_> {
         let mark = self.env.len();
         self.expr(&i.cond);
         let after_cond: Vec<_> = self.env[..mark.min(self.env.len())].to_vec();
+        let mut else_waits = false;
         if compares_a_length(&i.cond) || self.compares_a_counter(&i.cond) {
-            // The id `branch` gives the then-block.
-            self.g.size_wait_branches.push(self.next_branch + 1);
+            // `if step < warmup { random() } else { act() }`: the else-block runs once the
+            // threshold is reached; otherwise the then-block does (the id `branch` gives it).
+            if tests_below(&i.cond, |e| is_len(e) || self.is_counter(e)) {
+                else_waits = i.else_branch.is_some();
+            } else {
+                self.g.size_wait_branches.push(self.next_branch + 1);
+            }
         } else {
             let mut cond = strip_parens(&i.cond);
             while let Expr::Binary(b) = cond
@@ -2380,6 +2420,9 @@ impl Builder<'_> {
                 self.g.param_gates.push((self.next_branch + 1, param, opens_on, name));
             }
         }
+        if let Some(b) = self.presence_test(&i.cond) {
+            self.g.presence_ifs.push((self.next_branch + 1, b));
+        }
         let flag = if i.else_branch.is_some() { self.setting_test(&i.cond) } else { None };
         let then_id = self.next_branch + 1;
         let leaves = leaves_function(&i.then_branch);
@@ -2390,6 +2433,9 @@ impl Builder<'_> {
         let after_then = std::mem::replace(&mut self.env, after_cond.clone());
         if let Some((name, on_true)) = flag {
             self.g.flag_ifs.push((then_id, self.next_branch + 1, name, on_true));
+        }
+        if else_waits {
+            self.g.size_wait_branches.push(self.next_branch + 1);
         }
         let els = match &i.else_branch {
             Some((_, e)) => self.branch(|s| s.expr(e)),
@@ -3066,8 +3112,6 @@ fn compared_fields(cond: &Expr, out: &mut Vec<String>) {
 /// Whether a condition compares a collection's length with `<`, `<=`, `>` or `>=`
 /// (`config.batch_size < memory.len()`, `buffer.len() >= min_replay && ready`).
 fn compares_a_length(cond: &Expr) -> bool {
-    // `size()` too: a buffer type of the crate often names its length so (`replay_buffer.size()`).
-    let is_len = |e: &Expr| matches!(strip_parens(e), Expr::MethodCall(m) if (m.method == "len" || m.method == "size") && m.args.is_empty());
     match strip_parens(cond) {
         Expr::Binary(b) => match b.op {
             // `==` too: `if buffer.len() == horizon { train() }` waits for a size as well.
@@ -3075,6 +3119,25 @@ fn compares_a_length(cond: &Expr) -> bool {
                 is_len(&b.left) || is_len(&b.right)
             }
             syn::BinOp::And(_) => compares_a_length(&b.left) || compares_a_length(&b.right),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// A collection's length: `len()`, or `size()` (a buffer type of the crate often names its length
+/// so: `replay_buffer.size()`).
+fn is_len(e: &Expr) -> bool {
+    matches!(strip_parens(e), Expr::MethodCall(m) if (m.method == "len" || m.method == "size") && m.args.is_empty())
+}
+
+/// `step < warmup`, `learning_starts > step`, `buffer.len() <= n`: the condition holds while the
+/// value that `tested` recognises is still below its threshold.
+fn tests_below(cond: &Expr, tested: impl Fn(&Expr) -> bool) -> bool {
+    match strip_parens(cond) {
+        Expr::Binary(b) => match b.op {
+            syn::BinOp::Lt(_) | syn::BinOp::Le(_) => tested(&b.left),
+            syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => tested(&b.right),
             _ => false,
         },
         _ => false,

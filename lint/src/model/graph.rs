@@ -493,6 +493,9 @@ pub struct FnModel {
     /// `if self.cfg.eval_only`), which a loop does not change: (then-branch, else-branch, the
     /// setting's span, whether the then-branch is taken when the setting is true).
     pub(super) flag_ifs: Vec<(usize, usize, Span, bool)>,
+    /// `if let Some(loss) = total { .. }` on a local binding: (then-branch, the binding). A call
+    /// there runs whenever the binding holds a value.
+    pub(super) presence_ifs: Vec<(usize, BindingId)>,
     /// Calls of a parameter (`policy(&obs)` with `policy: &mut impl FnMut(..)`): the parameter's
     /// index and the innermost loop around the call.
     pub(super) param_calls: Vec<(usize, Option<LoopId>)>,
@@ -946,6 +949,39 @@ impl FnModel {
             at = scope.parent;
         }
         true
+    }
+
+    /// Whether loop `l` and every loop between it and loop `outer` (which encloses it, and is not
+    /// counted) run a literal number of iterations (`0..3`, `for x in [a, b]`), at most `max`.
+    pub fn literally_bounded_within(&self, l: LoopId, outer: LoopId, max: u64) -> bool {
+        let mut at = Some(l);
+        while let Some(i) = at {
+            if i == outer {
+                return true;
+            }
+            let Some(scope) = self.loops.get(i) else { return false };
+            if scope.literal_count.is_none_or(|n| n > max) {
+                return false;
+            }
+            at = scope.parent;
+        }
+        false
+    }
+
+    /// Whether a call with branch path `call` runs on every iteration where one with path `at`
+    /// runs, counting a branch taken whenever a binding that loop `l` fills holds a value
+    /// (`if let Some(loss) = total`, `total` folded in `l`) as taken: `l` fills it on the way.
+    pub fn runs_once_filled(&self, call: &[usize], at: &[usize], l: LoopId) -> bool {
+        let filled = |b: BindingId| {
+            self.stores().any(|(_, _, target, how, _)| {
+                matches!(how, Store::Assign | Store::Push | Store::Fold)
+                    && self.binding_of(target) == Some(b)
+                    && self.loop_within(self.loop_of(target), l)
+            })
+        };
+        let mut rest = call.iter().filter(|br| !self.presence_ifs.iter().any(|(t, b)| t == *br && filled(*b)));
+        let mut at = at.iter();
+        rest.all(|br| at.next() == Some(br))
     }
 
     /// Whether loop `l` itself (nested loops and closures included) runs backward.

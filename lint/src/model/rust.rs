@@ -101,5 +101,9 @@ pub fn hands_on_receiver(name: &str) -> bool {
     UNWRAP_METHODS.contains(&name) || is_pass_on(name)
 }
 
+/// Iterator methods that hand their closure a value of their own first argument as the closure's
+/// first parameter (rayon: `(0..n).into_par_iter().map_with(model, |model, i| ..)`).
+pub const WITH_STATE_METHODS: &[&str] = &["map_with", "for_each_with", "try_for_each_with", "fold_with"];
+
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).
 pub const UNWRAP_MAP_METHODS: &[&str] = &["map", "and_then", "map_ok"];

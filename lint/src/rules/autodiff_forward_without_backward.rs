@@ -31,7 +31,10 @@ A rollout nested in a training loop is reported too when its outputs leave each 
 data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step's graph state
 waits in the store for the next backward, and the memory grows with the rollout's length. A
 nested loop that hands graph-carrying values on (`h = cell.forward(x, h)`, outputs collected for
-the loss) is an unrolled computation and is not. In the training loop itself, a backward that
+the loss, losses folded into an `Option` that `if let Some(loss) = total { loss.backward() }`
+consumes) is an unrolled computation and is not; nor is a loop with a small literal bound in a
+training iteration whose backward does not wait for a warm-up (`for i in 0..3 { preview(..) }`
+once an epoch): that backward sweeps its few forwards. In the training loop itself, a backward that
 waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
 `let Some(batch) = memory.sample() else { return }`, or a test of a counter of the loop that the
@@ -46,7 +49,7 @@ autodiff when one of the crate's calls instantiates it with an autodiff backend 
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`); the finding
 then names that call. A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
-reaches, and so does a parameter whose type names the inner backend (`model: &Lm<B::InnerBackend>`). A model's own methods that return what they compute
+reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter whose type names the inner backend (`model: &Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
 `forward` is not a model's.
 
@@ -174,9 +177,24 @@ impl Rule for AutodiffForwardWithoutBackward {
                     }
                 }
                 Some(Iteration::Call) => continue,
+                // A few forward passes in a literally bounded loop of the training iteration
+                // (`for i in 0..3 { preview(generator.forward(..)) }` once an epoch): the
+                // iteration's backward sweeps them; the store never holds more than one
+                // iteration's handful.
+                // Not when that backward waits for a warm-up: until then, nothing sweeps.
+                Some(Iteration::Loop(outer))
+                    if f.literally_bounded_within(l, outer, SWEPT_LOOP_MAX) && sweeps_every_iteration(f, outer) =>
+                {
+                    continue;
+                }
                 Some(it) => {
                     let backwards = backwards_of(f, it);
-                    if !backwards.iter().any(|b| e.path().starts_with(b.path())) {
+                    // `if let Some(loss) = total { loss.backward() }` after a loop that folds
+                    // its losses into `total` runs whenever the loop did.
+                    if !backwards
+                        .iter()
+                        .any(|b| e.path().starts_with(b.path()) || f.runs_once_filled(b.path(), e.path(), l))
+                    {
                         Shape::Conditional
                     } else if threads_graph_out(f, l) {
                         // An unrolled computation (`h = cell.forward(x, h)`, outputs collected
@@ -352,6 +370,10 @@ fn add_places(report: &mut Report, f: &FnModel, e: Option<&crate::model::VocabCa
 /// The most iterations a literally bounded loop of a test may run and still be left alone.
 pub(crate) const TEST_LOOP_MAX: u64 = 16;
 
+/// The most iterations a literally bounded loop nested in a training iteration may run and be
+/// left alone: its forward passes are swept by the iteration's backward.
+const SWEPT_LOOP_MAX: u64 = 16;
+
 /// A forward pass of a finding: where, and its label.
 type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>, Option<(&'a std::path::Path, usize)>);
 
@@ -382,6 +404,16 @@ fn backwards_of(f: &FnModel, it: Iteration) -> Vec<&TrainingCall> {
                 && f.iteration_of(c.in_loop()) == Some(it)
         })
         .collect()
+}
+
+/// Whether some backward of loop `outer` (in it or in a loop nested in it) runs without waiting
+/// for a warm-up.
+fn sweeps_every_iteration(f: &FnModel, outer: LoopId) -> bool {
+    f.training_calls().iter().any(|c| {
+        matches!(c.kind(), TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
+            && f.loop_within(c.in_loop(), outer)
+            && !c.waits_for_size()
+    })
 }
 
 /// Whether loop `l` stores a graph-carrying value made in it into a binding that outlives its
@@ -1927,5 +1959,129 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, env: &mut Env, optim: &mut A
         let once = CLOSURE_ARG.replace("MODEL", "model").replace("    while !done {\n", "    {\n");
         assert_ne!(once, CLOSURE_ARG.replace("MODEL", "model"));
         assert_eq!(count("autodiff_forward_without_backward", None, &once), 0);
+    }
+
+    const PREVIEW: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn train<B: AutodiffBackend>(mut generator: Generator<B>, loader: Loader<B>, optim: &mut Adam) {
+    for epoch in 0..100 {
+        if epoch % 10 == 0 {
+            for i in SAMPLES {
+                let image = generator.forward(noise::<B>(i));
+                save_image(image.into_data(), epoch, i);
+            }
+        }
+        for batch in loader.iter() {
+            let loss = generator.forward(batch.noise).loss(batch.images);
+            let grads = GradientsParams::from_grads(loss.backward(), &generator);
+            generator = optim.step(1e-4, generator, grads);
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_few_preview_forwards_in_a_training_iteration_are_swept_by_its_backward() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &PREVIEW.replace("SAMPLES", "0..3")), 0);
+        // A loop over data (a validation set) holds graph state in proportion to its length.
+        assert_eq!(count("autodiff_forward_without_backward", None, &PREVIEW.replace("SAMPLES", "0..n_samples")), 1);
+        assert_eq!(count("autodiff_forward_without_backward", None, &PREVIEW.replace("SAMPLES", "0..64")), 1);
+        // Before the first backward runs, nothing sweeps: a warm-up keeps every preview.
+        let warm_up = PREVIEW.replace("SAMPLES", "0..3").replace(
+            "            let grads = GradientsParams::from_grads(loss.backward(), &generator);\n            generator = optim.step(1e-4, generator, grads);\n",
+            "            if buffer.len() > 1000 {\n                let grads = GradientsParams::from_grads(loss.backward(), &generator);\n                generator = optim.step(1e-4, generator, grads);\n            }\n",
+        );
+        assert!(warm_up.contains("buffer.len() > 1000"));
+        // The preview, and the batch loop's own forward during the warm-up.
+        assert_eq!(count("autodiff_forward_without_backward", None, &warm_up), 2);
+    }
+
+    const OPTION_TOTAL: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn update<B: AutodiffBackend>(mut model: Policy<B>, batch: &Batch<B>, optim: &mut Adam, epochs: usize) -> Policy<B> {
+    for _ in 0..epochs {
+        let mut total: Option<Tensor<B, 1>> = None;
+        for step in &batch.steps {
+            let step_loss = model.forward(step.obs.clone()).loss(&step.target);
+            total = Some(match total.take() {
+                None => step_loss,
+                Some(acc) => acc + step_loss,
+            });
+        }
+        if let Some(loss) = TOTAL {
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(3e-4, model, grads);
+        }
+    }
+    model
+}
+"#;
+
+    #[test]
+    fn a_backward_of_the_losses_a_loop_folded_into_an_option_runs_through_it() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &OPTION_TOTAL.replace("TOTAL", "total")), 0);
+        assert_eq!(count("autodiff_forward_without_backward", None, &OPTION_TOTAL.replace("TOTAL", "total.take()")), 0);
+        // A backward on some other value's presence may not run: every forward waits.
+        assert_eq!(count("autodiff_forward_without_backward", None, &OPTION_TOTAL.replace("TOTAL", "checkpoint")), 1);
+    }
+
+    const PAR_ROLLOUT: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+use rayon::prelude::*;
+pub fn train<B: AutodiffBackend>(mut model: Policy<B>, envs: &[Env], optim: &mut Adam) -> Policy<B> {
+    for _ in 0..1_000 {
+        let actor = MODEL;
+        let episodes: Vec<Episode> = (0..envs.len())
+            .into_par_iter()
+            .map_with(actor, |actor, i| {
+                let mut env = envs[i].clone();
+                let mut episode = Episode::default();
+                while !env.done() {
+                    let action = actor.forward(env.observe()).argmax(1).into_scalar();
+                    episode.record(env.step(action));
+                }
+                episode
+            })
+            .collect();
+        let loss = model.forward(batch_of(&episodes)).loss();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(3e-4, model, grads);
+    }
+    model
+}
+"#;
+
+    #[test]
+    fn a_closure_handed_an_untracked_model_by_map_with_runs_untracked() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &PAR_ROLLOUT.replace("MODEL", "model.valid()")), 0);
+        assert_eq!(count("autodiff_forward_without_backward", None, &PAR_ROLLOUT.replace("MODEL", "model.clone()")), 1);
+    }
+
+    /// The call site picks the action at random until the same threshold that gates training.
+    const CALL_SITE_WARM_UP: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usize, warmup: usize) {
+    for step in 0..steps {
+        let action = if ACTS { env.random_action() } else { agent.model.forward(env.state()).argmax(1).into_scalar() };
+        env.step(action);
+        if step >= warmup {
+            let loss = agent.loss(env.batch());
+            agent.learn(loss.backward());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_forward_chosen_only_past_the_warm_up_runs_in_no_warm_up() {
+        for random_first in ["step < warmup", "warmup > step"] {
+            let src = CALL_SITE_WARM_UP.replace("ACTS", random_first);
+            assert_eq!(count("autodiff_forward_without_backward", None, &src), 0, "{random_first}");
+        }
+        // The forward before the threshold, random actions after: every forward waits.
+        for forward_first in ["step >= warmup", "warmup <= step"] {
+            let src = CALL_SITE_WARM_UP.replace("ACTS", forward_first);
+            assert_eq!(count("autodiff_forward_without_backward", None, &src), 1, "{forward_first}");
+        }
     }
 }
