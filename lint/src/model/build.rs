@@ -1987,16 +1987,20 @@ impl Builder<'_> {
             let mut parts = vec![(recv, recv_span)];
             // `map_with(model, |model, i| ..)`: the closure's first parameter is a copy of the
             // first argument.
-            let with_state = rust::WITH_STATE_METHODS.contains(&name.as_str())
-                && matches!(m.args.iter().nth(1).map(strip_parens), Some(Expr::Closure(_)));
-            for (i, a) in m.args.iter().enumerate() {
-                let v = self.expr(a);
-                if with_state && i == 0 {
-                    self.closure_state = Some(v.clone());
+            if name.ends_with("_with")
+                && rust::WITH_STATE_METHODS.contains(&name.as_str())
+                && let [state, closure @ Expr::Closure(_)] = m.args.iter().collect::<Vec<_>>().as_slice()
+            {
+                let v = self.expr(state);
+                self.closure_state = Some(v.clone());
+                parts.push((v, self.cheap(state)));
+                parts.push((self.expr(closure), self.cheap(closure)));
+                self.closure_state = None;
+            } else {
+                for a in &m.args {
+                    parts.push((self.expr(a), self.cheap(a)));
                 }
-                parts.push((v, self.cheap(a)));
             }
-            self.closure_state = None;
             let val = self.combine(parts, !moves);
             return if common::ADDITIVE_METHODS.contains(&name.as_str()) { self.additive(val) } else { val };
         }

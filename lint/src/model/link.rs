@@ -23,6 +23,7 @@ use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
 use super::graph::{BindingKind, Edge, FnModel, NodeKind, Span, Store, Taint, Through, TrainingCall, TrainingCallKind};
+use super::rust;
 use crate::source::SourceFile;
 
 /// Where a function is: file index and function index in that file.
@@ -887,7 +888,6 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut tuple_fns: HashMap<String, Option<Vec<bool>>> = HashMap::default();
     let mut aliases = Vec::new();
     let mut alias_names = HashSet::default();
-    let ident_end = |t: &str| t.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(t.len());
     let mut macros = HashSet::default();
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     for text in texts {
@@ -908,7 +908,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 continue;
             }
             let rest = text[at + 3..].trim_start();
-            let len = ident_end(rest);
+            let len = rust::ident_len(rest);
             if len > 0 {
                 // Names repeat (`new`, `forward`): allocate one only for a set that lacks it.
                 let name = &rest[..len];
@@ -948,11 +948,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 continue;
             }
             let before = text[..at].trim_end();
-            let start = before
-                .char_indices()
-                .rev()
-                .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
-                .map_or(0, |(p, c)| p + c.len_utf8());
+            let start = rust::ident_start(before);
             let name = &before[start..];
             if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
@@ -968,7 +964,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 continue;
             }
             let after = text[at + 1..].trim_start();
-            let ty_len = ident_end(after);
+            let ty_len = rust::ident_len(after);
             if ty_len == 0 {
                 continue;
             }

@@ -107,3 +107,21 @@ pub const WITH_STATE_METHODS: &[&str] = &["map_with", "for_each_with", "try_for_
 
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).
 pub const UNWRAP_MAP_METHODS: &[&str] = &["map", "and_then", "map_ok"];
+
+/// Whether byte `b` can be part of an identifier: ASCII alphanumerics and `_`, and every byte of
+/// a non-ASCII character (identifiers may hold Unicode letters; other non-ASCII characters sit in
+/// comments and strings, where a name read a little too long does no harm).
+fn ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// The length in bytes of the identifier `s` starts with (0: none). Works on bytes: the end is at
+/// an ASCII byte, so always at a character boundary.
+pub fn ident_len(s: &str) -> usize {
+    s.bytes().position(|b| !ident_byte(b)).unwrap_or(s.len())
+}
+
+/// Where the identifier that `s` ends with starts (`s.len()`: none), at a character boundary.
+pub fn ident_start(s: &str) -> usize {
+    s.bytes().rposition(|b| !ident_byte(b)).map_or(0, |p| p + 1)
+}
