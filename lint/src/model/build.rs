@@ -370,6 +370,8 @@ struct Builder<'c> {
     /// The value the next closure walked gets as its first parameter (`map_with(model, |m, i|
     /// ..)`), taken by that closure.
     closure_state: Option<Val>,
+    /// Local bindings of a closure (`let update = |..| { ..backward.. };`): (binding, closure).
+    closure_bindings: Vec<(BindingId, usize)>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -530,6 +532,7 @@ impl Builder<'_> {
             closure_stack: Vec::new(),
             closure_tails: Vec::new(),
             closure_state: None,
+            closure_bindings: Vec::new(),
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -1248,6 +1251,10 @@ impl Builder<'_> {
             && init.is_some_and(|i| {
                 made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
             });
+        let closure = match init.map(|i| strip_parens(&i.expr)) {
+            Some(Expr::Closure(_)) => Some(self.g.closures.len()),
+            _ => None,
+        };
         let val = match init {
             Some(init) => {
                 let v = self.expr(&init.expr);
@@ -1292,6 +1299,9 @@ impl Builder<'_> {
                 b.host = host || host_elem;
                 b.ty = ty.clone();
                 b.ty_guessed = ty_guessed;
+            }
+            if let Some(c) = closure {
+                self.closure_bindings.push((self.g.bindings.len() - 1, c));
             }
         }
     }
@@ -2196,6 +2206,16 @@ impl Builder<'_> {
             let args = self.exprs(c.args.iter(), true);
             return self.combine(vec![(f, span.clone()), (args, span)], true);
         };
+        // `update(actor, critic, batch)` with `let update = |..| { ..backward.. };`: the closure's
+        // backward runs here, in the loops around this call.
+        if !self.closure_bindings.is_empty()
+            && let Some(id) = p.path.get_ident()
+            && let Some(slot) = self.lookup(&id.to_string())
+            && let Some(&(_, closure)) = self.closure_bindings.iter().find(|(b, _)| *b == self.env[slot].0)
+            && self.g.closures.get(closure).is_some_and(|c| c.runs_backward)
+        {
+            self.record_call(TrainingCallKind::Backward, span.clone(), id.to_string());
+        }
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let last = segs.last().map(String::as_str).unwrap_or("");
         // Built by hand, not with `format!`: this runs for every path call of the crate.

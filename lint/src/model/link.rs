@@ -1112,6 +1112,7 @@ impl<'a> Index<'a> {
         let Some(candidates) = self.by_name.get(&name_key(&site.name)) else { return Vec::new() };
         let g = |id: &FnId| &files[id.0].1[id.1];
         let caller_owner = g(&caller).owner.as_deref();
+        let caller_test = g(&caller).is_test;
         let fitting = |qualifier: Option<&str>| -> Vec<FnId> {
             candidates
                 .iter()
@@ -1119,6 +1120,11 @@ impl<'a> Index<'a> {
                 .filter(|id| {
                     let f = g(id);
                     if f.ident != site.name {
+                        return false;
+                    }
+                    // Code under `#[cfg(test)]` is not built with the code that is not: a
+                    // test impl (`impl Model for TestNet`) is no candidate for a call outside tests.
+                    if f.is_test && !caller_test {
                         return false;
                     }
                     let arity = f.params.len() == site.args.len();

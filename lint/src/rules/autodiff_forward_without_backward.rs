@@ -2084,4 +2084,73 @@ pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usize
             assert_eq!(count("autodiff_forward_without_backward", None, &src), 1, "{forward_first}");
         }
     }
+
+    /// The backward sits in a closure bound before the loop and called in it.
+    const LOCAL_CLOSURE: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn train<B: AutodiffBackend>(mut actor: Actor<B>, env: &mut Env, optim: &mut Adam) {
+    for _ in 0..1000 {
+        let mut update = |actor: Actor<B>, batch: Batch<B>| {
+            let loss = actor.forward(batch.obs).loss(batch.adv);
+            optim.step(1e-3, actor, GradientsParams::from_grads(loss.backward(), &actor))
+        };
+        let mut done = false;
+        while !done {
+            let action = actor.forward(env.state()).argmax(1).into_scalar();
+            done = env.step(action);
+            CALL
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_local_closure_that_runs_backward_runs_it_where_it_is_called() {
+        let src = |call: &str| LOCAL_CLOSURE.replace("CALL", call);
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("actor = update(actor, env.batch());")), 0);
+        // Called only after a warm-up: the forwards before it wait.
+        let warm_up = src("if env.memory.len() > 1_000 { actor = update(actor, env.batch()); }");
+        let messages = crate::rules::testing::messages("autodiff_forward_without_backward", &warm_up);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("warm-up"), "{messages:?}");
+        // Never called in the loop: it never runs backward.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("")), 1);
+    }
+
+    /// A call through a type parameter (`M::forward_inner(net, x)`) whose only impl in the
+    /// crate is a test's.
+    const TEST_IMPL: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+
+pub trait Policy<B: AutodiffBackend> {
+    type Inner;
+    fn forward_inner(net: &Self::Inner, x: Tensor<B, 2>) -> Tensor<B, 2>;
+}
+
+pub fn rollout<B: AutodiffBackend, M: Policy<B>>(net: &M::Inner, env: &mut Env) -> f32 {
+    let mut total = 0.0;
+    while !env.done() {
+        let action = M::forward_inner(net, env.state()).argmax(1).into_scalar();
+        total += env.step(action);
+    }
+    total
+}
+
+CFG
+mod tests {
+    use super::*;
+    impl<B: AutodiffBackend> Policy<B> for TestNet<B> {
+        type Inner = TestNet<B>;
+        fn forward_inner(net: &Self::Inner, x: Tensor<B, 2>) -> Tensor<B, 2> {
+            net.linear.forward(x)
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn an_impl_under_cfg_test_is_not_called_from_code_outside_tests() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &TEST_IMPL.replace("CFG", "#[cfg(test)]")), 0);
+        assert_eq!(count("autodiff_forward_without_backward", None, &TEST_IMPL.replace("CFG", "")), 1);
+    }
 }
