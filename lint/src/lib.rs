@@ -14,6 +14,7 @@ pub mod output;
 pub mod rule;
 pub mod rules;
 pub mod source;
+mod spans;
 pub mod suppress;
 pub mod type_graph;
 
@@ -181,7 +182,7 @@ impl Linter {
     fn parse_inner(&self, file: Arc<SourceFile>, fallback: Option<Framework>, crate_fns: &model::CrateNames) -> Parsed {
         let (text, offset) = parseable_text(&file.text);
         let parsed = match syn::parse_str::<syn::File>(&text) {
-            Ok(ast) => {
+            Ok(ast) => spans::with_file(&file, offset, || {
                 let detected = self.framework.or_else(|| frameworks::detect(&ast));
                 // A file that names no framework and declares its own `Tensor` is not framework code
                 // (e.g. a pure-Rust inference module in a tch crate).
@@ -209,7 +210,7 @@ impl Linter {
                 };
                 let decls = type_graph::collect_decls(&ast, &file, offset);
                 Parsed { file: file.clone(), graphs, decls, findings: Vec::new() }
-            }
+            }),
             Err(err) => {
                 let start = err.span().byte_range().start + offset;
                 let end = (err.span().byte_range().end + offset).max(start);

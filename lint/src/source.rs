@@ -52,6 +52,11 @@ impl SourceFile {
         start..end.max(start)
     }
 
+    /// Byte offset of the start of a 1-based line.
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        self.line_starts.get(line.wrapping_sub(1)).copied()
+    }
+
     pub fn line_count(&self) -> usize {
         self.line_starts.len()
     }

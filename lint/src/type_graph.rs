@@ -132,7 +132,7 @@ impl Shape {
 /// The structs and enums declared in one parsed file (inline modules included).
 pub fn collect_decls(ast: &syn::File, file: &Arc<SourceFile>, offset: usize) -> Vec<TypeDecl> {
     fn range(span: proc_macro2::Span, offset: usize) -> Span {
-        let r = span.byte_range();
+        let r = crate::spans::byte_range(span);
         r.start + offset..r.end + offset
     }
     fn field_decls<'a>(prefix: &str, fields: impl Iterator<Item = &'a syn::Field>, offset: usize) -> Vec<FieldDecl> {
@@ -228,8 +228,8 @@ fn field_range(f: &syn::Field) -> std::ops::Range<usize> {
         .or_else(|| type_start(&f.ty));
     // Joined first: each end of a range costs a lookup in proc-macro2's source map.
     match start.zip(type_end(&f.ty)).and_then(|(start, end)| start.join(end)) {
-        Some(span) => span.byte_range(),
-        None => f.span().byte_range(),
+        Some(span) => crate::spans::byte_range(span),
+        None => crate::spans::byte_range(f.span()),
     }
 }
 
@@ -283,7 +283,7 @@ fn decl(
     offset: usize,
 ) -> TypeDecl {
     let (names, autodiff) = type_params(generics, offset);
-    let r = ident.span().byte_range();
+    let r = crate::spans::byte_range(ident.span());
     TypeDecl {
         name: ident.to_string(),
         file: file.clone(),
@@ -311,7 +311,7 @@ fn type_params(generics: &syn::Generics, offset: usize) -> (Vec<String>, Vec<(St
         })
     }
     let range = |span: proc_macro2::Span| {
-        let r = span.byte_range();
+        let r = crate::spans::byte_range(span);
         r.start + offset..r.end + offset
     };
     let mut names = Vec::new();

@@ -460,7 +460,7 @@ impl GradStores {
 }
 
 fn byte_range(span: PmSpan, offset: usize) -> Span {
-    let r = span.byte_range();
+    let r = crate::spans::byte_range(span);
     r.start + offset..r.end + offset
 }
 

@@ -636,7 +636,7 @@ fn alias_at(text: &str, at: usize, generics: bool) -> Option<(&str, &str)> {
         return None;
     }
     let rest = &text[at + 5..];
-    let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let len = rust::ident_len(rest);
     let name = &rest[..len];
     let mut after = rest[len..].trim_start();
     if generics && after.starts_with('<') {
@@ -895,7 +895,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
         for at in memchr::memmem::find_iter(bytes, b"macro_rules!") {
             let rest = text[at + "macro_rules!".len()..].trim_start();
-            let len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            let len = rust::ident_len(rest);
             // Only macros handed code to run (`$callback:expr`, `$body:block` in their first
             // rules) have arguments worth walking; names, types and token trees are not code.
             let head = &rest[..rest.len().min(MACRO_HEAD)];

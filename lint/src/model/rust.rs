@@ -125,3 +125,18 @@ pub fn ident_len(s: &str) -> usize {
 pub fn ident_start(s: &str) -> usize {
     s.bytes().rposition(|b| !ident_byte(b)).map_or(0, |p| p + 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_read_by_bytes_on_character_boundaries() {
+        assert_eq!(ident_len("agent_2: Agent"), 7);
+        assert_eq!(ident_len("größe = 1"), "größe".len());
+        assert_eq!(ident_len(" x"), 0);
+        assert_eq!(ident_start("let größe"), 4);
+        assert_eq!(ident_start("self.model"), 5);
+        assert_eq!(ident_start("x "), 2);
+    }
+}
