@@ -1160,6 +1160,14 @@ impl Builder<'_> {
 
     /// The name of the crate function a condition calls (`self.can_learn()`, `ready(&b)`,
     /// through `?` and `.ok()`), when the crate has a function of that name.
+    /// `let Some(..) = <call of the crate>`: that function's name.
+    fn some_of_crate_call(&self, cond: &Expr) -> Option<String> {
+        match strip_parens(cond) {
+            Expr::Let(l) if is_some_pat(&l.pat) => self.crate_call_name(&l.expr),
+            _ => None,
+        }
+    }
+
     fn crate_call_name(&self, e: &Expr) -> Option<String> {
         let name = match strip_parens(e) {
             Expr::Try(t) => return self.crate_call_name(&t.expr),
@@ -2440,6 +2448,11 @@ impl Builder<'_> {
             if let Some(callee) = self.crate_call_name(cond) {
                 self.g.gated_branches.push((self.next_branch + 1, callee));
             }
+            // `if let Some(batch) = memory.sample(n) { learn(batch) }`: taken when the crate's
+            // function hands a value (a size gate's `None` until the memory has filled).
+            if let Some(callee) = self.some_of_crate_call(cond) {
+                self.g.gated_branches.push((self.next_branch + 1, callee));
+            }
             if let Some((param, opens_on, name)) = self.bool_param_test(&i.cond) {
                 self.g.param_gates.push((self.next_branch + 1, param, opens_on, name));
             }
@@ -2478,8 +2491,16 @@ impl Builder<'_> {
         let before = self.env.clone();
         let mut ends = Vec::new();
         let mut vals = Vec::new();
+        // `match memory.sample(n) { Some(batch) => learn(batch), None => {} }`: the `Some` arm
+        // is taken when the crate's function hands a value, as `if let Some(..)` is.
+        let callee = m.arms.iter().any(|a| is_some_pat(&a.pat)).then(|| self.crate_call_name(&m.expr)).flatten();
         for arm in &m.arms {
             self.env.clone_from(&before);
+            if let Some(callee) = &callee
+                && is_some_pat(&arm.pat)
+            {
+                self.g.gated_branches.push((self.next_branch + 1, callee.clone()));
+            }
             let v = self.branch(|s| {
                 let mark = s.env.len();
                 s.bind_pat(&arm.pat, scrutinee.clone(), scrut_span.clone());
@@ -3192,6 +3213,11 @@ fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGener
         },
         _ => false,
     }
+}
+
+/// `Some(..)`, the pattern of a value handed over.
+fn is_some_pat(p: &Pat) -> bool {
+    matches!(p, Pat::TupleStruct(t) if t.path.is_ident("Some"))
 }
 
 /// An expression without the parentheses around it.

@@ -37,7 +37,9 @@ training iteration whose backward does not wait for a warm-up (`for i in 0..3 { 
 once an epoch): that backward sweeps its few forwards. In the training loop itself, a backward that
 waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
-`let Some(batch) = memory.sample() else { return }`, or a test of a counter of the loop that the
+`let Some(batch) = memory.sample() else { return }`, `if let Some(batch) = memory.sample(n) { .. }`
+and the `Some` arm of a `match` on it, where `sample` hands nothing until the memory holds `n`;
+or a test of a counter of the loop that the
 loop never resets: `if step > learning_starts { learn() }`, `if episode == 0 { continue }`; in the
 loop or in the called function) leaves every forward before it in the store; a backward skipped by any other check (a non-finite
 loss) is taken for a guard. A forward that itself waits for the same threshold (`if self.step <
@@ -2152,5 +2154,49 @@ mod tests {
     fn an_impl_under_cfg_test_is_not_called_from_code_outside_tests() {
         assert_eq!(count("autodiff_forward_without_backward", None, &TEST_IMPL.replace("CFG", "#[cfg(test)]")), 0);
         assert_eq!(count("autodiff_forward_without_backward", None, &TEST_IMPL.replace("CFG", "")), 1);
+    }
+
+    /// A memory whose `sample` hands nothing until it holds a batch, and a loop that trains
+    /// on what it hands.
+    const SAMPLED_BATCH: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Memory { items: Vec<Transition> }
+impl Memory {
+    pub fn sample(&self, n: usize) -> Option<Vec<Transition>> {
+        GATE
+        Some(self.items[..n].to_vec())
+    }
+}
+impl<B: AutodiffBackend> Agent<B> {
+    pub fn learn(&mut self, batch: Vec<Transition>) {
+        let loss = self.model.forward(to_tensor(&batch)).loss();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        self.model = self.optim.step(1e-3, self.model.clone(), grads);
+    }
+}
+pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, memory: &mut Memory) {
+    for _ in 0..100_000 {
+        let action = agent.model.forward(env.state()).argmax(1).into_scalar();
+        memory.items.push(env.step(action));
+        TRAIN
+    }
+}
+"#;
+
+    #[test]
+    fn a_batch_handed_by_a_size_gate_through_if_let_or_match_is_a_warm_up() {
+        let gate = "if self.items.len() < n {\n            return None;\n        }";
+        for train in [
+            "if let Some(batch) = memory.sample(32) { agent.learn(batch); }",
+            "match memory.sample(32) { Some(batch) => agent.learn(batch), None => {} }",
+        ] {
+            let src = SAMPLED_BATCH.replace("GATE", gate).replace("TRAIN", train);
+            let messages = crate::rules::testing::messages("autodiff_forward_without_backward", &src);
+            assert_eq!(messages.len(), 1, "{train}: {messages:?}");
+            assert!(messages[0].contains("warm-up"), "{messages:?}");
+            // A `sample` that hands something from the first step on gates nothing.
+            let ungated = SAMPLED_BATCH.replace("GATE", "").replace("TRAIN", train);
+            assert_eq!(count("autodiff_forward_without_backward", None, &ungated), 0, "{train}");
+        }
     }
 }
