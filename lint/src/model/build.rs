@@ -1058,6 +1058,9 @@ impl Builder<'_> {
                     _ => None,
                 }
             }
+            Stmt::Local(syn::Local { init: Some(syn::LocalInit { expr, diverge: None, .. }), .. }) => {
+                self.exits_unless_some(expr).map(EarlyExit::Gate)
+            }
             _ => None,
         }
     }
@@ -1158,8 +1161,6 @@ impl Builder<'_> {
         leaves_function(block) || continues && self.cur_loop().is_some()
     }
 
-    /// The name of the crate function a condition calls (`self.can_learn()`, `ready(&b)`,
-    /// through `?` and `.ok()`), when the crate has a function of that name.
     /// `let Some(..) = <call of the crate>`: that function's name.
     fn some_of_crate_call(&self, cond: &Expr) -> Option<String> {
         match strip_parens(cond) {
@@ -1168,6 +1169,23 @@ impl Builder<'_> {
         }
     }
 
+    /// `match memory.sample(n) { Some(b) => b, None => continue }`: a `match` on a call of the
+    /// crate whose arms other than `Some` leave (`continue`, `return`): that function's name.
+    fn exits_unless_some(&self, e: &Expr) -> Option<String> {
+        let Expr::Match(m) = strip_parens(e) else { return None };
+        let exits = |body: &Expr| match body {
+            Expr::Block(b) => self.exits(&b.block),
+            Expr::Return(_) => true,
+            Expr::Continue(c) => c.label.is_none() && self.cur_loop().is_some(),
+            _ => false,
+        };
+        let shape =
+            m.arms.iter().any(|a| is_some_pat(&a.pat)) && m.arms.iter().all(|a| is_some_pat(&a.pat) || exits(&a.body));
+        if shape { self.crate_call_name(&m.expr) } else { None }
+    }
+
+    /// The name of the crate function a condition calls (`self.can_learn()`, `ready(&b)`,
+    /// through `?` and `.ok()`), when the crate has a function of that name.
     fn crate_call_name(&self, e: &Expr) -> Option<String> {
         let name = match strip_parens(e) {
             Expr::Try(t) => return self.crate_call_name(&t.expr),

@@ -38,7 +38,9 @@ once an epoch): that backward sweeps its few forwards. In the training loop itse
 waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
 `let Some(batch) = memory.sample() else { return }`, `if let Some(batch) = memory.sample(n) { .. }`
-and the `Some` arm of a `match` on it, where `sample` hands nothing until the memory holds `n`;
+and the `Some` arm of a `match` on it (or the rest of the loop after `let batch = match
+memory.sample(n) { Some(b) => b, None => continue };`), where `sample` hands nothing until the
+memory holds `n`;
 or a test of a counter of the loop that the
 loop never resets: `if step > learning_starts { learn() }`, `if episode == 0 { continue }`; in the
 loop or in the called function) leaves every forward before it in the store; a backward skipped by any other check (a non-finite
@@ -2189,6 +2191,7 @@ pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, memory: &mut
         for train in [
             "if let Some(batch) = memory.sample(32) { agent.learn(batch); }",
             "match memory.sample(32) { Some(batch) => agent.learn(batch), None => {} }",
+            "let batch = match memory.sample(32) { Some(b) => b, None => continue };\n        agent.learn(batch);",
         ] {
             let src = SAMPLED_BATCH.replace("GATE", gate).replace("TRAIN", train);
             let messages = crate::rules::testing::messages("autodiff_forward_without_backward", &src);
