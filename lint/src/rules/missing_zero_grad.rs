@@ -11,7 +11,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "missing_zero_grad",
     summary: "an optimizer steps on gradients that are never cleared",
     default_level: Level::Warn,
-    group: Group::Nursery,
+    group: Group::Stable,
     docs: r#"### What it does
 Where gradients accumulate until cleared (tch, dfdx), finds a training iteration that runs
 backward and steps the optimizer with no gradient clearing on the path of every step:

@@ -12,7 +12,7 @@ pub static META: RuleMeta = RuleMeta {
     id: "sampling_loop_chains_graph",
     summary: "a sampling loop run during training chains every step's graph through trainable weights",
     default_level: Level::Warn,
-    group: Group::Nursery,
+    group: Group::Stable,
     docs: r#"### What it does
 Finds a loop that runs no backward and feeds a forward pass its own output
 (`latents = step(&model.forward(&latents)?)?`, `tokens = model.forward(&tokens)?`), when the
