@@ -1566,6 +1566,38 @@ impl Builder<'_> {
         v
     }
 
+    /// `act(obs)` with `let act = |obs| { .. }` bound earlier: the closure's backward and forward
+    /// passes run here, in the loops and branches around this call (its body is walked where it
+    /// is written, maybe outside them).
+    fn run_bound_closure(&mut self, closure: usize, name: &syn::Ident, call: &syn::ExprCall) {
+        let Some(scope) = self.g.closures.get(closure) else { return };
+        if !(scope.runs_backward || scope.runs_forward) {
+            return;
+        }
+        let span = self.between(first_token(&call.func), call.paren_token.span.close());
+        if self.g.closures[closure].runs_backward {
+            self.record_call(TrainingCallKind::Backward, span.clone(), name.to_string());
+        }
+        let here = self.cur_loop();
+        let forward = self
+            .g
+            .vocab_calls
+            .iter()
+            .find(|v| v.kind == CallKind::Forward && v.closure == Some(closure) && v.in_loop != here)
+            .cloned();
+        if let Some(mut v) = forward {
+            self.mark_forward();
+            v.span = span.clone();
+            v.fix_span = None;
+            v.in_loop = here;
+            v.no_grad |= self.no_grad > 0;
+            v.path = self.path.clone();
+            v.guard_fields = self.guard_fields.clone();
+            v.closure = self.closure_stack.last().map(|&(c, _, _)| c);
+            self.g.vocab_calls.push(v);
+        }
+    }
+
     /// A forward pass runs here: in every enclosing loop and closure, or in the body.
     fn mark_forward(&mut self) {
         for &l in &self.loop_stack {
@@ -2238,9 +2270,8 @@ impl Builder<'_> {
             && let Some(id) = p.path.get_ident()
             && let Some(slot) = self.lookup(&id.to_string())
             && let Some(&(_, closure)) = self.closure_bindings.iter().find(|(b, _)| *b == self.env[slot].0)
-            && self.g.closures.get(closure).is_some_and(|c| c.runs_backward)
         {
-            self.record_call(TrainingCallKind::Backward, span.clone(), id.to_string());
+            self.run_bound_closure(closure, id, c);
         }
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let last = segs.last().map(String::as_str).unwrap_or("");

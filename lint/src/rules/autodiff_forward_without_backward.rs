@@ -2202,4 +2202,33 @@ pub fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, memory: &mut
             assert_eq!(count("autodiff_forward_without_backward", None, &ungated), 0, "{train}");
         }
     }
+
+    /// The forward pass sits in a closure bound before the loop and called in it.
+    const LOCAL_ACT: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn rollout<B: AutodiffBackend>(model: &Net<B>, env: &mut Env<B>) {
+    let policy = MODEL;
+    let act = |obs: Tensor<B, 2>| policy.forward(obs).argmax(1).into_scalar() as usize;
+    while !env.done() {
+        let a = act(env.obs());
+        env.step(a);
+    }
+}
+"#;
+
+    #[test]
+    fn a_local_closure_that_runs_a_forward_runs_it_where_it_is_called() {
+        assert_eq!(
+            crate::rules::testing::lines("autodiff_forward_without_backward", &LOCAL_ACT.replace("MODEL", "model")),
+            vec![7]
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &LOCAL_ACT.replace("MODEL", "model.valid()")), 0);
+        // Bound inside the loop: its forward is already in it, reported once.
+        let inside = LOCAL_ACT.replace("MODEL", "model").replace(
+            "    let act = |obs: Tensor<B, 2>| policy.forward(obs).argmax(1).into_scalar() as usize;\n    while !env.done() {\n",
+            "    while !env.done() {\n        let act = |obs: Tensor<B, 2>| policy.forward(obs).argmax(1).into_scalar() as usize;\n",
+        );
+        assert_ne!(inside, LOCAL_ACT.replace("MODEL", "model"));
+        assert_eq!(count("autodiff_forward_without_backward", None, &inside), 1);
+    }
 }
