@@ -76,6 +76,7 @@ pub fn function_graphs(
         impl_generic: false,
         trait_impl: false,
         impl_mapper: false,
+        iterator_next: false,
         spec,
         known,
         offset,
@@ -101,6 +102,9 @@ struct Items<'o> {
     trait_impl: bool,
     /// That trait is the framework's module mapper ([`Spec::param_mapper`]).
     impl_mapper: bool,
+    /// The function being walked is `Iterator::next`: its body is one iteration of whatever
+    /// loop drives the iterator (`for step in runner.steps().take(n)`), walked as a loop.
+    iterator_next: bool,
     spec: &'static Spec,
     known: bool,
     offset: usize,
@@ -169,10 +173,13 @@ impl Items<'_> {
                         .as_ref()
                         .and_then(|t| t.0.segments.last())
                         .is_some_and(|s| self.spec.param_mapper.is_some_and(|(name, _)| s.ident == name));
+                let iterator =
+                    imp.trait_.as_ref().and_then(|t| t.0.segments.last()).is_some_and(|s| s.ident == "Iterator");
                 for it in &imp.items {
                     if let syn::ImplItem::Fn(f) = it {
                         self.trait_impl = imp.trait_.is_some();
                         self.impl_mapper = mapper;
+                        self.iterator_next = iterator && f.sig.ident == "next";
                         let at = self.out.len();
                         self.function(&f.sig, &f.block, owner.as_deref(), Some(&imp.generics));
                         let test = self.in_test || f.attrs.iter().any(|a| is_test_attr(a) || is_cfg_test(a));
@@ -181,6 +188,7 @@ impl Items<'_> {
                         }
                         self.trait_impl = false;
                         self.impl_mapper = false;
+                        self.iterator_next = false;
                     }
                 }
                 (self.impl_autodiff, self.impl_generic) = outer;
@@ -319,7 +327,14 @@ impl Items<'_> {
             && b.g.spec.param_mapper.is_some_and(|(_, method)| sig.ident == method);
         let mapper_params: Vec<NodeIndex> =
             if mapper { b.g.params.iter().flatten().copied().collect() } else { Vec::new() };
-        let tail = b.block(block);
+        let tail = if std::mem::take(&mut self.iterator_next) {
+            let mut tail = None;
+            let header = b.g.sig.clone();
+            b.looped(header, |s| tail = Some(s.block(block)));
+            tail.unwrap_or_else(Val::plain)
+        } else {
+            b.block(block)
+        };
         if !mapper_params.is_empty() {
             b.mapped_value(block, &tail, mapper_params);
         }

@@ -22,7 +22,8 @@ finding, at the first, with the others labelled. A model's own method that runs 
 passes in a loop of its own and returns the result (`model.sample(n)`: a denoising or generation
 loop that feeds each step's output back) is reported where it is called on an autodiff model
 outside any loop, in a function that runs no backward outside its loops (sampling after
-training). A forward in a closure handed to a crate function that calls it in a loop without
+training). The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
+step in runner.take(n)`). A forward in a closure handed to a crate function that calls it in a loop without
 backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
 training loop. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
 forward only }`) is reported for the runs where the setting takes the forward's side.
@@ -2230,5 +2231,25 @@ pub fn rollout<B: AutodiffBackend>(model: &Net<B>, env: &mut Env<B>) {
         );
         assert_ne!(inside, LOCAL_ACT.replace("MODEL", "model"));
         assert_eq!(count("autodiff_forward_without_backward", None, &inside), 1);
+    }
+
+    /// `Iterator::next` is one iteration of the loop that drives the iterator.
+    const ITERATOR_NEXT: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Runner<'a, B: AutodiffBackend> { agent: &'a mut Agent<B>, env: Env<B> }
+impl<'a, B: AutodiffBackend> TRAIT for Runner<'a, B> {
+    type Item = f32;
+    fn next(&mut self) -> Option<f32> {
+        let action = self.agent.model.forward(self.env.obs()).argmax(1).into_scalar();
+        Some(self.env.step(action as usize))
+    }
+}
+"#;
+
+    #[test]
+    fn an_iterators_next_is_a_loop_iteration() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &ITERATOR_NEXT.replace("TRAIT", "Iterator")), 1);
+        // Another trait's `next` is called once for all the linter knows.
+        assert_eq!(count("autodiff_forward_without_backward", None, &ITERATOR_NEXT.replace("TRAIT", "Stepper")), 0);
     }
 }
