@@ -87,6 +87,9 @@ pub struct StoredParam {
     target_name: String,
     /// The chain of calls when the store itself happens in a further callee.
     inner: Option<Through>,
+    /// How the value is stored (`self.total = self.total + x` folds, `self.history.push(x)`
+    /// pushes), seen the same way at the call site.
+    how: Store,
 }
 
 impl Summary {
@@ -1260,8 +1263,8 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     });
     for (i, p) in g.params.iter().enumerate().filter(|_| stores_outside) {
         let Some(start) = *p else { continue };
-        if let Some((span, target, target_name, inner)) = stored_outside(g, start) {
-            stores.push(StoredParam { param: i, span, target, target_name, inner });
+        if let Some((span, target, target_name, inner, how)) = stored_outside(g, start) {
+            stores.push(StoredParam { param: i, span, target, target_name, inner, how });
         }
     }
     let counted = |e: &&super::graph::VocabCall| {
@@ -1334,7 +1337,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
 /// Whether the value of a parameter flows into a `self` field or another parameter: the store's
 /// span, the target (`None` = self, `Some(j)` = parameter j), the target's name, and the further
 /// call the store goes through, if any.
-fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>, String, Option<Through>)> {
+fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>, String, Option<Through>, Store)> {
     let start_binding = g.binding_of(start);
     let mut seen = vec![false; g.graph.node_count()];
     let mut stack = vec![start];
@@ -1348,7 +1351,7 @@ fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>,
             if matches!(g.graph[t].kind, NodeKind::Value(super::graph::Producer::Plain)) {
                 continue;
             }
-            if let Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold, span, .. } = e.weight()
+            if let Edge::StoredInto { how: how @ (Store::Push | Store::Assign | Store::Fold), span, .. } = e.weight()
                 && let NodeKind::Version(b) = g.graph[t].kind
                 && Some(b) != start_binding
                 && !g.bindings[b].host
@@ -1356,10 +1359,10 @@ fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>,
                 let binding = &g.bindings[b];
                 let inner = g.through(e.id()).cloned();
                 match binding.kind {
-                    BindingKind::SelfField => return Some((span.clone(), None, binding.name.clone(), inner)),
+                    BindingKind::SelfField => return Some((span.clone(), None, binding.name.clone(), inner, *how)),
                     BindingKind::Param => {
                         let j = g.params.iter().position(|p| p.and_then(|p| g.binding_of(p)) == Some(b))?;
-                        return Some((span.clone(), Some(j), binding.name.clone(), inner));
+                        return Some((span.clone(), Some(j), binding.name.clone(), inner, *how));
                     }
                     _ => {}
                 }
@@ -1497,7 +1500,7 @@ fn apply_stores(
     callee: &str,
     callee_file: &Arc<SourceFile>,
 ) {
-    for StoredParam { param, span: store_span, target, target_name, inner } in &s.stores {
+    for StoredParam { param, span: store_span, target, target_name, inner, how } in &s.stores {
         let Some(arg) = arg_node(g, site, *param) else { continue };
         // The place the callee stores into, seen from the caller.
         let target_node = match target {
@@ -1525,7 +1528,7 @@ fn apply_stores(
             arg,
             new,
             Edge::StoredInto {
-                how: Store::Push,
+                how: *how,
                 span: site.span.clone(),
                 through: Some(Through {
                     callee: callee.to_string(),

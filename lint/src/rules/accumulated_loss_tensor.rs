@@ -17,7 +17,8 @@ pub static META: RuleMeta = RuleMeta {
     docs: r#"### What it does
 Finds a value that carries an autograd graph (a loss, a model output) folded into a binding that
 lives longer than one iteration of the loop that runs backward: `total = (total + &loss)?`,
-`total += &loss`, `total = total.add(&loss)?`, `running = running + loss`.
+`total += &loss`, `total = total.add(&loss)?`, `running = running + loss`, also through a method
+of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&self.total + loss)?`).
 
 ### Why is this bad?
 The sum is itself a node of the autograd graph, and it holds on to every summand: each
@@ -274,5 +275,40 @@ fn train(wx: &Linear, wh: &Linear, opt: &mut candle_nn::SGD, chunks: &[Vec<Tenso
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("accumulated_loss_tensor", None, PASSES), 0);
+    }
+
+    /// The sum is kept by a method of the crate (a metrics tracker's `update`).
+    const THROUGH_A_METHOD: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::Optimizer;
+pub struct Stats { total: Tensor }
+impl Stats {
+    pub fn update(&mut self, loss: &Tensor) -> Result<()> {
+        self.total = KEEP;
+        Ok(())
+    }
+}
+pub fn train(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)], stats: &mut Stats) -> Result<()> {
+    for (x, y) in data {
+        let loss = candle_nn::loss::mse(&model.forward(x)?, y)?;
+        opt.backward_step(&loss)?;
+        stats.update(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_sum_kept_by_a_method_of_the_crate_is_seen_at_the_call() {
+        let lines = crate::rules::testing::lines(
+            "accumulated_loss_tensor",
+            &THROUGH_A_METHOD.replace("KEEP", "(&self.total + loss)?"),
+        );
+        assert_eq!(lines, vec![15]);
+        // A detached sum, or a host number, keeps no graph.
+        let detached = THROUGH_A_METHOD.replace("KEEP", "(&self.total + loss.detach())?");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+        // The last value only (an assignment) is not a sum.
+        assert_eq!(count("accumulated_loss_tensor", None, &THROUGH_A_METHOD.replace("KEEP", "loss.clone()")), 0);
     }
 }
