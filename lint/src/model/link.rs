@@ -1263,8 +1263,8 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     });
     for (i, p) in g.params.iter().enumerate().filter(|_| stores_outside) {
         let Some(start) = *p else { continue };
-        if let Some((span, target, target_name, inner, how)) = stored_outside(g, start) {
-            stores.push(StoredParam { param: i, span, target, target_name, inner, how });
+        if let Some(stored) = stored_outside(g, start, i) {
+            stores.push(stored);
         }
     }
     let counted = |e: &&super::graph::VocabCall| {
@@ -1334,10 +1334,9 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     }
 }
 
-/// Whether the value of a parameter flows into a `self` field or another parameter: the store's
-/// span, the target (`None` = self, `Some(j)` = parameter j), the target's name, and the further
-/// call the store goes through, if any.
-fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>, String, Option<Through>, Store)> {
+/// Whether the value of parameter `param` flows into a `self` field or another parameter: that
+/// store (where, into what, how, and the further call it goes through, if any).
+fn stored_outside(g: &FnModel, start: NodeIndex, param: usize) -> Option<StoredParam> {
     let start_binding = g.binding_of(start);
     let mut seen = vec![false; g.graph.node_count()];
     let mut stack = vec![start];
@@ -1358,11 +1357,19 @@ fn stored_outside(g: &FnModel, start: NodeIndex) -> Option<(Span, Option<usize>,
             {
                 let binding = &g.bindings[b];
                 let inner = g.through(e.id()).cloned();
+                let stored = |target| StoredParam {
+                    param,
+                    span: span.clone(),
+                    target,
+                    target_name: binding.name.clone(),
+                    inner: inner.clone(),
+                    how: *how,
+                };
                 match binding.kind {
-                    BindingKind::SelfField => return Some((span.clone(), None, binding.name.clone(), inner, *how)),
+                    BindingKind::SelfField => return Some(stored(None)),
                     BindingKind::Param => {
                         let j = g.params.iter().position(|p| p.and_then(|p| g.binding_of(p)) == Some(b))?;
-                        return Some((span.clone(), Some(j), binding.name.clone(), inner, *how));
+                        return Some(stored(Some(j)));
                     }
                     _ => {}
                 }
