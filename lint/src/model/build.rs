@@ -2746,13 +2746,73 @@ fn mentions_autodiff(generics: &syn::Generics, names: &CrateNames, aliases: &[(S
 fn signature_mentions_autodiff(sig: &syn::Signature, names: &CrateNames, aliases: &[(String, bool)]) -> bool {
     use syn::visit::Visit;
     let mut v = AutodiffNames::new(names).with(aliases);
-    v.visit_generics(&sig.generics);
+    let mut used: Vec<&syn::Ident> = Vec::new();
     for input in &sig.inputs {
         if let syn::FnArg::Typed(t) = input {
             v.visit_type(&t.ty);
+            if !v.found {
+                idents_in(&t.ty, &mut used);
+            }
+        }
+    }
+    if v.found {
+        return true;
+    }
+    // A type parameter's bounds say what values of it are: they count when a parameter has that
+    // type (`model: M` with `M: AutodiffModule<Ad>`), or when the bound is an autodiff backend
+    // itself (`B: AutodiffBackend`). A type parameter the values do not have names a
+    // configuration (`S: ModelSpec<MyBackend, MyAutodiffBackend>`, whose plain and autodiff
+    // models the body picks among): it makes nothing autodiff.
+    let counts = |ident: &syn::Ident, bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+        used.contains(&ident) || bounds.iter().any(|b| bound_is_autodiff(b, names, aliases))
+    };
+    for p in sig.generics.type_params() {
+        if counts(&p.ident, &p.bounds) {
+            v.visit_type_param(p);
+        }
+    }
+    if let Some(w) = &sig.generics.where_clause {
+        for pred in &w.predicates {
+            // `S::TrainModel: AutodiffModule<Ad>` speaks of an associated type, not of a value
+            // the function is handed: only when a parameter has a type of `S`.
+            if let syn::WherePredicate::Type(t) = pred
+                && let syn::Type::Path(tp) = &t.bounded_ty
+                && tp.qself.is_none()
+                && let Some(first) = tp.path.segments.first()
+                && if tp.path.segments.len() == 1 {
+                    counts(&first.ident, &t.bounds)
+                } else {
+                    used.contains(&&first.ident)
+                }
+            {
+                v.visit_predicate_type(t);
+            }
         }
     }
     v.found
+}
+
+/// The identifiers of the paths in a type (`Net<B>`: `Net`, `B`).
+fn idents_in<'t>(ty: &'t syn::Type, out: &mut Vec<&'t syn::Ident>) {
+    use syn::visit::Visit;
+    struct Idents<'v, 't>(&'v mut Vec<&'t syn::Ident>);
+    impl<'t> Visit<'t> for Idents<'_, 't> {
+        fn visit_path_segment(&mut self, s: &'t syn::PathSegment) {
+            self.0.push(&s.ident);
+            syn::visit::visit_path_segment(self, s);
+        }
+    }
+    Idents(out).visit_type(ty);
+}
+
+/// A bound whose trait is itself an autodiff name (`AutodiffBackend`, a crate trait extending
+/// it), not one that only names an autodiff backend among its arguments.
+fn bound_is_autodiff(b: &syn::TypeParamBound, names: &CrateNames, aliases: &[(String, bool)]) -> bool {
+    let syn::TypeParamBound::Trait(t) = b else { return false };
+    t.path.segments.last().is_some_and(|s| {
+        let name = s.ident.to_string();
+        aliases.iter().rev().find(|(n, _)| *n == name).map_or_else(|| names.is_autodiff_name(&name), |&(_, a)| a)
+    })
 }
 
 /// Finds burn's autodiff names in paths (walking the tree; printing it to text costs more),

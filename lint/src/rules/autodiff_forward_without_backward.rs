@@ -49,7 +49,9 @@ loss) is taken for a guard. A forward that itself waits for the same threshold (
 self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
-Autodiff<Wgpu>;`), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
+Autodiff<Wgpu>;`), a function's parameter types and the bounds of their type parameters (not a
+configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no value of type
+`S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`); the finding
 then names that call. A model handed over untracked (`model.valid()`,
@@ -2251,5 +2253,44 @@ impl<'a, B: AutodiffBackend> TRAIT for Runner<'a, B> {
         assert_eq!(count("autodiff_forward_without_backward", None, &ITERATOR_NEXT.replace("TRAIT", "Iterator")), 1);
         // Another trait's `next` is called once for all the linter knows.
         assert_eq!(count("autodiff_forward_without_backward", None, &ITERATOR_NEXT.replace("TRAIT", "Stepper")), 0);
+    }
+
+    /// A function generic over a configuration that names both backends: its bounds speak of
+    /// associated types, not of the values it is handed.
+    const SPEC_GENERIC: &str = r#"
+use burn::backend::{Autodiff, Wgpu};
+use burn::module::AutodiffModule;
+use burn::tensor::backend::Backend;
+type MyBackend = Wgpu<f32, i32>;
+type MyAutodiffBackend = Autodiff<MyBackend>;
+pub fn evaluate<B: Backend, M: Scorer<B>>(model: &M, data: &[Tensor<B, 2>]) -> f32 {
+    let mut sum = 0.0;
+    for x in data {
+        sum += model.forward(x.clone()).into_scalar();
+    }
+    sum
+}
+fn run_model<S>(args: &Args, data: &Data)
+where
+    S: ModelSpec<MyBackend, MyAutodiffBackend>,
+    S::TrainModel: AutodiffModule<MyAutodiffBackend>,
+{
+    let model = S::init_infer(&args.config);
+    println!("{}", evaluate(&model, &data.valid));
+}
+"#;
+
+    #[test]
+    fn a_configuration_type_naming_both_backends_makes_nothing_autodiff() {
+        assert_eq!(count("autodiff_forward_without_backward", None, SPEC_GENERIC), 0);
+        // A parameter of the bounded type is such a value.
+        let handed = SPEC_GENERIC
+            .replace(
+                "fn run_model<S>(args: &Args, data: &Data)",
+                "fn run_model<S>(args: &Args, data: &Data, trained: &S::TrainModel)",
+            )
+            .replace("evaluate(&model, &data.valid)", "evaluate(trained, &data.valid)");
+        assert_ne!(handed, SPEC_GENERIC);
+        assert_eq!(count("autodiff_forward_without_backward", None, &handed), 1);
     }
 }
