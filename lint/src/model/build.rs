@@ -1521,9 +1521,11 @@ impl Builder<'_> {
                 }
                 counters_in(&f.body, &mut self.counters);
                 let literal_count = literal_count(&f.expr);
+                let over_variables = iterates_variables(&f.expr);
                 self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
                     s.g.loops[id].literal_count = literal_count;
+                    s.g.loops[id].over_variables = over_variables;
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.block(&f.body);
                 });
@@ -2640,6 +2642,7 @@ impl Builder<'_> {
             runs_forward: false,
             over_self: false,
             literal_count: None,
+            over_variables: false,
         });
         let before = self.env.clone();
         self.loop_stack.push(id);
@@ -3335,6 +3338,18 @@ fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGener
             }),
             _ => false,
         },
+        _ => false,
+    }
+}
+
+/// `vs.trainable_variables()`, `vs.variables().values_mut()`, `&mut params`... through
+/// iterator adapters: the iterable names a store's variables.
+fn iterates_variables(e: &Expr) -> bool {
+    match strip_parens(e) {
+        Expr::Reference(r) => iterates_variables(&r.expr),
+        Expr::MethodCall(m) => {
+            m.method == "trainable_variables" || m.method == "variables" || iterates_variables(&m.receiver)
+        }
         _ => false,
     }
 }

@@ -249,6 +249,9 @@ pub struct LoopScope {
     /// A `for` loop over a literal range or array (`for i in 0..4`, `for x in &[0.1, 0.5]`):
     /// how many times it runs.
     pub(super) literal_count: Option<u64>,
+    /// A `for` loop over a store's variables (`for mut v in vs.trainable_variables()`): what it
+    /// does to each, it does to all the parameters an optimizer steps.
+    pub(super) over_variables: bool,
 }
 
 /// A closure of the function body.
@@ -1074,6 +1077,11 @@ impl FnModel {
     /// Loop `l` is a `for` over something reached from `self` (`for block in &self.blocks`).
     pub fn loop_over_self(&self, l: LoopId) -> bool {
         self.loops[l].over_self
+    }
+
+    /// A `for` loop over a store's variables (see the field).
+    pub fn loop_over_variables(&self, l: LoopId) -> bool {
+        self.loops.get(l).is_some_and(|s| s.over_variables)
     }
 
     /// What node `n` carries (see [`Taint`]).

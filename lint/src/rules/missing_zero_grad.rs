@@ -16,7 +16,8 @@ pub static META: RuleMeta = RuleMeta {
 Where gradients accumulate until cleared (tch, dfdx), finds a training iteration that runs
 backward and steps the optimizer with no gradient clearing on the path of every step:
 no `opt.zero_grad()` (tch), no `model.zero_grads(&mut grads)` (dfdx), no combined call that
-clears (`opt.backward_step(&loss)` in tch).
+clears (`opt.backward_step(&loss)` in tch), no clearing of each variable of the store (`for mut
+v in vs.trainable_variables() { v.zero_grad(); }`).
 
 Not reported for candle or burn, where `backward()` returns a fresh gradient store, nor where each
 iteration traces with a fresh copy of a store that nothing writes into (dfdx
@@ -88,7 +89,15 @@ impl Rule for MissingZeroGrad {
                         || c.receiver().ends_with("()")
                         || step.receiver().ends_with("()")
                 };
-                let cleared = clears.iter().any(|c| step.path().starts_with(c.path()) && same_optimizer(c));
+                // `for mut v in vs.trainable_variables() { v.zero_grad(); }` clears what every
+                // optimizer on the store steps, wherever the loop around it runs.
+                let clears_variables = |c: &TrainingCall| {
+                    c.in_loop().is_some_and(|l| f.loop_over_variables(l))
+                        && c.path().split_last().is_some_and(|(_, outer)| step.path().starts_with(outer))
+                };
+                let cleared = clears
+                    .iter()
+                    .any(|c| (step.path().starts_with(c.path()) && same_optimizer(c)) || clears_variables(c));
                 if cleared {
                     continue;
                 }
@@ -304,5 +313,31 @@ fn fit(opt: &mut COptimizer, net: &Net, xs: &[Tensor], log: &mut Log) {
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("missing_zero_grad", None, PASSES), 0);
+    }
+
+    /// Gradients cleared variable by variable over the store the optimizer steps.
+    const PER_VARIABLE: &str = r#"
+use tch::nn::{Module, OptimizerConfig};
+fn train(vs: &tch::nn::VarStore, net: &tch::nn::Sequential, xs: &[tch::Tensor]) {
+    let mut opt = tch::nn::Adam::default().build(vs, 1e-3).unwrap();
+    for x in xs {
+        let loss = net.forward(x).mean(tch::Kind::Float);
+        loss.backward();
+        opt.step();
+        for mut v in vs.trainable_variables() {
+            CLEAR
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn clearing_each_variable_of_the_store_clears_the_step() {
+        assert_eq!(count("missing_zero_grad", None, &PER_VARIABLE.replace("CLEAR", "v.zero_grad();")), 0);
+        // A loop over the variables that clears nothing.
+        assert_eq!(
+            count("missing_zero_grad", None, &PER_VARIABLE.replace("CLEAR", "println!(\"{:?}\", v.size());")),
+            1
+        );
     }
 }
