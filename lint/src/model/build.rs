@@ -508,6 +508,7 @@ impl Builder<'_> {
                 size_wait_branches: Vec::new(),
                 gated_branches: Vec::new(),
                 size_gate: false,
+                result_backpropagated: false,
                 gate_via: Vec::new(),
                 returns_struct: false,
                 gate_fields: Vec::new(),

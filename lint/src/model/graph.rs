@@ -458,6 +458,9 @@ pub struct FnModel {
     /// (directly or through other functions). That call (file, line, caller's name), set by the
     /// crate-level pass.
     pub(super) per_step_from: Option<(std::path::PathBuf, usize, String)>,
+    /// A caller backpropagates what this function returns (`let loss = batch_loss(..);
+    /// loss.backward()`), set by the crate-level pass.
+    pub(super) result_backpropagated: bool,
     /// This function makes a module untracked with the framework's no-grad method.
     pub(super) untracks_models: bool,
     /// Somewhere in the crate a module is made untracked with the framework's no-grad method
@@ -985,6 +988,56 @@ impl FnModel {
         let mut rest = call.iter().filter(|br| !self.presence_ifs.iter().any(|(t, b)| t == *br && filled(*b)));
         let mut at = at.iter();
         rest.all(|br| at.next() == Some(br))
+    }
+
+    /// Whether loop `l` sums or collects its graph-carrying values into a binding the function
+    /// returns (`for x in xs { total = total + model.forward(x) } total`), without feeding that
+    /// binding back into its forward passes (a sampler's `x = model.forward(x)` does).
+    pub fn loop_accumulates_returned_graph(&self, l: LoopId) -> bool {
+        if !self.returns.iter().any(|&n| self.taint(n).has(Taint::GRAPH)) {
+            return false;
+        }
+        // `total`, `Ok(total)`, `total / n as f32`: the bindings the returned value reads.
+        let returned: Vec<BindingId> = self
+            .returns
+            .iter()
+            .flat_map(|&n| self.upstream(n, usize::MAX, false))
+            .filter_map(|n| self.binding_of(n))
+            .collect();
+        let mut found = false;
+        for (_, value, target, how, _) in self.stores() {
+            let Some(b) = self.binding_of(target) else { continue };
+            if !matches!(how, Store::Fold | Store::Push)
+                || !self.taint(value).has(Taint::GRAPH)
+                || !self.loop_within(self.loop_of(value), l)
+                || !returned.contains(&b)
+            {
+                continue;
+            }
+            if self.feeds_forward_through_locals(value, b) {
+                return false;
+            }
+            found = true;
+        }
+        found
+    }
+
+    /// A caller backpropagates what this function returns (see the field).
+    pub fn result_backpropagated(&self) -> bool {
+        self.result_backpropagated
+    }
+
+    /// Nodes a backward's loss is computed from, through every edge: `mask[n]`.
+    pub(super) fn upstream_of_losses(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack: Vec<NodeIndex> = self.losses.clone();
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
+        }
+        seen
     }
 
     /// Whether loop `l` itself (nested loops and closures included) runs backward.

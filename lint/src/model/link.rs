@@ -186,6 +186,7 @@ pub fn link(
     if resolved.is_empty() {
         return;
     }
+    mark_backpropagated_results(files, &resolved);
     note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
     instantiate_autodiff(files, &resolved);
@@ -509,6 +510,32 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
 /// Further calls that instantiate a generic function with an autodiff backend, named in its
 /// findings beside the first.
 const MAX_ALSO_NAMED: usize = 3;
+
+/// Marks the functions whose result some caller backpropagates: the call's value is among what
+/// a backward's loss in the caller is computed from.
+fn mark_backpropagated_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let mut marked: Vec<FnId> = Vec::new();
+    let mut masks: Vec<(FnId, Vec<bool>)> = Vec::new();
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        if g.losses.is_empty() {
+            continue;
+        }
+        let mask = match masks.iter().position(|(id, _)| id == caller) {
+            Some(i) => &masks[i].1,
+            None => {
+                masks.push((*caller, g.upstream_of_losses()));
+                &masks[masks.len() - 1].1
+            }
+        };
+        if mask.get(g.call_sites[*ci].result.index()).copied().unwrap_or(false) {
+            marked.extend(callees.iter().copied());
+        }
+    }
+    for id in marked {
+        files[id.0].1[id.1].result_backpropagated = true;
+    }
+}
 
 /// Marks the functions a training step runs: those called in a loop that runs backward (or
 /// nested in one), then, to a fixpoint, every function such a function calls.
@@ -1276,12 +1303,15 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // to their callers and report nothing.
     let field_forwards =
         forwards && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e) && e.autodiff_model);
+    // A loop summing its forwards into what a backpropagating caller gets back is reported
+    // (where there is no backward) at the callers.
+    let left_to_callers = |l| g.result_backpropagated && g.loop_accumulates_returned_graph(l);
     let forwards_in_own_loop = forwards
         && (g.autodiff || field_forwards)
         && (!g.owner_is_model || g.returns_plain)
         && g.calls_of(super::graph::CallKind::Forward)
             .filter(counted)
-            .all(|e| e.in_loop.is_some() || e.reported_inside);
+            .all(|e| e.in_loop.is_some_and(|l| !left_to_callers(l)) || e.reported_inside);
     let first_forward = if forwards { g.calls_of(super::graph::CallKind::Forward).find(counted) } else { None };
     let forward_at = first_forward.and_then(|e| match &e.forward_at {
         Some(at) => Some(at.clone()),

@@ -152,6 +152,12 @@ impl Rule for AutodiffForwardWithoutBackward {
             // on some (`if buffer.len() > warmup { learn() }`, the rollout loop outside the `if`)
             // leaves every forward before the first one in the store.
             let shape = match f.iteration_of(Some(l)) {
+                // A helper that sums or collects its forwards into what it returns to a caller
+                // that backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`
+                // with `fn batch_loss(..) -> Tensor { for x in xs { total = total +
+                // model.forward(x) } total }`): that backward runs through them. A caller that
+                // does not is reported at its call.
+                None if f.result_backpropagated() && f.loop_accumulates_returned_graph(l) => continue,
                 None => Shape::NoBackward,
                 // The forward in the training loop itself: a backward skipped on some of its
                 // iterations is usually a guard (a non-finite loss); it is a warm-up when every
@@ -2292,5 +2298,51 @@ where
             .replace("evaluate(&model, &data.valid)", "evaluate(trained, &data.valid)");
         assert_ne!(handed, SPEC_GENERIC);
         assert_eq!(count("autodiff_forward_without_backward", None, &handed), 1);
+    }
+
+    /// A helper that sums a batch's forwards into the loss it returns, called by a training
+    /// loop (which backpropagates it) and by VALIDATE.
+    const LOSS_HELPER: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub fn batch_loss<B: Backend>(model: &Net<B>, xs: &[Tensor<B, 2>]) -> Tensor<B, 1> {
+    let mut total = Tensor::zeros([1], &xs[0].device());
+    for x in xs {
+        total = total + model.forward(x.clone()).mean();
+    }
+    total / xs.len() as f32
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Vec<Tensor<B, 2>>], optim: &mut Adam) -> Net<B> {
+    for xs in data {
+        let loss = batch_loss(&model, xs);
+        let grads = GradientsParams::from_grads(BACKWARD, &model);
+        model = optim.step(1e-3, model, grads);
+    }
+    model
+}
+pub fn validate<B: AutodiffBackend>(model: &Net<B>, data: &[Vec<Tensor<B, 2>>]) -> f32 {
+    let mut sum = 0.0;
+    for xs in data {
+        sum += batch_loss(VALIDATE, &inputs(xs)).into_scalar();
+    }
+    sum
+}
+"#;
+
+    #[test]
+    fn a_helper_summing_forwards_for_a_backpropagating_caller_is_judged_at_its_callers() {
+        let src =
+            |validate: &str, backward: &str| LOSS_HELPER.replace("VALIDATE", validate).replace("BACKWARD", backward);
+        // Training, and validation on the inner backend: nothing grows.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("&model.valid()", "loss.backward()")), 0);
+        // Validation on the autodiff model: reported in the validation loop, not in the helper.
+        let lines = crate::rules::testing::lines("autodiff_forward_without_backward", &src("model", "loss.backward()"));
+        assert_eq!(lines, vec![21]);
+        // No caller backpropagates the sum (the training loop recomputes its loss): the helper's
+        // own loop is reported, as a rollout's would be.
+        let lines = crate::rules::testing::lines(
+            "autodiff_forward_without_backward",
+            &src("&model.valid()", "model.forward(xs[0].clone()).mean().backward()"),
+        );
+        assert_eq!(lines, vec![6]);
     }
 }
