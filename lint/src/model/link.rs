@@ -1297,7 +1297,13 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     let counted = |e: &&super::graph::VocabCall| {
         !e.no_grad && !e.receiver.is_some_and(|r| g.graph[r].taint.has(Taint::INERT_MODEL))
     };
-    let forwards = !runs_backward && g.calls_of(super::graph::CallKind::Forward).any(|e| counted(&e));
+    // A function that runs backward sweeps its own forwards, unless every backward waits for a
+    // warm-up the forward does not (`fn step_once(&mut self) { self.agent.act(..);
+    // self.agent.observe(..) }` with the learning behind `if buffer.len() >= n`): until then
+    // its callers' loops keep every forward.
+    let forwards = (!runs_backward || backward_waits)
+        && g.calls_of(super::graph::CallKind::Forward)
+            .any(|e| counted(&e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))));
     // Reported where they run: in a loop here (no backward anywhere in the function), or
     // inside a called function that reports them; model methods that return tensors are left
     // to their callers and report nothing.

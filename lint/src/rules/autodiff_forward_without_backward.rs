@@ -2345,4 +2345,50 @@ pub fn validate<B: AutodiffBackend>(model: &Net<B>, data: &[Vec<Tensor<B, 2>>]) 
         );
         assert_eq!(lines, vec![6]);
     }
+
+    /// One step of the agent in a method of the trainer: act, then learn once the memory has
+    /// filled. The loop calls that method.
+    const STEP_METHOD: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct DqnAgent<B: AutodiffBackend> { net: Net<B>, buffer: Vec<f32> }
+impl<B: AutodiffBackend> DqnAgent<B> {
+    pub fn act(&mut self, obs: Tensor<B, 2>) -> usize {
+        self.net.forward(obs).argmax(1).into_scalar() as usize
+    }
+    pub fn observe(&mut self, r: f32) {
+        self.buffer.push(r);
+        GATE {
+            let loss = self.net.forward(batch(&self.buffer)).mean();
+            let grads = loss.backward();
+            self.net = step(self.net.clone(), grads);
+        }
+    }
+}
+pub struct Trainer<B: AutodiffBackend> { agent: DqnAgent<B>, env: Env<B> }
+impl<B: AutodiffBackend> Trainer<B> {
+    fn step_once(&mut self) -> f32 {
+        let a = self.agent.act(self.env.obs());
+        let r = self.env.step(a);
+        self.agent.observe(r);
+        r
+    }
+    pub fn run(&mut self, steps: usize) {
+        for _ in 0..steps {
+            self.step_once();
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_step_method_whose_learning_waits_keeps_its_forwards_for_the_loop() {
+        let messages = crate::rules::testing::messages(
+            "autodiff_forward_without_backward",
+            &STEP_METHOD.replace("GATE", "if self.buffer.len() >= 1000"),
+        );
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("warm-up"), "{messages:?}");
+        // Learning on every step sweeps the step's forward.
+        assert_eq!(count("autodiff_forward_without_backward", None, &STEP_METHOD.replace("GATE", "")), 0);
+    }
 }
