@@ -127,7 +127,8 @@ impl Linter {
         }
         let fields = type_graph::autodiff_fields(decls.iter().chain(&context_decls));
         let modules = type_graph::module_types(decls.iter().chain(&context_decls));
-        model::link(&mut linked, &fields, &modules, &crate_fns);
+        let field_types = type_graph::field_types(decls.iter().chain(&context_decls));
+        model::link(&mut linked, &fields, &modules, &field_types, &crate_fns);
         let linked = &linked[..files.len()];
         let per_file: Vec<Vec<Finding>> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();

@@ -203,6 +203,48 @@ fn derives_module(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
+/// The declared types of the crate's named struct fields, by owner: (owner, field, type name),
+/// sorted by owner. Through `Box`, `Arc`, `Rc`, `RefCell`, `Mutex`, `RwLock` and `Option`; a
+/// field typed by one of its struct's own type parameters (`agent: A`) is left out (any impl
+/// may be behind it).
+pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(String, String, String)> {
+    fn head<'s>(shape: &'s Shape) -> Option<&'s str> {
+        match shape {
+            Shape::Named { name, args }
+                if matches!(name.as_str(), "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option") =>
+            {
+                args.first().and_then(head)
+            }
+            Shape::Named { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+    let decls: Vec<&TypeDecl> = decls.into_iter().collect();
+    // Two types of one name (a binary's own `OffPolicyAlgorithm` beside the library's): which
+    // one a method's `self` is cannot be told by name.
+    let mut names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
+    names.sort_unstable();
+    let declared_once = |n: &str| {
+        let from = names.partition_point(|m| *m < n);
+        names[from..].iter().take_while(|m| **m == n).count() == 1
+    };
+    let mut out = Vec::new();
+    for d in decls.iter().filter(|d| declared_once(&d.name)) {
+        for f in &d.fields {
+            let Some((owner, field)) = f.field.split_once('.') else { continue };
+            if owner.contains("::") || field.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            if let Some(ty) = head(&f.ty).filter(|t| !d.generics.iter().any(|g| g == t)) {
+                out.push((owner.to_string(), field.to_string(), ty.to_string()));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The crate's types declared as modules (`#[derive(Module)]`).
 pub fn module_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<String> {
     let mut out: Vec<String> = decls.into_iter().filter(|d| d.module).map(|d| d.name.clone()).collect();

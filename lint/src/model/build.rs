@@ -2136,10 +2136,18 @@ impl Builder<'_> {
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         self.note_bool_literals(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
+        let receiver_field = match strip_place(&m.receiver) {
+            Expr::Field(f) if receiver_type.is_none() && is_self(&f.base) => match &f.member {
+                syn::Member::Named(name) => Some(name.to_string()),
+                syn::Member::Unnamed(_) => None,
+            },
+            _ => None,
+        };
         if let Some(site) = self.g.call_sites.last_mut() {
             site.closure_args = closure_args;
             site.receiver_type = receiver_type;
             site.receiver_type_guessed = receiver_type_guessed;
+            site.receiver_field = receiver_field;
             site.turbofish_autodiff = turbofish_autodiff;
         }
         result
@@ -2205,6 +2213,7 @@ impl Builder<'_> {
             receiver_self,
             receiver_type: None,
             receiver_type_guessed: false,
+            receiver_field: None,
             type_param_dispatch: false,
             closure_args: Vec::new(),
             closure: self.closure_stack.last().map(|&(c, _, _)| c),

@@ -551,6 +551,9 @@ pub struct CallSite {
     /// `receiver_type` is a guess (see `Binding::ty_guessed`): it orders candidates, it does not
     /// rule all of them out.
     pub(super) receiver_type_guessed: bool,
+    /// The receiver is a field of `self` (`self.policy.act(..)`): its name, whose declared type
+    /// the crate-level pass looks up.
+    pub(super) receiver_field: Option<String>,
     /// A path call through a type parameter (`M::f(..)`, `<M as Trait>::f(..)`): it may reach
     /// the function of that name of any impl of the crate.
     pub(super) type_param_dispatch: bool,

@@ -145,6 +145,7 @@ pub fn link(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
     autodiff_fields: &[(String, String)],
     module_types: &[String],
+    field_types: &[(String, String, String)],
     alias_names: &HashSet<String>,
 ) {
     mark_autodiff_fields(files, autodiff_fields);
@@ -167,7 +168,7 @@ pub fn link(
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
         g.owner_is_model = g.owner.as_ref().is_some_and(|o| models.binary_search(o).is_ok());
     }
-    let index = Index::new(files, alias_names);
+    let index = Index::new(files, alias_names, field_types);
     if index.by_name.is_empty() {
         return;
     }
@@ -1117,17 +1118,24 @@ struct Index<'a> {
     by_name: HashMap<u64, Vec<FnId>>,
     /// [`CrateNames::alias_names`].
     alias_names: &'a HashSet<String>,
+    /// Declared field types (owner, field, type), sorted by owner: the type of a `self.field`
+    /// receiver.
+    field_types: &'a [(String, String, String)],
 }
 
 impl<'a> Index<'a> {
-    fn new(files: &[(Arc<SourceFile>, Vec<FnModel>)], alias_names: &'a HashSet<String>) -> Self {
+    fn new(
+        files: &[(Arc<SourceFile>, Vec<FnModel>)],
+        alias_names: &'a HashSet<String>,
+        field_types: &'a [(String, String, String)],
+    ) -> Self {
         let mut by_name: HashMap<u64, Vec<FnId>> = HashMap::default();
         for (fi, (_, graphs)) in files.iter().enumerate() {
             for (gi, g) in graphs.iter().enumerate() {
                 by_name.entry(name_key(&g.ident)).or_default().push((fi, gi));
             }
         }
-        Self { by_name, alias_names }
+        Self { by_name, alias_names, field_types }
     }
 
     /// The functions a call site may reach (one when the name and shape make it unambiguous):
@@ -1206,7 +1214,19 @@ impl<'a> Index<'a> {
         // only a trait's default body can be reached (other types' methods cannot).
         // A receiver typed by an alias (`let agent = MyAgent::new(..)`) is of the aliased type
         // (looked up only when no candidate is a method of the named type).
-        let receiver_type: Option<&str> = site.receiver_type.as_deref().map(|t| {
+        // `self.policy.act(..)` with `policy: Greedy<B>` declared in the caller's type.
+        let field_type = || -> Option<&str> {
+            let owner = caller_owner?;
+            let field = site.receiver_field.as_deref()?;
+            let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
+            self.field_types[from..]
+                .iter()
+                .take_while(|(o, _, _)| o == owner)
+                .find(|(_, f, _)| f == field)
+                .map(|(_, _, t)| t.as_str())
+        };
+        let declared = site.receiver_type.as_deref().or_else(|| if site.method { field_type() } else { None });
+        let receiver_type: Option<&str> = declared.map(|t| {
             if site.method
                 && !site.receiver_type_guessed
                 && self.alias_names.contains(t)

@@ -43,11 +43,12 @@ pub fn link(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
     autodiff_fields: &[(String, String)],
     module_types: &[String],
+    field_types: &[(String, String, String)],
     names: &CrateNames,
 ) {
     let aliases = &names.alias_names;
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        link::link(files, autodiff_fields, module_types, aliases)
+        link::link(files, autodiff_fields, module_types, field_types, aliases)
     }))
     .is_err()
     {

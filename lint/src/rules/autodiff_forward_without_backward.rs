@@ -2391,4 +2391,37 @@ impl<B: AutodiffBackend> Trainer<B> {
         // Learning on every step sweeps the step's forward.
         assert_eq!(count("autodiff_forward_without_backward", None, &STEP_METHOD.replace("GATE", "")), 0);
     }
+
+    /// Two types of the crate have an `act` method; the field's declared type says which one
+    /// `self.policy.act(..)` calls.
+    const FIELD_TYPED: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Random;
+impl Random {
+    pub fn act(&mut self, n: usize) -> usize { n / 2 }
+}
+pub struct Greedy<B: AutodiffBackend> { net: Net<B> }
+impl<B: AutodiffBackend> Greedy<B> {
+    pub fn act(&mut self, n: usize) -> usize { self.net.forward(obs(n)).argmax(1).into_scalar() as usize }
+}
+pub struct Trainer<B: AutodiffBackend> { policy: POLICY, net: Greedy<B>, env: Env }
+impl<B: AutodiffBackend> Trainer<B> {
+    pub fn run(&mut self, steps: usize) {
+        for i in 0..steps {
+            let a = self.policy.act(i);
+            self.env.step(a);
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_fields_declared_type_picks_the_method_a_call_on_it_reaches() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &FIELD_TYPED.replace("POLICY", "Greedy<B>")), 1);
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &FIELD_TYPED.replace("POLICY", "Box<Greedy<B>>")),
+            1
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &FIELD_TYPED.replace("POLICY", "Random")), 0);
+    }
 }
