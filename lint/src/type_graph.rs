@@ -208,7 +208,7 @@ fn derives_module(attrs: &[syn::Attribute]) -> bool {
 /// field typed by one of its struct's own type parameters (`agent: A`) is left out (any impl
 /// may be behind it).
 pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(String, String, String)> {
-    fn head<'s>(shape: &'s Shape) -> Option<&'s str> {
+    fn head(shape: &Shape) -> Option<&str> {
         match shape {
             Shape::Named { name, args }
                 if matches!(name.as_str(), "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option") =>
