@@ -23,7 +23,11 @@ passes in a loop of its own and returns the result (`model.sample(n)`: a denoisi
 loop that feeds each step's output back) is reported where it is called on an autodiff model
 outside any loop, in a function that runs no backward outside its loops (sampling after
 training). The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
-step in runner.take(n)`). A forward in a closure handed to a crate function that calls it in a loop without
+step in runner.take(n)`). A function whose every backward waits for a warm-up (`fn
+step_once(&mut self) { self.agent.act(..); self.agent.observe(..) }`) hands its forwards to the
+loops that call it. A helper that sums its forwards into the value it returns, to a caller that
+backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`), is judged at its
+callers: a validation loop calling it on the autodiff model is reported there. A forward in a closure handed to a crate function that calls it in a loop without
 backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
 training loop. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
 forward only }`) is reported for the runs where the setting takes the forward's side.
@@ -49,7 +53,8 @@ loss) is taken for a guard. A forward that itself waits for the same threshold (
 self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
-Autodiff<Wgpu>;`), a function's parameter types and the bounds of their type parameters (not a
+Autodiff<Wgpu>;`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
+`Greedy::act`), a function's parameter types and the bounds of their type parameters (not a
 configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no value of type
 `S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
