@@ -949,23 +949,20 @@ impl FnModel {
     /// (`for i in 0..4`, `for x in &[0.1, 0.5]`; at most `max` each): what they do stays
     /// small. `None` (no loop) counts as bounded.
     pub fn literally_bounded(&self, l: Option<LoopId>, max: u64) -> bool {
-        let mut at = l;
-        while let Some(i) = at {
-            let Some(scope) = self.loops.get(i) else { return false };
-            if scope.literal_count.is_none_or(|n| n > max) {
-                return false;
-            }
-            at = scope.parent;
-        }
-        true
+        self.literal_loops_up_to(l, None, max)
     }
 
     /// Whether loop `l` and every loop between it and loop `outer` (which encloses it, and is not
     /// counted) run a literal number of iterations (`0..3`, `for x in [a, b]`), at most `max`.
     pub fn literally_bounded_within(&self, l: LoopId, outer: LoopId, max: u64) -> bool {
-        let mut at = Some(l);
+        self.literal_loops_up_to(Some(l), Some(outer), max)
+    }
+
+    /// Whether every loop from `at` outwards, up to `stop` (not counted; `None`: the function
+    /// body), has a literal bound of at most `max`; false when `stop` is not around `at`.
+    fn literal_loops_up_to(&self, mut at: Option<LoopId>, stop: Option<LoopId>, max: u64) -> bool {
         while let Some(i) = at {
-            if i == outer {
+            if Some(i) == stop {
                 return true;
             }
             let Some(scope) = self.loops.get(i) else { return false };
@@ -974,7 +971,7 @@ impl FnModel {
             }
             at = scope.parent;
         }
-        false
+        stop.is_none()
     }
 
     /// Whether a call with branch path `call` runs on every iteration where one with path `at`
