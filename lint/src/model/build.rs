@@ -2095,16 +2095,27 @@ impl Builder<'_> {
 
     /// A forward pass or tape attachment: its value carries a graph unless the model is inert.
     fn forward_call(&mut self, m: &syn::ExprMethodCall, recv: Val, recv_span: Span) -> Val {
+        let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+        self.forward_parts(span, recv, recv_span, m.args.iter())
+    }
+
+    /// A forward pass at `span` on the model `recv`, with arguments `args`.
+    fn forward_parts<'e>(
+        &mut self,
+        span: Span,
+        recv: Val,
+        recv_span: Span,
+        args: impl Iterator<Item = &'e Expr>,
+    ) -> Val {
         self.mark_forward();
         let receiver = self.materialize(recv, recv_span);
         if self.swept_by_backward() {
-            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
             self.vocab(CallKind::Forward, span, None, false);
             if let Some(last) = self.g.vocab_calls.last_mut() {
                 last.receiver = receiver;
             }
         }
-        let args = self.exprs(m.args.iter(), false);
+        let args = self.exprs(args, false);
         let mut reads = args.reads;
         reads.extend(receiver);
         Val { reads, producer: Producer::Forward { receiver }, op: true }
@@ -2354,6 +2365,38 @@ impl Builder<'_> {
             let span = self.between(first_token(&c.func), c.paren_token.span.close());
             self.record_call(TrainingCallKind::Clear, span, expr_text(strip_place(recv)));
             return Val::plain();
+        }
+        // `Tensor::backward(&loss)`, `<T as Backward>::backward(loss)`: the method called with
+        // the loss as its first argument, as `loss.backward()` is.
+        if segs.len() >= 2
+            && ty != "Self"
+            && ty.starts_with(char::is_uppercase)
+            && let Some(loss) = c.args.first()
+            && specs.iter().any(|s| s.is_backward(last, c.args.len() - 1))
+        {
+            let v = self.expr(loss);
+            let loss_span = self.cheap(loss);
+            self.exprs(c.args.iter().skip(1), false);
+            self.mark_loss(v, loss_span);
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            self.record_call(TrainingCallKind::Backward, span, expr_text(strip_place(loss)));
+            return Val::plain();
+        }
+        // `Net::forward(&model, x)`, `Module::forward(&self.policy, obs)`: a forward pass on the
+        // first argument, as `model.forward(x)` is. Not a loss module's.
+        if segs.len() >= 2
+            && ty != "Self"
+            && ty.starts_with(char::is_uppercase)
+            && !ty.ends_with("Loss")
+            && last.starts_with("forward")
+            && frameworks::is_forward_method(last)
+            && !self.crate_fns.plain_fns.contains(last)
+            && let Some(model) = c.args.first()
+        {
+            let recv = self.expr(model);
+            let recv_span = self.cheap(model);
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            return self.forward_parts(span, recv, recv_span, c.args.iter().skip(1));
         }
         if frameworks::is_loss_function(last) {
             let args = self.exprs(c.args.iter(), true);

@@ -2435,4 +2435,35 @@ impl<B: AutodiffBackend> Trainer<B> {
             0
         );
     }
+
+    /// Methods called as paths (`Tensor::backward(&loss)`, `Net::forward(&model, x)`) are the
+    /// same calls as `loss.backward()` and `model.forward(x)`.
+    const PATH_CALLS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn fit<B: AutodiffBackend>(mut model: Net<B>, optim: &mut O, batches: Vec<Tensor<B, 2>>) -> Net<B> {
+    for x in batches {
+        let loss = FORWARD.mean();
+        let grads = BACKWARD;
+        model = optim.step(1e-3, model, GradientsParams::from_grads(grads, &model));
+    }
+    model
+}
+"#;
+
+    #[test]
+    fn methods_called_by_path_are_the_same_calls() {
+        let fit = |forward: &str, backward: &str| {
+            let src = PATH_CALLS.replace("FORWARD", forward).replace("BACKWARD", backward);
+            count("autodiff_forward_without_backward", None, &src)
+        };
+        assert_eq!(fit("model.forward(x)", "loss.backward()"), 0);
+        assert_eq!(fit("model.forward(x)", "Tensor::backward(&loss)"), 0);
+        assert_eq!(fit("Net::forward(&model, x)", "Tensor::backward(&loss)"), 0);
+        // Without the backward, the path-called forward is reported as the method call is.
+        assert_eq!(fit("model.forward(x)", "loss.into_scalar()"), 1);
+        assert_eq!(fit("Net::forward(&model, x)", "loss.into_scalar()"), 1);
+        assert_eq!(fit("<Net<B> as Module<B>>::forward(&model, x)", "loss.into_scalar()"), 1);
+        // A loss module's `forward` called by path is a tensor operation.
+        assert_eq!(fit("MseLoss::forward(&loss_fn, model.valid().forward(x.inner()))", "loss.into_scalar()"), 0);
+    }
 }
