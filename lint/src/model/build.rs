@@ -1244,10 +1244,35 @@ impl Builder<'_> {
                     self.vocab(CallKind::NoGradGuard, span, None, true);
                 }
                 let v = self.expr(e);
+                if semi.is_some() {
+                    self.detach_in_place(e);
+                }
                 if semi.is_some() { Val::plain() } else { v }
             }
             Stmt::Macro(m) => self.mac(&m.mac),
         }
+    }
+
+    /// `data.detach();` with `detach(&mut self)` a method of the crate (a batch of rollouts
+    /// detaching each of its tensors), or tch's `t.detach_();`: from here on the local holds no
+    /// graph.
+    fn detach_in_place(&mut self, e: &Expr) {
+        let Expr::MethodCall(m) = strip_parens(e) else { return };
+        let name = m.method.to_string();
+        let in_place = match name.as_str() {
+            "detach_" => true,
+            "detach" => self.crate_fns.fns.contains(&name),
+            _ => false,
+        };
+        if !in_place || !m.args.is_empty() {
+            return;
+        }
+        let Expr::Path(p) = strip_parens(&m.receiver) else { return };
+        let Some(id) = p.path.get_ident() else { return };
+        let Some(slot) = self.lookup(&id.to_string()) else { return };
+        let span = self.full(e);
+        let plain = self.value_node(Val::plain(), span.clone());
+        self.write(slot, plain, Store::Assign, span, false);
     }
 
     fn local(&mut self, local: &syn::Local) {

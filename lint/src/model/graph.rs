@@ -1027,10 +1027,14 @@ impl FnModel {
         self.result_backpropagated
     }
 
-    /// Nodes a backward's loss is computed from, through every edge: `mask[n]`.
-    pub(super) fn upstream_of_losses(&self) -> Vec<bool> {
+    /// Nodes a backward's loss is computed from, through every edge: `mask[n]`; with
+    /// `and_returns`, also the nodes the function's returned values are computed from.
+    pub(super) fn upstream_of_losses(&self, and_returns: bool) -> Vec<bool> {
         let mut seen = vec![false; self.graph.node_count()];
         let mut stack: Vec<NodeIndex> = self.losses.clone();
+        if and_returns {
+            stack.extend(self.returns.iter().copied());
+        }
         while let Some(n) = stack.pop() {
             if std::mem::replace(&mut seen[n.index()], true) {
                 continue;

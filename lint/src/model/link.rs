@@ -515,26 +515,35 @@ const MAX_ALSO_NAMED: usize = 3;
 /// Marks the functions whose result some caller backpropagates: the call's value is among what
 /// a backward's loss in the caller is computed from.
 fn mark_backpropagated_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
-    let mut marked: Vec<FnId> = Vec::new();
-    let mut masks: Vec<(FnId, Vec<bool>)> = Vec::new();
-    for (caller, ci, callees) in resolved {
-        let g = &files[caller.0].1[caller.1];
-        if g.losses.is_empty() {
-            continue;
-        }
-        let mask = match masks.iter().position(|(id, _)| id == caller) {
-            Some(i) => &masks[i].1,
-            None => {
-                masks.push((*caller, g.upstream_of_losses()));
-                &masks[masks.len() - 1].1
+    // To a fixpoint: a function whose own result a caller backpropagates hands that backward
+    // on to the calls its returned value is computed from (`sequence_loss` returning
+    // `sequence_output(..).mean()`).
+    let mut masks: Vec<(FnId, bool, Vec<bool>)> = Vec::new();
+    loop {
+        let mut marked: Vec<FnId> = Vec::new();
+        for (caller, ci, callees) in resolved {
+            let g = &files[caller.0].1[caller.1];
+            let through_result = g.result_backpropagated;
+            if g.losses.is_empty() && !through_result {
+                continue;
             }
-        };
-        if mask.get(g.call_sites[*ci].result.index()).copied().unwrap_or(false) {
-            marked.extend(callees.iter().copied());
+            let i = match masks.iter().position(|(id, r, _)| id == caller && *r == through_result) {
+                Some(i) => i,
+                None => {
+                    masks.push((*caller, through_result, g.upstream_of_losses(through_result)));
+                    masks.len() - 1
+                }
+            };
+            if masks[i].2.get(g.call_sites[*ci].result.index()).copied().unwrap_or(false) {
+                marked.extend(callees.iter().copied().filter(|c| !files[c.0].1[c.1].result_backpropagated));
+            }
         }
-    }
-    for id in marked {
-        files[id.0].1[id.1].result_backpropagated = true;
+        if marked.is_empty() {
+            break;
+        }
+        for id in marked {
+            files[id.0].1[id.1].result_backpropagated = true;
+        }
     }
 }
 

@@ -26,8 +26,8 @@ training). The body of an `Iterator::next` is one iteration of the loop that dri
 step in runner.take(n)`). A function whose every backward waits for a warm-up (`fn
 step_once(&mut self) { self.agent.act(..); self.agent.observe(..) }`) hands its forwards to the
 loops that call it. A helper that sums its forwards into the value it returns, to a caller that
-backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`), is judged at its
-callers: a validation loop calling it on the autodiff model is reported there. A forward in a closure handed to a crate function that calls it in a loop without
+backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`, also through further
+helpers that return what they compute from it), is judged at its callers: a validation loop calling it on the autodiff model is reported there. A forward in a closure handed to a crate function that calls it in a loop without
 backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
 training loop. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
 forward only }`) is reported for the runs where the setting takes the forward's side.
@@ -2349,6 +2349,18 @@ pub fn validate<B: AutodiffBackend>(model: &Net<B>, data: &[Vec<Tensor<B, 2>>]) 
             &src("&model.valid()", "model.forward(xs[0].clone()).mean().backward()"),
         );
         assert_eq!(lines, vec![6]);
+        // The loss reaches the training loop through a second helper (`sequence_loss` returning
+        // `batch_loss(..) * 0.5`): the same judgement, one call further.
+        let chained = src("model", "loss.backward()")
+            .replace("let loss = batch_loss(&model, xs);", "let loss = sequence_loss(&model, xs);")
+            .replace("batch_loss(model,", "sequence_loss(model,")
+            + "pub fn sequence_loss<B: Backend>(model: &Net<B>, xs: &[Tensor<B, 2>]) -> Tensor<B, 1> {\n    batch_loss(model, xs) * 0.5\n}\n";
+        let lines = crate::rules::testing::lines("autodiff_forward_without_backward", &chained);
+        assert_eq!(lines, vec![21]);
+        let trained_only =
+            chained.replace("sequence_loss(model, &inputs(xs))", "sequence_loss(&model.valid(), &inputs(xs))");
+        assert_ne!(trained_only, chained);
+        assert_eq!(count("autodiff_forward_without_backward", None, &trained_only), 0);
     }
 
     /// One step of the agent in a method of the trainer: act, then learn once the memory has
@@ -2465,5 +2477,53 @@ pub fn fit<B: AutodiffBackend>(mut model: Net<B>, optim: &mut O, batches: Vec<Te
         assert_eq!(fit("<Net<B> as Module<B>>::forward(&model, x)", "loss.into_scalar()"), 1);
         // A loss module's `forward` called by path is a tensor operation.
         assert_eq!(fit("MseLoss::forward(&loss_fn, model.valid().forward(x.inner()))", "loss.into_scalar()"), 0);
+    }
+
+    /// A rollout that hands its outputs to the training loop, which backpropagates through
+    /// them, or detaches them first with the crate's own in-place `detach(&mut self)`.
+    const DETACHED_ROLLOUT: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub struct Batch<B: Backend> { states: Vec<Tensor<B, 2>>, values: Vec<Tensor<B, 1>> }
+impl<B: Backend> Batch<B> {
+    pub fn detach(&mut self) {
+        self.values = self.values.drain(..).map(|v| v.detach()).collect();
+    }
+}
+fn rollout<B: Backend>(critic: &Critic<B>, env: &mut Env) -> Batch<B> {
+    let mut batch = Batch { states: Vec::new(), values: Vec::new() };
+    while !env.done() {
+        let s = env.observe();
+        let v = critic.forward(s.clone());
+        env.step(v.clone().into_scalar());
+        batch.values.push(v);
+        batch.states.push(s);
+    }
+    batch
+}
+pub fn train<B: AutodiffBackend>(mut critic: Critic<B>, env: &mut Env, optim: &mut O) -> Critic<B> {
+    for _ in 0..1000 {
+        let mut batch = rollout(&critic, env);
+        DETACH
+        let loss = Tensor::cat(batch.values, 0).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &critic);
+        critic = optim.step(1e-3, critic, grads);
+    }
+    critic
+}
+"#;
+
+    #[test]
+    fn an_in_place_detach_cuts_what_the_loss_is_computed_from() {
+        let src = |detach: &str| DETACHED_ROLLOUT.replace("DETACH", detach);
+        // The loss is computed from the rollout's outputs: an unrolled computation.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("")), 0);
+        // Detached in place first: no backward reaches the rollout's forwards.
+        assert_eq!(
+            crate::rules::testing::lines("autodiff_forward_without_backward", &src("batch.detach();")),
+            vec![13]
+        );
+        // A `detach` the crate does not define returns a new value and changes nothing.
+        let foreign = src("batch.detach();").replace("pub fn detach(&mut self)", "pub fn cut(&mut self)");
+        assert_eq!(count("autodiff_forward_without_backward", None, &foreign), 0);
     }
 }
