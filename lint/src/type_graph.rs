@@ -211,7 +211,10 @@ pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(St
     fn head(shape: &Shape) -> Option<&str> {
         match shape {
             Shape::Named { name, args }
-                if matches!(name.as_str(), "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option") =>
+                if matches!(
+                    name.as_str(),
+                    "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option" | "Vec" | "VecDeque"
+                ) =>
             {
                 args.first().and_then(head)
             }
@@ -228,15 +231,20 @@ pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(St
         let from = names.partition_point(|m| *m < n);
         names[from..].iter().take_while(|m| **m == n).count() == 1
     };
+    // ... so one declared more than once is keyed by its file too (`Block@src/bigcode.rs`): a
+    // method's `self` is the type of that name declared in the method's file.
     let mut out = Vec::new();
-    for d in decls.iter().filter(|d| declared_once(&d.name)) {
+    for d in &decls {
+        let key = |owner: &str| {
+            if declared_once(&d.name) { owner.to_string() } else { format!("{owner}@{}", d.file.path().display()) }
+        };
         for f in &d.fields {
             let Some((owner, field)) = f.field.split_once('.') else { continue };
             if owner.contains("::") || field.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
             if let Some(ty) = head(&f.ty).filter(|t| !d.generics.iter().any(|g| g == t)) {
-                out.push((owner.to_string(), field.to_string(), ty.to_string()));
+                out.push((key(owner), field.to_string(), ty.to_string()));
             }
         }
     }

@@ -44,6 +44,7 @@ const BURN: Spec = Spec {
     grads_alloc_methods: &[],
     var_builders: &[],
     var_methods: &[],
+    trainable_constructors: &[],
     detach_changes_type: false,
     host_number_types: &["ElemType", "FloatElem"],
     scalar_fix: "{}.into_scalar::<f32>()",

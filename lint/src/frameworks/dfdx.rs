@@ -40,6 +40,7 @@ pub(super) static SPEC: Spec = Spec {
     grads_alloc_methods: &["alloc_grads", "try_alloc_grads"],
     var_builders: &[],
     var_methods: &[],
+    trainable_constructors: &[],
     detach_changes_type: true,
     host_number_types: &[],
     scalar_fix: "{}.array()",

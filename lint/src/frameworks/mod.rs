@@ -217,6 +217,10 @@ pub struct Spec {
     /// Methods of a store path that create a variable named by their first argument
     /// (tch `p.var("w", ..)`, `p.zeros("b", ..)`).
     pub var_methods: &'static [&'static str],
+    /// Function paths (last two segments) whose value is built from trainable variables where
+    /// the framework has no no-grad mode (candle `VarBuilder::from_varmap`, `Var::new`): a model
+    /// made with one records a graph in every forward pass, training or not.
+    pub trainable_constructors: &'static [&'static str],
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.
     pub detach_changes_type: bool,
@@ -249,6 +253,10 @@ impl Spec {
 
     pub fn is_cut_method(&self, name: &str) -> bool {
         self.cut_methods.contains(&name) || name.starts_with("to_vec")
+    }
+
+    pub fn is_trainable_constructor(&self, last_two: &str) -> bool {
+        self.trainable_constructors.contains(&last_two)
     }
 
     pub fn is_cut_function(&self, last_two: &str) -> bool {

@@ -32,6 +32,7 @@ pub(super) static SPEC: Spec = Spec {
     grads_alloc_methods: &[],
     var_builders: &[],
     var_methods: &[],
+    trainable_constructors: &[],
     detach_changes_type: false,
     host_number_types: &[],
     scalar_fix: "{}.item()",

@@ -94,6 +94,7 @@ pub(super) static SPEC: Spec = Spec {
         "f_zeros",
         "f_ones",
     ],
+    trainable_constructors: &[],
     detach_changes_type: false,
     host_number_types: &[],
     scalar_fix: "f64::try_from(&{})?",

@@ -387,6 +387,9 @@ struct Builder<'c> {
     closure_state: Option<Val>,
     /// Local bindings of a closure (`let update = |..| { ..backward.. };`): (binding, closure).
     closure_bindings: Vec<(BindingId, usize)>,
+    /// Loop bindings that are elements of a `self` field (`block` in `for block in
+    /// self.blocks.iter_mut()`), with the field's name: a call on one is a call on that field.
+    element_of: Vec<(BindingId, String)>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -505,6 +508,13 @@ impl Builder<'_> {
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
                 inert_seeds: Vec::new(),
+                trainable_seeds: Vec::new(),
+                self_fields: Vec::new(),
+                forward_sites: Vec::new(),
+                state_calls: Vec::new(),
+                resets: Vec::new(),
+                guard_locals: Vec::new(),
+                trainable_from: None,
                 size_wait_branches: Vec::new(),
                 gated_branches: Vec::new(),
                 size_gate: false,
@@ -549,6 +559,7 @@ impl Builder<'_> {
             closure_tails: Vec::new(),
             closure_state: None,
             closure_bindings: Vec::new(),
+            element_of: Vec::new(),
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -664,6 +675,7 @@ impl Builder<'_> {
                 ty_guessed: false,
             });
             let v = self.add_node(NodeKind::Version(id), span);
+            self.g.self_fields.push(v);
             self.env.push((id, v));
         }
     }
@@ -1339,6 +1351,30 @@ impl Builder<'_> {
             }
             None => Val::plain(),
         };
+        // `let mut cache = self.cache.kvs.lock().unwrap();`: a guard on state of `self` or of a
+        // parameter (where a model can keep a cache, candle).
+        let guard = if self.g.spec.trainable_constructors.is_empty() {
+            None
+        } else {
+            init.and_then(|i| {
+                let e = strip_try(&i.expr);
+                if !matches!(e, Expr::MethodCall(_)) || std::ptr::eq(strip_place(e), e) {
+                    return None;
+                }
+                let root = place_root(strip_place(e));
+                if is_self(root) {
+                    return Some(None);
+                }
+                let Expr::Path(p) = root else { return None };
+                let slot = self.lookup(&p.path.get_ident()?.to_string())?;
+                let b = self.env[slot].0;
+                if self.g.bindings[b].kind != BindingKind::Param {
+                    return None;
+                }
+                let i = self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))?;
+                Some(Some(i))
+            })
+        };
         // No label shows a `let`'s value: skip computing its span.
         let span = 0..0;
         let value = self.materialize(val, span.clone());
@@ -1369,6 +1405,9 @@ impl Builder<'_> {
             }
             if let Some(c) = closure {
                 self.closure_bindings.push((self.g.bindings.len() - 1, c));
+            }
+            if let Some(root) = guard {
+                self.g.guard_locals.push((self.g.bindings.len() - 1, root));
             }
         }
     }
@@ -1548,11 +1587,23 @@ impl Builder<'_> {
                 counters_in(&f.body, &mut self.counters);
                 let literal_count = literal_count(&f.expr);
                 let over_variables = iterates_variables(&f.expr);
+                // `for block in self.blocks.iter()`: each binding is a part of `self` (candle: a
+                // part may keep a cache).
+                let alias =
+                    !self.g.spec.trainable_constructors.is_empty() && root_is_self(&f.expr) && !is_range(&f.expr);
+                let alias_field = if alias { self_field_of(&f.expr) } else { None };
                 self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
                     s.g.loops[id].literal_count = literal_count;
                     s.g.loops[id].over_variables = over_variables;
+                    let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
+                    if alias {
+                        s.g.guard_locals.extend((first..s.g.bindings.len()).map(|b| (b, None)));
+                        if let Some(field) = &alias_field {
+                            s.element_of.extend((first..s.g.bindings.len()).map(|b| (b, field.clone())));
+                        }
+                    }
                     s.block(&f.body);
                 });
                 self.counters.truncate(mark);
@@ -1953,6 +2004,14 @@ impl Builder<'_> {
                 }
             }
         }
+        // `model.reset_cache()`: whatever state the model keeps starts afresh.
+        if (name.starts_with("reset") || name.starts_with("clear"))
+            && !self.g.spec.trainable_constructors.is_empty()
+            && let Some(slot) = self.place_slot(&m.receiver)
+        {
+            let reset = (self.env[slot].0, self.cur_loop());
+            self.g.resets.push(reset);
+        }
         if rust::CLEAR_METHODS.contains(&name)
             && let Some(slot) = self.place_slot(&m.receiver)
         {
@@ -2121,7 +2180,60 @@ impl Builder<'_> {
     /// A forward pass or tape attachment: its value carries a graph unless the model is inert.
     fn forward_call(&mut self, m: &syn::ExprMethodCall, recv: Val, recv_span: Span) -> Val {
         let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+        // candle: a forward the crate defines may keep a cache; the crate-level pass asks.
+        if !self.g.spec.trainable_constructors.is_empty() && self.crate_fns.fns.contains(&m.method.to_string()) {
+            self.forward_site(m, &recv, &recv_span);
+        }
         self.forward_parts(span, recv, recv_span, m.args.iter())
+    }
+
+    /// Records `model.forward(..)` of a method the crate defines (see `FnModel::forward_sites`).
+    /// Arguments are read by name only (`&mut cache`): their values are walked once, by the
+    /// forward pass.
+    fn forward_site(&mut self, m: &syn::ExprMethodCall, recv: &Val, recv_span: &Span) {
+        let receiver = self.materialize(recv.clone(), recv_span.clone());
+        let args = m
+            .args
+            .iter()
+            .map(|a| super::graph::ArgValue {
+                reads: self.place_slot(strip_place(a)).map(|slot| self.env[slot].1).into_iter().collect(),
+                producer: Producer::Derived,
+                op: false,
+                span: self.cheap(a),
+                bool_literal: None,
+                mut_ref: self.mut_ref(a),
+            })
+            .collect();
+        let (receiver_type, receiver_type_guessed) =
+            self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
+        let receiver_field = match strip_place(&m.receiver) {
+            Expr::Field(f) if receiver_type.is_none() && is_self(&f.base) => match &f.member {
+                syn::Member::Named(name) => Some(name.to_string()),
+                syn::Member::Unnamed(_) => None,
+            },
+            // `block.forward(..)` in `for block in self.blocks.iter_mut()`.
+            Expr::Path(p) if receiver_type.is_none() => p.path.get_ident().and_then(|id| {
+                let slot = self.lookup(&id.to_string())?;
+                let b = self.env[slot].0;
+                self.element_of.iter().find(|(e, _)| *e == b).map(|(_, field)| field.clone())
+            }),
+            _ => None,
+        };
+        let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+        self.g.forward_sites.push(CallSite {
+            name: m.method.to_string(),
+            method: true,
+            receiver,
+            receiver_self: is_self(&m.receiver),
+            receiver_type,
+            receiver_type_guessed,
+            receiver_field,
+            args,
+            span,
+            in_loop: self.cur_loop(),
+            path: self.path.clone(),
+            ..CallSite::default()
+        });
     }
 
     /// A forward pass at `span` on the model `recv`, with arguments `args`.
@@ -2171,6 +2283,7 @@ impl Builder<'_> {
             self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         self.note_bool_literals(m.args.iter());
+        self.note_mut_refs(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         let receiver_field = match strip_place(&m.receiver) {
             Expr::Field(f) if receiver_type.is_none() && is_self(&f.base) => match &f.member {
@@ -2187,6 +2300,38 @@ impl Builder<'_> {
             site.turbofish_autodiff = turbofish_autodiff;
         }
         result
+    }
+
+    /// The binding an argument lends the callee to change: `&mut place`, or a parameter handed
+    /// on as it is (`state` of `state: &mut State`).
+    fn mut_ref(&mut self, a: &Expr) -> Option<BindingId> {
+        match strip_parens(a) {
+            Expr::Reference(r) if r.mutability.is_some() => {
+                let slot = self.place_slot(strip_place(&r.expr))?;
+                Some(self.env[slot].0)
+            }
+            Expr::Path(p) => {
+                let slot = self.lookup(&p.path.get_ident()?.to_string())?;
+                let b = self.env[slot].0;
+                (self.g.bindings[b].kind == BindingKind::Param).then_some(b)
+            }
+            _ => None,
+        }
+    }
+
+    /// Marks the arguments of the call site just recorded that lend a binding (see `mut_ref`).
+    fn note_mut_refs<'e>(&mut self, args: impl Iterator<Item = &'e Expr>) {
+        if self.g.spec.trainable_constructors.is_empty() {
+            return;
+        }
+        for (i, value) in args.enumerate() {
+            let b = self.mut_ref(value);
+            if b.is_some()
+                && let Some(a) = self.g.call_sites.last_mut().and_then(|s| s.args.get_mut(i))
+            {
+                a.mut_ref = b;
+            }
+        }
     }
 
     /// Marks the `true`/`false` literals among the arguments of the call site just recorded.
@@ -2233,6 +2378,7 @@ impl Builder<'_> {
                 op: v.op,
                 span: span.clone(),
                 bool_literal: None,
+                mut_ref: None,
             });
             parts.push((v, span));
         }
@@ -2376,6 +2522,15 @@ impl Builder<'_> {
             self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..recv };
         }
+        // `VarBuilder::from_varmap(&varmap, ..)`, `Var::new(..)`: trainable variables; what is
+        // built from them records a graph in every forward pass.
+        if self.g.spec.is_trainable_constructor(&last_two) {
+            let args = self.exprs(c.args.iter(), false);
+            let span = self.between(first_token(&c.func), c.paren_token.span.close());
+            let n = self.value_node(args, span);
+            self.g.trainable_seeds.push(n);
+            return Val { reads: vec![n], producer: Producer::Derived, op: false };
+        }
         if specs.iter().any(|s| s.is_cut_function(&last_two)) {
             self.exprs(c.args.iter(), false);
             return Val::plain();
@@ -2482,6 +2637,7 @@ impl Builder<'_> {
             site.closure_args = closure_args;
         }
         self.note_bool_literals(c.args.iter());
+        self.note_mut_refs(c.args.iter());
         // `run_evaluation::<TrainingBackend>(..)`: the callee is instantiated with that backend.
         if let Some(syn::PathSegment { arguments: syn::PathArguments::AngleBracketed(t), .. }) = p.path.segments.last()
         {
@@ -2973,6 +3129,22 @@ fn type_is_plain(ty: &syn::Type) -> bool {
 }
 
 /// Whether an expression is reached from `self` (`&self.blocks`, `self.layers.iter()`).
+/// The field of `self` an expression goes through first (`blocks` in `self.blocks.iter_mut()`).
+fn self_field_of(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Field(f) if is_self(&f.base) => match &f.member {
+            syn::Member::Named(name) => Some(name.to_string()),
+            syn::Member::Unnamed(_) => None,
+        },
+        Expr::Field(f) => self_field_of(&f.base),
+        Expr::MethodCall(m) => self_field_of(&m.receiver),
+        Expr::Reference(r) => self_field_of(&r.expr),
+        Expr::Paren(p) => self_field_of(&p.expr),
+        Expr::Index(i) => self_field_of(&i.expr),
+        _ => None,
+    }
+}
+
 fn root_is_self(e: &Expr) -> bool {
     match e {
         Expr::Path(p) => p.path.is_ident("self"),
@@ -3145,6 +3317,26 @@ fn strip_place(e: &Expr) -> &Expr {
         Expr::Reference(r) => strip_place(&r.expr),
         Expr::Paren(p) => strip_place(&p.expr),
         Expr::MethodCall(m) if rust::PLACE_METHODS.contains(&m.method.to_string().as_str()) => strip_place(&m.receiver),
+        e => e,
+    }
+}
+
+/// `e` without trailing `?`s.
+fn strip_try(e: &Expr) -> &Expr {
+    match e {
+        Expr::Try(t) => strip_try(&t.expr),
+        Expr::Paren(p) => strip_try(&p.expr),
+        e => e,
+    }
+}
+
+/// The base a place expression starts from (`self` in `self.cache.kvs`).
+fn place_root(e: &Expr) -> &Expr {
+    match e {
+        Expr::Field(f) => place_root(&f.base),
+        Expr::Index(i) => place_root(&i.expr),
+        Expr::Paren(p) => place_root(&p.expr),
+        Expr::Reference(r) => place_root(&r.expr),
         e => e,
     }
 }

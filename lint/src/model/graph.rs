@@ -36,6 +36,9 @@ impl Taint {
     pub const INERT_MODEL: Taint = Taint(2);
     /// A trainable parameter (a leaf): keeping it is fine, computing with it makes a graph.
     pub const PARAM: Taint = Taint(4);
+    /// Built from trainable variables (candle: `VarBuilder::from_varmap(..)`, `Var::new(..)`, and
+    /// the models made with them): every forward pass through it records a graph.
+    pub const TRAINABLE: Taint = Taint(8);
 
     pub fn has(self, other: Taint) -> bool {
         self.0 & other.0 == other.0 && other.0 != 0
@@ -472,6 +475,30 @@ pub struct FnModel {
     /// Values the crate-level pass found to be models made inert (`model.valid()`): results of
     /// functions that return one, parameters every caller hands one.
     pub(super) inert_seeds: Vec<NodeIndex>,
+    /// Values built from trainable variables (candle `VarBuilder::from_varmap(..)`), and, from
+    /// the crate-level pass, results of functions that return one and parameters (or `self`
+    /// fields) some call hands one.
+    pub(super) trainable_seeds: Vec<NodeIndex>,
+    /// The first version of each `self` field the body reads (empty without `self`).
+    pub(super) self_fields: Vec<NodeIndex>,
+    /// Forward passes on methods the crate defines (`llama.forward(&x, pos)`), recorded where
+    /// models made from trainable variables matter (candle) for the crate-level pass to ask
+    /// whether the method keeps state; they are forward passes, not calls, everywhere else.
+    pub(super) forward_sites: Vec<CallSite>,
+    /// Calls of functions that keep a graph-carrying value in their state (see
+    /// [`FnModel::keeps_graph_state`]), set by the crate-level pass.
+    pub(super) state_calls: Vec<StateCall>,
+    /// `model.reset_cache()`, `model.clear_kv_cache()`: the binding, and the loop it is in.
+    pub(super) resets: Vec<(BindingId, Option<LoopId>)>,
+    /// Locals that stand for part of `self` or of a parameter: a guard on a field (`let mut
+    /// cache = self.cache.kvs.lock().unwrap();`), an element of a field iterated over (`for
+    /// block in self.blocks.iter()`). What is stored into them is stored there: the local, and
+    /// `None` for `self` or `Some(i)` for parameter `i`. Recorded where a model can keep a cache
+    /// (candle).
+    pub(super) guard_locals: Vec<(BindingId, Option<usize>)>,
+    /// For a function some call hands a model built from trainable variables: that call (file,
+    /// line, calling function), set by the crate-level pass.
+    pub(super) trainable_from: Option<(std::path::PathBuf, usize, String)>,
     /// Branches taken only once a collection has reached a size (`if memory.len() > n`).
     pub(super) size_wait_branches: Vec<usize>,
     /// Branches taken only when a call of the crate says so (`if agent.can_learn() { .. }`,
@@ -531,6 +558,8 @@ pub struct ArgValue {
     pub(super) span: Span,
     /// The argument is `true` or `false` as written.
     pub(super) bool_literal: Option<bool>,
+    /// The argument is written `&mut place`: the binding the callee may change.
+    pub(super) mut_ref: Option<BindingId>,
 }
 
 /// A call that may reach one of the crate's own functions.
@@ -573,6 +602,49 @@ pub struct CallSite {
     /// (`evaluate::<TrainingBackend>(..)`: `Some(true)`; `extract::<B::InnerBackend>(..)`:
     /// `Some(false)`; none written: `None`).
     pub(super) turbofish_autodiff: Option<bool>,
+}
+
+/// Where a function keeps graph-carrying state from call to call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateAt {
+    /// In `self`.
+    pub(super) in_self: bool,
+    /// In parameters, a bit each (the first 64).
+    pub(super) params: u64,
+}
+
+impl StateAt {
+    pub(super) fn any(self) -> bool {
+        self.in_self || self.params != 0
+    }
+
+    /// Adds a place: `None` for `self`, `Some(i)` for parameter `i`.
+    pub(super) fn add(&mut self, root: Option<usize>) {
+        match root {
+            None => self.in_self = true,
+            Some(i) if i < 64 => self.params |= 1 << i,
+            Some(_) => {}
+        }
+    }
+
+    /// What two candidate callees both keep.
+    pub(super) fn meet(self, other: StateAt) -> StateAt {
+        StateAt { in_self: self.in_self && other.in_self, params: self.params & other.params }
+    }
+}
+
+/// A call of a function that keeps a graph-carrying value in its state (a key/value cache).
+#[derive(Debug, Clone)]
+pub struct StateCall {
+    pub(super) span: Span,
+    pub(super) in_loop: Option<LoopId>,
+    pub(super) receiver: Option<NodeIndex>,
+    /// `Llama::forward`.
+    pub(super) callee: String,
+    /// The state starts afresh on each iteration of the call's loop: it lives in a receiver or
+    /// `&mut` argument made in that loop (`let mut cache = Cache::new(..)`), or the receiver is
+    /// reset there (`model.reset_cache()`).
+    pub(super) fresh_each_iteration: bool,
 }
 
 /// A call made after a backward (burn): the arguments that read values made before it, for the
@@ -1044,6 +1116,112 @@ impl FnModel {
         seen
     }
 
+    /// A forward pass in loop `l` (nested loops included) on a model built from trainable
+    /// variables (candle `VarBuilder::from_varmap`) that outlives the loop's iterations: the
+    /// receiver's span. A loop over models (`for layer in layers { x = layer.forward(x)? }`) is
+    /// one forward pass through them.
+    pub fn trainable_forward_in(&self, l: LoopId) -> Option<&Span> {
+        self.graph.node_indices().find_map(|n| match self.graph[n].kind {
+            NodeKind::Value(Producer::Forward { receiver: Some(r) })
+                if self.taint(r).has(Taint::TRAINABLE)
+                    && self.loop_within(self.graph[n].in_loop, l)
+                    && self.binding_of(r).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l)) =>
+            {
+                Some(&self.graph[r].span)
+            }
+            _ => None,
+        })
+    }
+
+    /// Where the function keeps a graph-carrying value built from what that place held before
+    /// (a key/value cache, `self.k = Some(Tensor::cat(&[prev, &k], 2)?)`; a recurrent state,
+    /// `self.h = self.cell.forward(x, &self.h)?`): in `self`, in parameters. Each call chains
+    /// its graph onto the previous call's.
+    pub(super) fn keeps_graph_state(&self) -> StateAt {
+        let mut at = StateAt::default();
+        for (edge, value, target, how, _) in self.stores() {
+            // Its own stores: one made inside a called function is that function's.
+            if self.through(edge).is_some()
+                || !matches!(how, Store::Assign | Store::Fold)
+                || !self.taint(value).has(Taint::GRAPH)
+            {
+                continue;
+            }
+            let Some(b) = self.binding_of(target) else { continue };
+            if let Some(root) = self.state_root(b)
+                && self.computed_from_binding(value, b, target)
+            {
+                at.add(root);
+            }
+        }
+        at
+    }
+
+    /// The state binding `b` is part of: `Some(None)` for `self` (a field, an element or guard
+    /// of one), `Some(Some(i))` for parameter `i`, `None` for a local of its own.
+    pub(super) fn state_root(&self, b: BindingId) -> Option<Option<usize>> {
+        match self.bindings[b].kind {
+            BindingKind::SelfField => Some(None),
+            BindingKind::Param => {
+                self.params.iter().position(|p| p.and_then(|p| self.binding_of(p)) == Some(b)).map(Some)
+            }
+            _ => self.guard_locals.iter().find(|(g, _)| *g == b).map(|&(_, root)| root),
+        }
+    }
+
+    /// Whether `value` is computed from a version of binding `b` other than `target`, through
+    /// values and every store into other bindings (`k = cat(prev, k)` in one branch, merged).
+    fn computed_from_binding(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
+        // What a call of the crate returns is taken as computed from its receiver and arguments
+        // until the crate-level pass knows more: not evidence of a state read back.
+        let results: std::collections::HashSet<NodeIndex> = self.call_sites.iter().map(|c| c.result).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if seen.len() > 512 || !seen.insert(n) || results.contains(&n) {
+                continue;
+            }
+            match self.graph[n].kind {
+                NodeKind::Version(v) if v == b => {
+                    if n != target {
+                        return true;
+                    }
+                }
+                _ => stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source())),
+            }
+        }
+        false
+    }
+
+    /// For each parameter, whether a value the function returns is computed from it (through
+    /// every edge: `Net::new(vb)` returning `Self { fc: linear(.., vb.pp("fc"))? }`).
+    pub(super) fn params_returned(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack: Vec<NodeIndex> = self.returns.clone();
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
+        }
+        self.params.iter().map(|p| p.is_some_and(|p| seen[p.index()])).collect()
+    }
+
+    /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache):
+    /// (call, loop, receiver value, callee).
+    pub fn stateful_calls(&self) -> impl Iterator<Item = (&Span, Option<LoopId>, Option<NodeIndex>, &str)> + '_ {
+        self.state_calls
+            .iter()
+            .filter(|c| !c.fresh_each_iteration)
+            .map(|c| (&c.span, c.in_loop, c.receiver, c.callee.as_str()))
+    }
+
+    /// For a function some call of the crate hands a model built from trainable variables:
+    /// that call (file, line, calling function).
+    pub fn trainable_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
+        self.trainable_from.as_ref()
+    }
+
     /// Whether loop `l` itself (nested loops and closures included) runs backward.
     pub fn loop_runs_backward(&self, l: LoopId) -> bool {
         self.loops.get(l).is_some_and(|s| s.runs_backward)
@@ -1234,6 +1412,9 @@ impl FnModel {
         }
         for &n in &self.inert_seeds {
             self.graph[n].taint = self.graph[n].taint.union(Taint::INERT_MODEL);
+        }
+        for &n in &self.trainable_seeds {
+            self.graph[n].taint = self.graph[n].taint.union(Taint::TRAINABLE);
         }
         let mut is_op = vec![false; self.graph.node_count()];
         for &n in &self.op_values {

@@ -22,7 +22,9 @@ use petgraph::Direction;
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
-use super::graph::{BindingKind, Edge, FnModel, NodeKind, Span, Store, Taint, Through, TrainingCall, TrainingCallKind};
+use super::graph::{
+    BindingKind, Edge, FnModel, NodeKind, Span, StateAt, Store, Taint, Through, TrainingCall, TrainingCallKind,
+};
 use super::rust;
 use crate::source::SourceFile;
 
@@ -258,6 +260,238 @@ pub fn link(
     // After the summaries: a loop whose backward runs inside a call (`agent.update(..)`) is a
     // training loop too, and what it calls runs once per step.
     mark_per_step(files, &resolved);
+    follow_trainable_models(files, &resolved);
+    // Only where a model is built from trainable variables can a cache chain graphs (candle).
+    if files.iter().any(|(_, graphs)| graphs.iter().any(|g| !g.trainable_seeds.is_empty())) {
+        let mut forwards: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
+        for (fi, (_, graphs)) in files.iter().enumerate() {
+            for (gi, g) in graphs.iter().enumerate() {
+                for (ci, site) in g.forward_sites.iter().enumerate() {
+                    let callees = index.resolve(files, (fi, gi), site);
+                    if !callees.is_empty() {
+                        forwards.push(((fi, gi), ci, callees));
+                    }
+                }
+            }
+        }
+        mark_stateful_calls(files, &resolved, &forwards);
+    }
+}
+
+/// Functions that keep a graph-carrying value in their state (a key/value cache): their own
+/// store ([`FnModel::keeps_graph_state`]), or a call of such a function on their `self` (or a
+/// field of it) or with a parameter (`self.layers[i].attn.forward(x, &mut cache)`), to a
+/// fixpoint. Every call of one is then recorded in its caller (`FnModel::state_calls`).
+/// `forwards` resolves the callers' `forward_sites`.
+fn mark_stateful_calls(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    resolved: &[(FnId, usize, Vec<FnId>)],
+    forwards: &[(FnId, usize, Vec<FnId>)],
+) {
+    fn site_of(g: &FnModel, ci: usize, forward: bool) -> &super::graph::CallSite {
+        if forward { &g.forward_sites[ci] } else { &g.call_sites[ci] }
+    }
+    // Calls resolved by name only (`self.tokenizer.decode(..)` reaching a model's `decode`) are
+    // followed when they are forward passes (`forward`, `forward_with_cache`) or methods of the
+    // receiver's declared type.
+    let trusted =
+        |files: &[(Arc<SourceFile>, Vec<FnModel>)], site: &super::graph::CallSite, callees: &[FnId], forward: bool| {
+            forward
+                || callees.iter().all(|c| {
+                    let c = &files[c.0].1[c.1];
+                    c.ident.starts_with("forward")
+                        || site.receiver_type.as_deref().is_some_and(|t| c.owner.as_deref() == Some(t))
+                })
+        };
+    let calls = || resolved.iter().map(|r| (r, false)).chain(forwards.iter().map(|r| (r, true)));
+    let mut state: HashMap<FnId, StateAt> = HashMap::default();
+    for (fi, (_, graphs)) in files.iter().enumerate() {
+        for (gi, g) in graphs.iter().enumerate() {
+            let at = g.keeps_graph_state();
+            if at.any() {
+                state.insert((fi, gi), at);
+            }
+        }
+    }
+    if state.is_empty() {
+        return;
+    }
+    // What every candidate keeps (nothing when one keeps nothing).
+    let kept = |state: &HashMap<FnId, StateAt>, callees: &[FnId]| -> StateAt {
+        callees.iter().map(|c| state.get(c).copied().unwrap_or_default()).reduce(StateAt::meet).unwrap_or_default()
+    };
+    // The state of the caller a call's receiver or `k`-th argument is part of.
+    let root_of = |g: &FnModel, site: &super::graph::CallSite, arg: Option<usize>| -> Option<Option<usize>> {
+        match arg {
+            None if site.receiver_self => Some(None),
+            None => g.state_root(g.binding_of(site.receiver?)?),
+            Some(k) => g.state_root(site.args.get(k)?.mut_ref?),
+        }
+    };
+    let bits = |p: u64| (0..64).filter(move |k| p & (1 << k) != 0);
+    for _ in 0..MAX_ROUNDS {
+        let mut grown = Vec::new();
+        for ((caller, ci, callees), forward) in calls() {
+            let g = &files[caller.0].1[caller.1];
+            let site = site_of(g, *ci, forward);
+            let callee = kept(&state, callees);
+            if !callee.any() || !trusted(files, site, callees, forward) {
+                continue;
+            }
+            let mut at = StateAt::default();
+            if callee.in_self
+                && let Some(root) = root_of(g, site, None)
+            {
+                at.add(root);
+            }
+            for k in bits(callee.params) {
+                if let Some(root) = root_of(g, site, Some(k)) {
+                    at.add(root);
+                }
+            }
+            let had = state.get(caller).copied().unwrap_or_default();
+            let now = StateAt { in_self: had.in_self || at.in_self, params: had.params | at.params };
+            if now != had {
+                grown.push((*caller, now));
+            }
+        }
+        if grown.is_empty() {
+            break;
+        }
+        state.extend(grown);
+    }
+    let mut found: Vec<(FnId, super::graph::StateCall)> = Vec::new();
+    for ((caller, ci, callees), forward) in calls() {
+        let g = &files[caller.0].1[caller.1];
+        let site = site_of(g, *ci, forward);
+        let callee = kept(&state, callees);
+        if !callee.any() || !trusted(files, site, callees, forward) {
+            continue;
+        }
+        // The state outlives an iteration of the call's loop: it lives in a binding made before
+        // the loop, and is not reset in it (`model.reset_cache()`).
+        let lasting = |b: super::graph::BindingId| {
+            site.in_loop.is_none_or(|l| !g.loop_within(g.bindings[b].decl_loop, l))
+                && !g.resets.iter().any(|&(r, l)| r == b && l == site.in_loop)
+        };
+        let receiver = site.receiver.and_then(|r| g.binding_of(r));
+        let chains = (callee.in_self && (site.receiver_self || receiver.is_some_and(lasting)))
+            || bits(callee.params).any(|k| site.args.get(k).and_then(|a| a.mut_ref).is_some_and(lasting));
+        let c = &files[callees[0].0].1[callees[0].1];
+        found.push((
+            *caller,
+            super::graph::StateCall {
+                span: site.span.clone(),
+                in_loop: site.in_loop,
+                receiver: site.receiver,
+                callee: c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident)),
+                fresh_each_iteration: !chains,
+            },
+        ));
+    }
+    for (caller, call) in found {
+        files[caller.0].1[caller.1].state_calls.push(call);
+    }
+}
+
+/// Models built from trainable variables (candle `VarBuilder::from_varmap(..)`) across calls:
+/// first the results of functions that build and return one (through chains of such functions),
+/// then the parameters (for a method, the `self` fields) of functions some call hands one. A
+/// function that returns what it was handed does not make every caller's result trainable, and
+/// tests (small models made from a fresh `VarMap` to check shapes) hand nothing on.
+fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    type From = Option<(std::path::PathBuf, usize, String)>;
+    let holds = |g: &FnModel| !g.is_test && !g.trainable_seeds.is_empty();
+    let trainable = |g: &FnModel, n: NodeIndex| g.graph[n].taint.has(Taint::TRAINABLE);
+    let seed = |files: &mut [(Arc<SourceFile>, Vec<FnModel>)], seeds: Vec<(FnId, NodeIndex, From)>| -> bool {
+        let mut dirty: Vec<FnId> = Vec::new();
+        for (id, n, from) in seeds {
+            let g = &mut files[id.0].1[id.1];
+            if g.trainable_seeds.contains(&n) {
+                continue;
+            }
+            g.trainable_seeds.push(n);
+            if g.trainable_from.is_none() {
+                g.trainable_from = from;
+            }
+            dirty.push(id);
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        for &(fi, gi) in &dirty {
+            files[fi].1[gi].propagate();
+        }
+        !dirty.is_empty()
+    };
+    // Which parameters each called function builds its result from (`Net::new(vb)`), asked
+    // only of the callees of calls handed a trainable value.
+    let mut returned: HashMap<FnId, Vec<bool>> = HashMap::default();
+    for _ in 0..MAX_ROUNDS {
+        let returns: Vec<FnId> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
+            .filter(|(_, g)| holds(g) && g.returns.iter().any(|&n| trainable(g, n)))
+            .map(|(id, _)| id)
+            .collect();
+        let mut seeds = Vec::new();
+        for (caller, ci, callees) in resolved {
+            let g = &files[caller.0].1[caller.1];
+            if g.is_test {
+                continue;
+            }
+            let site = &g.call_sites[*ci];
+            let built_from = |c: &FnId, returned: &mut HashMap<FnId, Vec<bool>>| {
+                let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
+                site.args
+                    .iter()
+                    .enumerate()
+                    .any(|(i, a)| mask.get(i).copied().unwrap_or(false) && a.reads.iter().any(|&n| trainable(g, n)))
+            };
+            let handed = holds(g) && site.args.iter().any(|a| a.reads.iter().any(|&n| trainable(g, n)));
+            if callees.iter().any(|c| returns.contains(c))
+                || (handed && callees.iter().all(|c| built_from(c, &mut returned)))
+            {
+                seeds.push((*caller, site.result, None));
+            }
+        }
+        if !seed(files, seeds) {
+            break;
+        }
+    }
+    for _ in 0..MAX_ROUNDS {
+        let mut seeds: Vec<(FnId, NodeIndex, From)> = Vec::new();
+        for (caller, ci, callees) in resolved {
+            let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
+            if !holds(g) {
+                continue;
+            }
+            let site = &g.call_sites[*ci];
+            let from = || {
+                let (line, _) = file.line_col(site.span.start);
+                Some((file.path().to_path_buf(), line, g.name()))
+            };
+            for (i, a) in site.args.iter().enumerate() {
+                if a.reads.iter().any(|&n| trainable(g, n)) {
+                    for c in callees {
+                        if let Some(Some(p)) = files[c.0].1[c.1].params.get(i) {
+                            seeds.push((*c, *p, from()));
+                        }
+                    }
+                }
+            }
+            if site.method && site.receiver.is_some_and(|r| trainable(g, r)) {
+                for c in callees {
+                    for &n in &files[c.0].1[c.1].self_fields {
+                        seeds.push((*c, n, from()));
+                    }
+                }
+            }
+        }
+        if !seed(files, seeds) {
+            break;
+        }
+    }
 }
 
 /// Models made inert (`model.valid()`, `Module::no_grad`) across calls: a function whose every
@@ -1227,12 +1461,16 @@ impl<'a> Index<'a> {
         let field_type = || -> Option<&str> {
             let owner = caller_owner?;
             let field = site.receiver_field.as_deref()?;
-            let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
-            self.field_types[from..]
-                .iter()
-                .take_while(|(o, _, _)| o == owner)
-                .find(|(_, f, _)| f == field)
-                .map(|(_, _, t)| t.as_str())
+            let lookup = |owner: &str| {
+                let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
+                self.field_types[from..]
+                    .iter()
+                    .take_while(|(o, _, _)| o == owner)
+                    .find(|(_, f, _)| f == field)
+                    .map(|(_, _, t)| t.as_str())
+            };
+            // A type declared in several files: the one of the method's file.
+            lookup(owner).or_else(|| lookup(&format!("{owner}@{}", files[caller.0].0.path().display())))
         };
         let declared = site.receiver_type.as_deref().or_else(|| if site.method { field_type() } else { None });
         let receiver_type: Option<&str> = declared.map(|t| {

@@ -10,7 +10,7 @@ pub struct SamplingLoopChainsGraph;
 
 pub static META: RuleMeta = RuleMeta {
     id: "sampling_loop_chains_graph",
-    summary: "a sampling loop run during training chains every step's graph through trainable weights",
+    summary: "a sampling loop chains every step's graph through trainable weights",
     default_level: Level::Warn,
     group: Group::Stable,
     docs: r#"### What it does
@@ -20,11 +20,24 @@ loop runs inside training: nested in a loop that runs backward, or in a function
 loop calls (a preview sampler, an evaluation decoder), directly or through other functions.
 Frameworks without a no-grad mode (candle).
 
+Outside training, the same loop is reported when its model is built from trainable variables:
+from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `Var::new(..)`, or a
+function of the crate that returns such a builder or model, in the function or in a caller that
+hands it the model (tests, which build small models from a fresh `VarMap`, hand nothing on). So
+is a generation loop whose model keeps a graph-carrying value from call to call, built from what
+it kept before: a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
+`Mutex` or in a `&mut Cache` argument), found through the model's layers. A cache made afresh
+on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
+layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop.
+
 ### Why is this bad?
 candle records a graph for every operation on a tensor computed from a `Var`, and there is no
 no-grad mode: during training the model's weights are `Var`s, so each sampling step's output
 holds the whole graph of the steps before it. Memory grows with the number of steps until the
 loop ends, and a long denoising loop runs the device out of memory in the middle of training.
+A model whose weights stay `Var`s after training (or were loaded into a `VarMap`) does the same
+at inference; with a key/value cache, every generated token keeps the activations of all the
+tokens before it, instead of only their keys and values.
 
 ### Example
 ```rust
@@ -69,6 +82,7 @@ impl Rule for SamplingLoopChainsGraph {
 
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         let mut reported = Vec::new();
+        let mut reported_loops = Vec::new();
         for (_, value, target, how, span) in f.stores() {
             if how != Store::Fold || !f.taint(value).has(Taint::GRAPH) {
                 continue;
@@ -88,15 +102,23 @@ impl Rule for SamplingLoopChainsGraph {
             if f.loss_derives_from(binding) {
                 continue;
             }
-            let caller = if f.loop_or_outer_runs_backward(l) { None } else { f.per_step_from() };
-            let why = match caller {
-                None if f.loop_or_outer_runs_backward(l) => {
-                    "the loop around it runs backward: the weights are trainable"
+            let training = f.loop_or_outer_runs_backward(l);
+            let mut caller = if training { None } else { f.per_step_from() };
+            // Outside training: a model built from trainable variables (`VarBuilder::from_varmap`,
+            // here or in a caller) records a graph just the same.
+            let trainable = if training || caller.is_some() { None } else { f.trainable_forward_in(l) };
+            let why = match (caller, trainable) {
+                (None, _) if training => "the loop around it runs backward: the weights are trainable".to_string(),
+                (Some(_), _) => "it runs during training: the weights are trainable".to_string(),
+                (None, Some(model)) => {
+                    caller = f.trainable_from();
+                    let text = cx.snippet(model);
+                    format!("`{text}` is built from trainable variables (a `VarMap`'s `Var`s)")
                 }
-                None => continue,
-                Some(_) => "it runs during training: the weights are trainable",
+                (None, None) => continue,
             };
             reported.push(binding);
+            reported_loops.push(l);
             let name = f.binding(binding).name().to_string();
             let mut report = Report::new(
                 format!("`{name}` chains every sampling step's graph through trainable weights"),
@@ -109,10 +131,56 @@ impl Rule for SamplingLoopChainsGraph {
                 "{why}; every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so each step's output keeps all the steps before it"
             ));
             if let Some((path, line, caller)) = caller {
+                let what = if trainable.is_some() {
+                    "hands this function a model built from trainable variables"
+                } else {
+                    "calls this function from a loop that runs backward"
+                };
+                report.elsewhere.push((path.clone(), *line, format!("`{caller}` {what}")));
+            }
+            cx.report(report);
+        }
+        // A model that keeps its state (a key/value cache) from call to call, called in a loop
+        // with weights built from trainable variables, outside training (generation after
+        // loading the weights into a `VarMap`).
+        let mut reported_models = Vec::new();
+        for (span, in_loop, receiver, callee) in f.stateful_calls() {
+            let (Some(l), Some(model)) = (in_loop, receiver) else { continue };
+            // One finding per loop: a loop that also feeds its output back is reported above.
+            if reported_loops.contains(&l)
+                || f.loop_runs_backward(l)
+                || f.loop_over_self(l)
+                || f.loop_or_outer_runs_backward(l)
+                || f.per_step_from().is_some()
+                || !f.taint(model).has(Taint::TRAINABLE)
+            {
+                continue;
+            }
+            // The model outlives the loop's iterations (one made each iteration starts empty).
+            let Some(binding) = f.binding_of(model) else { continue };
+            if f.loop_within(f.binding(binding).decl_loop(), l) || reported_models.contains(&binding) {
+                continue;
+            }
+            reported_models.push(binding);
+            let name = f.binding(binding).name().to_string();
+            let method = callee.rsplit("::").next().unwrap_or(callee);
+            let mut report = Report::new(
+                format!("`{name}` keeps every step's graph in its state through trainable weights"),
+                span.clone(),
+                format!("`{method}` keeps what it computes for the next call (a cache)"),
+            )
+            .label(f.loop_header(l).clone(), "this loop runs no backward")
+            .help(format!(
+                "build `{name}` from weights that are not `Var`s (`VarBuilder::from_mmaped_safetensors`), or detach what `{method}` keeps"
+            ))
+            .note(format!(
+                "`{name}` is built from trainable variables (a `VarMap`'s `Var`s); every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so the state keeps every earlier step's graph"
+            ));
+            if let Some((path, line, caller)) = f.trainable_from() {
                 report.elsewhere.push((
                     path.clone(),
                     *line,
-                    format!("`{caller}` calls this function from a loop that runs backward"),
+                    format!("`{caller}` hands this function a model built from trainable variables"),
                 ));
             }
             cx.report(report);
@@ -228,5 +296,158 @@ fn sample_preview("#,
         assert_ne!(layers, PREVIEW);
         // The sampler's own loop only.
         assert_eq!(count("sampling_loop_chains_graph", None, &layers), 1);
+    }
+
+    /// Generation after training or after loading weights into a `VarMap`: the model is built
+    /// from trainable variables, so every step records a graph; no backward anywhere.
+    const LOADED: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{VarBuilder, VarMap};
+pub struct Unet { inner: Inner }
+impl Unet {
+    pub fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { inner: Inner::new(vb.pp("inner"))? }) }
+}
+fn denoise(model: &Unet, mut latents: Tensor, steps: usize) -> Result<Tensor> {
+    for t in 0..steps {
+        latents = (&latents - model.forward(&latents, t)?)?;
+    }
+    Ok(latents)
+}
+fn main() -> Result<()> {
+    let mut varmap = VarMap::new();
+    let vb = BUILDER;
+    let model = Unet::new(vb)?;
+    varmap.load("unet.safetensors")?;
+    let image = denoise(&model, Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?, 50)?;
+    save(&image)
+}
+"#;
+
+    #[test]
+    fn reports_a_sampler_whose_model_is_built_from_trainable_variables() {
+        let src = |builder: &str| LOADED.replace("BUILDER", builder);
+        let varmap = src("VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)");
+        assert_eq!(count("sampling_loop_chains_graph", None, &varmap), 1);
+        let notes = elsewhere("sampling_loop_chains_graph", &varmap);
+        assert_eq!(notes, [(19, "`main` hands this function a model built from trainable variables".to_string())]);
+        // Weights read as plain tensors: no graph, nothing chains.
+        let mmaped =
+            src("unsafe { VarBuilder::from_mmaped_safetensors(&[\"unet.safetensors\"], DType::F32, &Device::Cpu)? }");
+        assert_eq!(count("sampling_loop_chains_graph", None, &mmaped), 0);
+        // The builder comes from a function of the crate that makes it from a `VarMap`.
+        let helper = src("trainable_weights()?")
+            + "fn trainable_weights() -> Result<VarBuilder<'static>> {\n    let map = VarMap::new();\n    Ok(VarBuilder::from_varmap(&map, DType::F32, &Device::Cpu))\n}\n";
+        assert_eq!(count("sampling_loop_chains_graph", None, &helper), 1);
+        // Only a test builds it from a fresh `VarMap` (a shape check): nothing is handed on.
+        let test_only = src(
+            "unsafe { VarBuilder::from_mmaped_safetensors(&[\"unet.safetensors\"], DType::F32, &Device::Cpu)? }",
+        ) + "#[test]\nfn shapes() {\n    let vm = VarMap::new();\n    let m = Unet::new(VarBuilder::from_varmap(&vm, DType::F32, &Device::Cpu)).unwrap();\n    denoise(&m, Tensor::zeros((1, 4), DType::F32, &Device::Cpu).unwrap(), 2).unwrap();\n}\n";
+        assert_eq!(count("sampling_loop_chains_graph", None, &test_only), 0);
+    }
+
+    /// Token generation with a model that keeps a key/value cache: `self.kv = cat(prev, k)` in
+    /// an attention layer, reached through the model's blocks.
+    const CACHED: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, VarBuilder, VarMap};
+pub struct Attention { qkv: Linear, kv: Option<Tensor> }
+impl Attention {
+    fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+        let k = self.qkv.forward(x)?;
+        let k = match &self.kv { Some(prev) => Tensor::cat(&[prev, &k], 1)?, None => k };
+        self.kv = Some(k.clone());
+        Ok(k)
+    }
+}
+pub struct Block { attn: Attention }
+impl Block {
+    fn forward(&mut self, x: &Tensor) -> Result<Tensor> { self.attn.forward(x) }
+}
+pub struct Lm { blocks: Vec<Block> }
+impl Lm {
+    pub fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { blocks: load_blocks(vb)? }) }
+    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+        let mut h = x.clone();
+        for block in self.blocks.iter_mut() {
+            h = block.forward(&h)?;
+        }
+        Ok(h)
+    }
+}
+fn main() -> Result<()> {
+    let varmap = VarMap::new();
+    let mut model = Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;
+    let mut tokens = vec![1u32];
+    for _ in 0..256 {
+        RESET
+        let x = Tensor::new(&tokens[tokens.len() - 1..], &Device::Cpu)?;
+        let next = model.forward(&x)?.argmax(0)?.to_vec1::<u32>()?;
+        tokens.push(next[0]);
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_generation_through_a_cache_on_trainable_weights() {
+        let src = CACHED.replace("RESET", "");
+        let lines = super::super::testing::lines("sampling_loop_chains_graph", &src);
+        assert_eq!(lines, [35]);
+        // The cache starts afresh each iteration: nothing chains across them.
+        let reset = CACHED.replace("RESET", "model.reset_cache();");
+        assert_eq!(count("sampling_loop_chains_graph", None, &reset), 0);
+        // The cache is detached when kept.
+        let detached = src.replace("self.kv = Some(k.clone());", "self.kv = Some(k.detach());");
+        assert_ne!(detached, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+        // Weights read as plain tensors.
+        let plain = src.replace(
+            "VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)",
+            "unsafe { VarBuilder::from_mmaped_safetensors(&[\"lm.safetensors\"], DType::F32, &Device::Cpu)? }",
+        );
+        assert_ne!(plain, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &plain), 0);
+        // A `&mut` argument made afresh each iteration does not reset what the model keeps in
+        // itself.
+        let per_prompt = src
+            .replace("pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> {\n        let mut h", "pub fn forward(&mut self, x: &Tensor, cache: &mut Cache) -> Result<Tensor> {\n        cache.n += 1;\n        let mut h")
+            .replace("        let next = model.forward(&x)?", "        let mut cache = Cache::default();\n        let next = model.forward(&x, &mut cache)?");
+        assert_ne!(per_prompt, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &per_prompt), 1);
+    }
+
+    #[test]
+    fn a_cache_handed_in_chains_only_when_it_outlives_the_iteration() {
+        let src = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, VarBuilder, VarMap};
+pub struct Cache { k: Option<Tensor> }
+pub struct Lm { qkv: Linear }
+impl Lm {
+    pub fn step(&self, x: &Tensor, cache: &mut Cache) -> Result<Tensor> {
+        let k = self.qkv.forward(x)?;
+        let k = match &cache.k { Some(prev) => Tensor::cat(&[prev, &k], 1)?, None => k };
+        cache.k = Some(k.clone());
+        Ok(k)
+    }
+}
+fn main() -> Result<()> {
+    let varmap = VarMap::new();
+    let model = Lm { qkv: linear(4, 4, VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))? };
+    OUTSIDE
+    for prompt in prompts() {
+        INSIDE
+        let y = model.step(&prompt, &mut cache)?;
+        save(&y)?;
+    }
+    Ok(())
+}
+"#;
+        let cache = "let mut cache = Cache { k: None };";
+        let once = src.replace("OUTSIDE", cache).replace("INSIDE", "");
+        let lines = super::super::testing::lines("sampling_loop_chains_graph", &once);
+        assert_eq!(lines, [20]);
+        let per_prompt = src.replace("OUTSIDE", "").replace("INSIDE", cache);
+        assert_eq!(count("sampling_loop_chains_graph", None, &per_prompt), 0);
     }
 }
