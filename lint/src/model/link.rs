@@ -706,7 +706,14 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
             let autodiff = site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site));
             // A call through a type parameter (`M::soft_update(..)` with `M: Model<B>`) hands
             // its backend to whichever impl it reaches.
-            (candidates == 1 || site.type_param_dispatch) && autodiff && !c.autodiff && c.generic && c.framework_known
+            // A test instantiates nothing outside tests: it runs once and ends (`generate(100)`
+            // on a freshly trained autodiff model, to check the output's shape).
+            (candidates == 1 || site.type_param_dispatch)
+                && autodiff
+                && !c.autodiff
+                && c.generic
+                && c.framework_known
+                && (c.is_test || !g.is_test)
         },
         |c, from| {
             c.autodiff = true;

@@ -58,8 +58,9 @@ Autodiff<Wgpu>;`), struct field types (`self.policy.act(..)` with `policy: Greed
 configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no value of type
 `S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
-caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`); the finding
-then names that call. A model handed over untracked (`model.valid()`,
+caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`; a test does
+not count: it runs once and ends); the finding then names that call. A test's own loop with a
+literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not. A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
 reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter whose type names the inner backend (`model: &Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
@@ -385,8 +386,11 @@ fn add_places(report: &mut Report, f: &FnModel, e: Option<&crate::model::VocabCa
     }
 }
 
-/// The most iterations a literally bounded loop of a test may run and still be left alone.
-pub(crate) const TEST_LOOP_MAX: u64 = 16;
+/// The most iterations a literally bounded loop of a test may run and still be left alone: a
+/// test ends, and a few hundred forward passes of a test-sized model are small (a 64-step
+/// priming loop before the test's updates, 30 passes to settle batch-norm statistics). Tests
+/// that run thousands (timing loops) are still reported.
+pub(crate) const TEST_LOOP_MAX: u64 = 256;
 
 /// The most iterations a literally bounded loop nested in a training iteration may run and be
 /// left alone: its forward passes are swept by the iteration's backward.
@@ -680,6 +684,10 @@ fn main() {
             .replace("fn collect<B: Backend>(model: &Net<B>", "fn collect<T: Backend>(model: &Net<T>");
         assert_ne!(letter, INSTANTIATED.replace("TrainingBackend", "B"));
         assert_eq!(count("autodiff_forward_without_backward", None, &letter), 1);
+        // Only a test instantiates it: the test runs once and ends.
+        let test_only = INSTANTIATED.replace("fn main() {", "#[test]\nfn collects() {");
+        assert_ne!(test_only, INSTANTIATED);
+        assert_eq!(count("autodiff_forward_without_backward", None, &test_only), 0);
     }
 
     /// A module alias `B` and a function whose own type parameter `B` shadows it.
@@ -1035,6 +1043,12 @@ fn greedy_and_deterministic_actions_agree() {
         assert_eq!(count("autodiff_forward_without_backward", None, &fixture), 0);
         let long = fixture.replace("0..4usize", "0..4096usize");
         assert_eq!(count("autodiff_forward_without_backward", None, &long), 1);
+        // A 64-step priming loop before the test's updates is small; a 2,000-step timing loop
+        // on the autodiff model is not.
+        let priming = fixture.replace("0..4usize", "0..64usize");
+        assert_eq!(count("autodiff_forward_without_backward", None, &priming), 0);
+        let timing = fixture.replace("0..4usize", "0..2000usize");
+        assert_eq!(count("autodiff_forward_without_backward", None, &timing), 1);
     }
 
     /// A parameter typed by the module's inner module (`M::InnerModule`, what `valid()`
