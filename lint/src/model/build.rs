@@ -1325,10 +1325,14 @@ impl Builder<'_> {
         }
         // `let generator = cfg.init::<MyBackend>(&device);` with `MyBackend` a plain backend: a
         // model that records no graph, whatever else the function works on.
+        // Not a data pipeline made for the inner backend (`Batcher::<B::InnerBackend>::new(..)`
+        // feeds a learner's validation): what a call it is handed returns is not a model made
+        // untracked (`learner.fit(train, valid)` returns the trained autodiff model).
         let made_plain = self.g.spec.autodiff_by_type
             && self.g.framework_known
             && init.is_some_and(|i| {
-                made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
+                !constructed_type(&i.expr).is_some_and(|t| rust::is_data_pipeline_type(&t))
+                    && made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
             });
         let closure = match init.map(|i| strip_parens(&i.expr)) {
             Some(Expr::Closure(_)) => Some(self.g.closures.len()),

@@ -730,6 +730,9 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         }
         let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
         let site = &g.call_sites[*ci];
+        if g.is_test && !files[callee.0].1[callee.1].is_test {
+            continue;
+        }
         if site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site)) {
             let training = site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
             let (line, _) = file.line_col(site.span.start);

@@ -126,6 +126,15 @@ pub fn ident_start(s: &str) -> usize {
     s.bytes().rposition(|b| !ident_byte(b)).map_or(0, |p| p + 1)
 }
 
+/// Type names of data pipelines (batchers, datasets, loaders), by their ending: made for a
+/// backend, they make batches, not models.
+const DATA_PIPELINE_ENDINGS: &[&str] = &["Batcher", "Dataset", "DataLoader", "Loader", "LoaderBuilder"];
+
+/// Whether a type name names a data pipeline (see [`DATA_PIPELINE_ENDINGS`]).
+pub fn is_data_pipeline_type(name: &str) -> bool {
+    DATA_PIPELINE_ENDINGS.iter().any(|end| name.ends_with(end))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
