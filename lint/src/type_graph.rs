@@ -203,10 +203,13 @@ fn derives_module(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
+/// The type [`field_types`] gives a field typed by its struct's own type parameter.
+pub const TYPE_PARAM: &str = "<type parameter>";
+
 /// The declared types of the crate's named struct fields, by owner: (owner, field, type name),
-/// sorted by owner. Through `Box`, `Arc`, `Rc`, `RefCell`, `Mutex`, `RwLock` and `Option`; a
-/// field typed by one of its struct's own type parameters (`agent: A`) is left out (any impl
-/// may be behind it).
+/// sorted by owner. Through `Box`, `Arc`, `Rc`, `RefCell`, `Mutex`, `RwLock`, `Option`, `Vec`
+/// and `VecDeque`; a field typed by one of its struct's own type parameters (`agent: A`) gets
+/// [`TYPE_PARAM`] (any impl may be behind it).
 pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(String, String, String)> {
     fn head(shape: &Shape) -> Option<&str> {
         match shape {
@@ -243,8 +246,14 @@ pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(St
             if owner.contains("::") || field.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            if let Some(ty) = head(&f.ty).filter(|t| !d.generics.iter().any(|g| g == t)) {
-                out.push((key(owner), field.to_string(), ty.to_string()));
+            match head(&f.ty) {
+                // A field typed by the struct's own type parameter (`agent: A`): its calls reach
+                // trait methods, of any implementing type.
+                Some(ty) if d.generics.iter().any(|g| g == ty) => {
+                    out.push((key(owner), field.to_string(), TYPE_PARAM.to_string()));
+                }
+                Some(ty) => out.push((key(owner), field.to_string(), ty.to_string())),
+                None => {}
             }
         }
     }

@@ -513,6 +513,7 @@ impl Builder<'_> {
                 forward_sites: Vec::new(),
                 state_calls: Vec::new(),
                 resets: Vec::new(),
+                opaque_calls: Vec::new(),
                 guard_locals: Vec::new(),
                 trainable_from: None,
                 size_wait_branches: Vec::new(),
@@ -2285,6 +2286,14 @@ impl Builder<'_> {
         let span = self.span(m.method.span());
         let (receiver_type, receiver_type_guessed) =
             self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
+        // `agent.update(batch)` with `agent: &mut A`, `A` a type parameter: any impl of the
+        // trait `A` is bounded by, including ones the crate does not have.
+        let (receiver_type, receiver_generic) = match receiver_type {
+            Some(t) if self.generics.iter().flatten().flat_map(|g| g.type_params()).any(|p| p.ident == t) => {
+                (None, true)
+            }
+            t => (t, false),
+        };
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         self.note_bool_literals(m.args.iter());
         self.note_mut_refs(m.args.iter());
@@ -2302,6 +2311,7 @@ impl Builder<'_> {
             site.receiver_type_guessed = receiver_type_guessed;
             site.receiver_field = receiver_field;
             site.turbofish_autodiff = turbofish_autodiff;
+            site.receiver_generic = receiver_generic;
         }
         result
     }
@@ -2409,6 +2419,7 @@ impl Builder<'_> {
             in_loop: self.cur_loop(),
             path: self.path.clone(),
             turbofish_autodiff: None,
+            receiver_generic: false,
         });
         Val { reads: vec![result], producer: Producer::Derived, op: false }
     }

@@ -490,6 +490,10 @@ pub struct FnModel {
     pub(super) state_calls: Vec<StateCall>,
     /// `model.reset_cache()`, `model.clear_kv_cache()`: the binding, and the loop it is in.
     pub(super) resets: Vec<(BindingId, Option<LoopId>)>,
+    /// Calls through a type parameter to a method no type of the crate implements (a trait's
+    /// required method, implemented by the library's users): what they run is unknown, a
+    /// backward included. Their loops, set by the crate-level pass.
+    pub(super) opaque_calls: Vec<Option<LoopId>>,
     /// Locals that stand for part of `self` or of a parameter: a guard on a field (`let mut
     /// cache = self.cache.kvs.lock().unwrap();`), an element of a field iterated over (`for
     /// block in self.blocks.iter()`). What is stored into them is stored there: the local, and
@@ -598,6 +602,10 @@ pub struct CallSite {
     pub(super) span: Span,
     pub(super) in_loop: Option<LoopId>,
     pub(super) path: Vec<usize>,
+    /// The receiver's type is a type parameter (`agent: &mut A`, or a field `agent: A` of the
+    /// caller's type, found by the crate-level pass): the call reaches the trait methods of
+    /// whatever type a user instantiates it with.
+    pub(super) receiver_generic: bool,
     /// Explicit generic arguments, and whether they name an autodiff backend
     /// (`evaluate::<TrainingBackend>(..)`: `Some(true)`; `extract::<B::InnerBackend>(..)`:
     /// `Some(false)`; none written: `None`).
@@ -1214,6 +1222,12 @@ impl FnModel {
             .iter()
             .filter(|c| !c.fresh_each_iteration)
             .map(|c| (&c.span, c.in_loop, c.receiver, c.callee.as_str()))
+    }
+
+    /// Whether a call through a type parameter to a method the crate does not implement runs
+    /// in the iteration of loop `l` (see `opaque_calls`).
+    pub fn opaque_call_in(&self, l: LoopId) -> bool {
+        self.opaque_calls.iter().any(|&c| self.loop_within(c, l) || c.is_some_and(|c| self.loop_within(Some(l), c)))
     }
 
     /// For a function some call of the crate hands a model built from trainable variables:

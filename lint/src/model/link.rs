@@ -176,15 +176,23 @@ pub fn link(
     }
     mark_size_gates(files, &index);
     let mut resolved: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
+    // Calls through a type parameter that reach no function of the crate (see
+    // `FnModel::opaque_calls`).
+    let mut opaque: Vec<(FnId, Option<super::graph::LoopId>)> = Vec::new();
     for (fi, (_, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
             for (ci, site) in g.call_sites.iter().enumerate() {
                 let callees = index.resolve(files, (fi, gi), site);
                 if !callees.is_empty() {
                     resolved.push(((fi, gi), ci, callees));
+                } else if index.receiver_generic(files, (fi, gi), site) {
+                    opaque.push(((fi, gi), site.in_loop));
                 }
             }
         }
+    }
+    for ((fi, gi), in_loop) in opaque {
+        files[fi].1[gi].opaque_calls.push(in_loop);
     }
     if resolved.is_empty() {
         return;
@@ -1391,6 +1399,33 @@ impl<'a> Index<'a> {
         Self { by_name, alias_names, field_types }
     }
 
+    /// Whether a method call's receiver is typed by a type parameter (`agent: &mut A`, or a
+    /// field `agent: A` of the caller's type).
+    fn receiver_generic(
+        &self,
+        files: &[(Arc<SourceFile>, Vec<FnModel>)],
+        caller: FnId,
+        site: &super::graph::CallSite,
+    ) -> bool {
+        if site.receiver_generic {
+            return true;
+        }
+        let (Some(owner), Some(field), true) =
+            (files[caller.0].1[caller.1].owner.as_deref(), site.receiver_field.as_deref(), site.method)
+        else {
+            return false;
+        };
+        let lookup = |owner: &str| {
+            let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
+            self.field_types[from..]
+                .iter()
+                .take_while(|(o, _, _)| o == owner)
+                .find(|(_, f, _)| f == field)
+                .is_some_and(|(_, _, t)| t == crate::type_graph::TYPE_PARAM)
+        };
+        lookup(owner) || lookup(&format!("{owner}@{}", files[caller.0].0.path().display()))
+    }
+
     /// The functions a call site may reach (one when the name and shape make it unambiguous):
     /// method calls go to methods (`self` receiver: preferably of the caller's own type), path
     /// calls to free or associated functions (`Self::f`, `Type::f`: of that type).
@@ -1483,6 +1518,12 @@ impl<'a> Index<'a> {
             lookup(owner).or_else(|| lookup(&format!("{owner}@{}", files[caller.0].0.path().display())))
         };
         let declared = site.receiver_type.as_deref().or_else(|| if site.method { field_type() } else { None });
+        // Through a type parameter (`self.agent.update(..)` with `agent: A`): trait methods only,
+        // of whichever types implement them.
+        if site.receiver_generic || declared == Some(crate::type_graph::TYPE_PARAM) {
+            let traits: Vec<FnId> = fits.into_iter().filter(|id| g(id).trait_impl || g(id).trait_default).collect();
+            return if traits.len() > MAX_CANDIDATES { Vec::new() } else { traits };
+        }
         let receiver_type: Option<&str> = declared.map(|t| {
             if site.method
                 && !site.receiver_type_guessed
@@ -1578,7 +1619,9 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // warm-up the forward does not (`fn step_once(&mut self) { self.agent.act(..);
     // self.agent.observe(..) }` with the learning behind `if buffer.len() >= n`): until then
     // its callers' loops keep every forward.
+    // A call through a type parameter that no impl of the crate answers may run backward.
     let forwards = (!runs_backward || backward_waits)
+        && g.opaque_calls.is_empty()
         && g.calls_of(super::graph::CallKind::Forward)
             .any(|e| counted(&e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))));
     // Reported where they run: in a loop here (no backward anywhere in the function), or

@@ -60,7 +60,10 @@ configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no 
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`; a test does
 not count: it runs once and ends); the finding then names that call. A test's own loop with a
-literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not. A model handed over untracked (`model.valid()`,
+literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not. A
+call through a type parameter (`self.agent.update(batch)` with `agent: A`) reaches the trait's
+methods only, and when no type of the crate implements the method (a library's trainer, whose
+users write the agents), its loop is left alone: their `update` may run backward. A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
 reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter whose type names the inner backend (`model: &Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
@@ -143,6 +146,11 @@ impl Rule for AutodiffForwardWithoutBackward {
             // called function's loop, which runs no backward.
             if let Some(by) = e.closure().and_then(|c| f.closure_looped_by(c)) {
                 report_closure(f, cx, e, by);
+                continue;
+            }
+            // `self.agent.update(batch)` with `agent: A` and no impl of the trait in the crate
+            // (a library's generic trainer): the users' impls may well run backward there.
+            if e.in_loop().is_some_and(|l| f.opaque_call_in(l)) {
                 continue;
             }
             let Some(l) = e.in_loop() else {
@@ -2573,5 +2581,42 @@ pub fn generate_after<B: AutodiffBackend>(device: B::Device) -> Vec<usize> {
             .replace("TRAINED", "train::<B>(device)")
             .replace("TextBatcher::<B::InnerBackend>", "TextSampler::<B::InnerBackend>");
         assert_eq!(count("autodiff_forward_without_backward", None, &other), 0);
+    }
+
+    /// A library's generic trainer: the agent is a type parameter bounded by the crate's trait,
+    /// whose `update` the crate does not implement (its users do). Another type of the crate
+    /// has an `act` that runs a forward pass.
+    #[test]
+    fn a_trait_method_only_users_implement_may_run_backward() {
+        let src = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub trait Agent<B: AutodiffBackend> {
+    fn act(&self, obs: &Obs) -> usize;
+    fn update(&mut self, batch: Vec<Transition>);
+}
+pub struct Trainer<B: AutodiffBackend, A: Agent<B>> { agent: A, env: Env, memory: Memory }
+impl<B: AutodiffBackend, A: Agent<B>> Trainer<B, A> {
+    pub fn train(&mut self, steps: usize) {
+        for _ in 0..steps {
+            let a = self.agent.act(&self.env.obs());
+            self.memory.push(self.env.step(a));
+            UPDATE
+        }
+    }
+}
+pub struct Greedy<B: AutodiffBackend> { net: Net<B> }
+impl<B: AutodiffBackend> Greedy<B> {
+    pub fn act(&self, obs: &Obs) -> usize { self.net.forward(tensor(obs)).argmax(1).into_scalar() as usize }
+}
+"#;
+        let with_update = src.replace("UPDATE", "self.agent.update(self.memory.sample(32));");
+        assert_eq!(count("autodiff_forward_without_backward", None, &with_update), 0);
+        // The trait's `act` is reached through the type parameter: `Greedy::act`, inherent, is
+        // not a candidate, so nothing runs a forward pass either.
+        let without = src.replace("UPDATE", "");
+        assert_eq!(count("autodiff_forward_without_backward", None, &without), 0);
+        // A local with the crate's own agent type: its `act` is the one called.
+        let concrete = without.replace("agent: A,", "agent: Greedy<B>,");
+        assert_eq!(count("autodiff_forward_without_backward", None, &concrete), 1);
     }
 }
