@@ -1398,6 +1398,9 @@ impl Builder<'_> {
             .or_else(|| init.and_then(|i| self.type_through_unwrap(&i.expr)));
         // `let (ctx, step) = f()?` with `fn f() -> Result<(Ctx, usize)>`: `step` is a host number.
         let host_elems = init.and_then(|i| self.tuple_host_elems(&local.pat, &i.expr));
+        // `let (model, tokenizer) = match which { .. => (Llama::load(vb)?, tok), .. }`: each
+        // name's type, from the tuple the value is written as.
+        let elem_types = if ty.is_none() { init.map(|i| tuple_element_types(&local.pat, &i.expr)) } else { None };
         for ident in names {
             let decl = self.span(ident.span());
             let host_elem = host_elems.as_ref().is_some_and(|h| h.contains(&ident));
@@ -1407,6 +1410,12 @@ impl Builder<'_> {
                 b.host = host || host_elem;
                 b.ty = ty.clone();
                 b.ty_guessed = ty_guessed;
+                if b.ty.is_none()
+                    && let Some(Some((_, t))) =
+                        elem_types.as_ref().map(|types| types.iter().find(|(name, _)| *name == ident))
+                {
+                    b.ty = Some(t.clone());
+                }
             }
             if let Some(c) = closure {
                 self.closure_bindings.push((self.g.bindings.len() - 1, c));
@@ -3386,6 +3395,40 @@ fn declared_type(pat: &Pat, init: Option<&Expr>) -> Option<String> {
         return type_name(&t.ty);
     }
     constructed_type(init?)
+}
+
+/// For `let (a, b) = <tuple>` (also the tuple a `match` arm, `if` branch or block ends with):
+/// the names bound to an element whose type its text says (`Llama::load(..)?`).
+fn tuple_element_types<'p>(pat: &'p Pat, init: &Expr) -> Vec<(&'p syn::Ident, String)> {
+    fn tail(b: &Block) -> Option<&Punctuated<Expr, syn::token::Comma>> {
+        match b.stmts.last() {
+            Some(Stmt::Expr(e, None)) => tail_tuple(e),
+            _ => None,
+        }
+    }
+    fn tail_tuple(e: &Expr) -> Option<&Punctuated<Expr, syn::token::Comma>> {
+        match e {
+            Expr::Tuple(t) => Some(&t.elems),
+            Expr::Paren(p) => tail_tuple(&p.expr),
+            Expr::Block(b) => tail(&b.block),
+            Expr::If(i) => tail(&i.then_branch),
+            Expr::Match(m) => m.arms.iter().find_map(|a| tail_tuple(&a.body)),
+            _ => None,
+        }
+    }
+    let Pat::Tuple(t) = strip_pat_type(pat) else { return Vec::new() };
+    let Some(elems) = tail_tuple(init) else { return Vec::new() };
+    if elems.len() != t.elems.len() {
+        return Vec::new();
+    }
+    t.elems
+        .iter()
+        .zip(elems)
+        .filter_map(|(p, e)| match p {
+            Pat::Ident(i) => constructed_type(e).map(|ty| (&i.ident, ty)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The type an expression constructs, where its text says: `Net::new(..)?`, `Net { .. }`.

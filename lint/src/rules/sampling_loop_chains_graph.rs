@@ -407,6 +407,13 @@ fn main() -> Result<()> {
         );
         assert_ne!(plain, src);
         assert_eq!(count("sampling_loop_chains_graph", None, &plain), 0);
+        // The model's type comes from the tuple it is bound from (a `match` over model sizes).
+        let tuple = src.replace(
+            "let mut model = Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;",
+            "let (mut model, _name) = match size() {\n        0 => (Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?, \"small\"),\n        _ => (Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?, \"large\"),\n    };",
+        ) + "pub struct Other { kv: Option<Tensor> }\nimpl Other {\n    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> { Ok(x.clone()) }\n}\n";
+        assert_ne!(tuple, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &tuple), 1);
         // A `&mut` argument made afresh each iteration does not reset what the model keeps in
         // itself.
         let per_prompt = src
