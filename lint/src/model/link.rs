@@ -175,22 +175,19 @@ pub fn link(
         return;
     }
     mark_size_gates(files, &index);
-    let mut resolved: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
     // Calls through a type parameter that reach no function of the crate (see
     // `FnModel::opaque_calls`).
     let mut opaque: Vec<(FnId, Option<super::graph::LoopId>)> = Vec::new();
-    for (fi, (_, graphs)) in files.iter().enumerate() {
-        for (gi, g) in graphs.iter().enumerate() {
-            for (ci, site) in g.call_sites.iter().enumerate() {
-                let callees = index.resolve(files, (fi, gi), site);
-                if !callees.is_empty() {
-                    resolved.push(((fi, gi), ci, callees));
-                } else if index.receiver_generic(files, (fi, gi), site) {
-                    opaque.push(((fi, gi), site.in_loop));
-                }
+    let resolved = resolve_sites(
+        files,
+        &index,
+        |g| &g.call_sites,
+        |id, site| {
+            if index.receiver_generic(files, id, site) {
+                opaque.push((id, site.in_loop));
             }
-        }
-    }
+        },
+    );
     for ((fi, gi), in_loop) in opaque {
         files[fi].1[gi].opaque_calls.push(in_loop);
     }
@@ -271,19 +268,33 @@ pub fn link(
     follow_trainable_models(files, &resolved);
     // Only where a model is built from trainable variables can a cache chain graphs (candle).
     if files.iter().any(|(_, graphs)| graphs.iter().any(|g| !g.trainable_seeds.is_empty())) {
-        let mut forwards: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
-        for (fi, (_, graphs)) in files.iter().enumerate() {
-            for (gi, g) in graphs.iter().enumerate() {
-                for (ci, site) in g.forward_sites.iter().enumerate() {
-                    let callees = index.resolve(files, (fi, gi), site);
-                    if !callees.is_empty() {
-                        forwards.push(((fi, gi), ci, callees));
-                    }
+        let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
+        mark_stateful_calls(files, &resolved, &forwards);
+    }
+}
+
+/// The functions each of the sites `sites` gives a function may reach: (caller, site index,
+/// callees), for the sites that reach one; `unresolved` sees the others.
+fn resolve_sites(
+    files: &[(Arc<SourceFile>, Vec<FnModel>)],
+    index: &Index,
+    sites: impl Fn(&FnModel) -> &[super::graph::CallSite],
+    mut unresolved: impl FnMut(FnId, &super::graph::CallSite),
+) -> Vec<(FnId, usize, Vec<FnId>)> {
+    let mut out = Vec::new();
+    for (fi, (_, graphs)) in files.iter().enumerate() {
+        for (gi, g) in graphs.iter().enumerate() {
+            for (ci, site) in sites(g).iter().enumerate() {
+                let callees = index.resolve(files, (fi, gi), site);
+                if callees.is_empty() {
+                    unresolved((fi, gi), site);
+                } else {
+                    out.push(((fi, gi), ci, callees));
                 }
             }
         }
-        mark_stateful_calls(files, &resolved, &forwards);
     }
+    out
 }
 
 /// Functions that keep a graph-carrying value in their state (a key/value cache): their own
