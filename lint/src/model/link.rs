@@ -896,6 +896,10 @@ pub struct CrateNames {
     /// usize)>`), with which of its elements have host types: `let (ctx, step) = f()?` binds
     /// `step` to a host number whatever `ctx` holds.
     pub(super) tuple_fns: HashMap<String, Vec<bool>>,
+    /// Functions whose every definition in the crate returns one named type (through
+    /// `Result<..>`/`Option<..>` and paths: `fn build(&self) -> Result<t5::T5Model>` gives
+    /// `T5Model`): what a call of one makes.
+    pub(super) return_types: HashMap<String, String>,
     /// Names of every `type Name<..> = ..;` alias of the crate, generic ones included: a call
     /// qualified by one (`MyAgent::act(..)`) may be a call of the aliased type's function.
     pub alias_names: HashSet<String>,
@@ -1108,6 +1112,31 @@ fn return_type(text: &str, from: usize) -> Option<&str> {
     Some(ret.split(" where").next().unwrap_or(ret).trim())
 }
 
+/// The type a function's signature (from the end of its name at `from`) says it returns, by
+/// its last path segment, through `Result<..>` and `Option<..>`: `Result<t5::T5Model>` gives
+/// `T5Model`. `None` for tuples, `Self`, generic parameters, containers, tensors and host types.
+fn return_head(text: &str, from: usize) -> Option<&str> {
+    let mut ret = return_type(text, from)?;
+    loop {
+        let inner = ["Result<", "Option<"].iter().find_map(|w| {
+            let at = ret.find(w)?;
+            ret[..at].chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':').then(|| &ret[at + w.len()..])
+        });
+        match inner {
+            Some(inner) => ret = top_level_first_arg(inner).trim(),
+            None => break,
+        }
+    }
+    let path = ret.split('<').next()?.trim();
+    let head = path.rsplit("::").next()?.trim();
+    let named = head.len() > 1
+        && head.starts_with(char::is_uppercase)
+        && head.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !matches!(head, "Self" | "Vec" | "Box" | "String" | "Tensor" | "HashMap" | "Arc" | "Rc" | "VecDeque")
+        && !super::rust::is_host_type(head);
+    named.then_some(head)
+}
+
 /// Generic containers whose contents decide what they hold.
 const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", "collections", "boxed", "option"];
 
@@ -1189,6 +1218,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
     // `None`: a definition that returns no tuple, or tuples that disagree.
     let mut tuple_fns: HashMap<String, Option<Vec<bool>>> = HashMap::default();
+    // `None`: definitions that return different types, or none the text names.
+    let mut return_types: HashMap<String, Option<String>> = HashMap::default();
     let mut aliases = Vec::new();
     let mut alias_names = HashSet::default();
     let mut macros = HashSet::default();
@@ -1226,6 +1257,14 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 };
                 if !set.contains(name) {
                     set.insert(name.to_string());
+                }
+                let head = return_head(text, name_end);
+                match return_types.get_mut(name) {
+                    Some(known) if known.as_deref() != head => *known = None,
+                    Some(_) => {}
+                    None => {
+                        return_types.insert(name.to_string(), head.map(str::to_string));
+                    }
                 }
                 let mask = tuple_host_mask(text, name_end).filter(|m| m.iter().any(|&h| h));
                 match tuple_fns.get_mut(name) {
@@ -1297,7 +1336,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let autodiff_aliases = autodiff_aliases(&aliases);
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
     let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
+    let return_types = return_types.into_iter().filter_map(|(name, ty)| Some((name, ty?))).collect();
     CrateNames {
+        return_types,
         fns,
         plain_fields,
         grads_fields,

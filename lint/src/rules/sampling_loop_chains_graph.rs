@@ -414,6 +414,13 @@ fn main() -> Result<()> {
         ) + "pub struct Other { kv: Option<Tensor> }\nimpl Other {\n    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> { Ok(x.clone()) }\n}\n";
         assert_ne!(tuple, src);
         assert_eq!(count("sampling_loop_chains_graph", None, &tuple), 1);
+        // The model's type comes from the return type of the crate function that builds it.
+        let built = src.replace(
+            "let mut model = Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;",
+            "let mut model = build_model(&varmap)?;",
+        ) + "fn build_model(varmap: &VarMap) -> Result<Lm> {\n    Lm::new(VarBuilder::from_varmap(varmap, DType::F32, &Device::Cpu))\n}\npub struct Other { kv: Option<Tensor> }\nimpl Other {\n    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> { Ok(x.clone()) }\n}\n";
+        assert_ne!(built, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &built), 1);
         // A `&mut` argument made afresh each iteration does not reset what the model keeps in
         // itself.
         let per_prompt = src
