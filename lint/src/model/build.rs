@@ -1390,32 +1390,30 @@ impl Builder<'_> {
         let stated = declared_type(&local.pat, init.map(|i| &*i.expr));
         let guessed = stated.is_none().then(|| init.and_then(|i| config_init_type(&i.expr))).flatten();
         let ty_guessed = guessed.is_some();
-        // `let model = builder.build_model()?;` with `fn build_model(&self) -> Result<T5Model>`:
-        // a guess too (the name may be another type's method).
-        let returned = if stated.is_none() && guessed.is_none() {
-            init.and_then(|i| match strip_try(&i.expr) {
-                Expr::MethodCall(m) => self.crate_fns.return_types.get(&m.method.to_string()).cloned(),
-                Expr::Call(c) => match &*c.func {
-                    Expr::Path(p) => p
-                        .path
-                        .segments
-                        .last()
-                        .and_then(|s| self.crate_fns.return_types.get(&s.ident.to_string()).cloned()),
-                    _ => None,
-                },
-                _ => None,
-            })
-        } else {
-            None
-        };
         let ty = stated
             .or(guessed)
             .or_else(|| {
                 init.is_some_and(|i| allocates_grads(&i.expr, self.g.spec)).then(|| common::GRADS_TYPE.to_string())
             })
             .or_else(|| init.and_then(|i| self.type_through_unwrap(&i.expr)));
-        let from_return = ty.is_none() && returned.is_some();
-        let ty_guessed = ty_guessed || from_return;
+        // `let model = builder.build_model()?;` with `fn build_model(&self) -> Result<T5Model>`:
+        // a guess too (the name may be another type's method).
+        let returned = if ty.is_none() && !self.crate_fns.return_types.is_empty() {
+            init.and_then(|i| {
+                let name = match strip_try(&i.expr) {
+                    Expr::MethodCall(m) => &m.method,
+                    Expr::Call(c) => match &*c.func {
+                        Expr::Path(p) => &p.path.segments.last()?.ident,
+                        _ => return None,
+                    },
+                    _ => return None,
+                };
+                self.crate_fns.return_types.get(name.to_string().as_str()).cloned()
+            })
+        } else {
+            None
+        };
+        let ty_guessed = ty_guessed || returned.is_some();
         let ty = ty.or(returned);
         // `let (ctx, step) = f()?` with `fn f() -> Result<(Ctx, usize)>`: `step` is a host number.
         let host_elems = init.and_then(|i| self.tuple_host_elems(&local.pat, &i.expr));

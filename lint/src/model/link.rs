@@ -1112,11 +1112,9 @@ fn return_type(text: &str, from: usize) -> Option<&str> {
     Some(ret.split(" where").next().unwrap_or(ret).trim())
 }
 
-/// The type a function's signature (from the end of its name at `from`) says it returns, by
-/// its last path segment, through `Result<..>` and `Option<..>`: `Result<t5::T5Model>` gives
+/// The type a function's return type `ret` names, by its last path segment, through `Result<..>` and `Option<..>`: `Result<t5::T5Model>` gives
 /// `T5Model`. `None` for tuples, `Self`, generic parameters, containers, tensors and host types.
-fn return_head(text: &str, from: usize) -> Option<&str> {
-    let mut ret = return_type(text, from)?;
+fn return_head(mut ret: &str) -> Option<&str> {
     loop {
         let inner = ["Result<", "Option<"].iter().find_map(|w| {
             let at = ret.find(w)?;
@@ -1140,18 +1138,11 @@ fn return_head(text: &str, from: usize) -> Option<&str> {
 /// Generic containers whose contents decide what they hold.
 const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", "collections", "boxed", "option"];
 
-/// `T` of `T, E>` (the text after `Result<`), at the top level of brackets.
-/// Which elements of a function's tuple return type are host types: the signature from the end
-/// of the function's name at `from`, its return type stripped of `Result<`/`Option<` (for
-/// `Result<T, E>` only `T`). `None` when the function returns no tuple.
-fn tuple_host_mask(text: &str, from: usize) -> Option<Vec<bool>> {
-    // Most functions return no tuple: a byte search rules them out before the signature is read.
-    let end = memchr::memchr2(b'{', b';', &text.as_bytes()[from..]).map_or(text.len(), |p| from + p);
-    let sig = &text.as_bytes()[from..end];
-    // A plain scan: signatures are short, and a searcher costs more to build than to run.
-    let arrow = sig.windows(2).rposition(|w| w == b"->")?;
-    memchr::memchr(b'(', &sig[arrow..])?;
-    let mut ret = return_type(text, from)?;
+/// Which elements of a function's tuple return type `ret` are host types, stripped of
+/// `Result<`/`Option<` (for `Result<T, E>` only `T`). `None` when it is no tuple.
+fn tuple_host_mask(mut ret: &str) -> Option<Vec<bool>> {
+    // Most functions return no tuple: a byte search rules them out before the type is read.
+    memchr::memchr(b'(', ret.as_bytes())?;
     loop {
         let inner = ["Result<", "Option<"].iter().find_map(|w| {
             let at = ret.find(w)?;
@@ -1192,6 +1183,7 @@ fn tuple_host_mask(text: &str, from: usize) -> Option<Vec<bool>> {
     Some(elems.into_iter().map(host).collect())
 }
 
+/// `T` of `T, E>` (the text after `Result<`), at the top level of brackets.
 fn top_level_first_arg(inner: &str) -> &str {
     let mut depth = 0i32;
     for (i, c) in inner.char_indices() {
@@ -1218,8 +1210,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
     // `None`: a definition that returns no tuple, or tuples that disagree.
     let mut tuple_fns: HashMap<String, Option<Vec<bool>>> = HashMap::default();
-    // `None`: definitions that return different types, or none the text names.
-    let mut return_types: HashMap<String, Option<String>> = HashMap::default();
+    // `None`: definitions that return different types, or none the text names. Borrowed from
+    // the texts: most names are never asked about.
+    let mut return_types: HashMap<&'a str, Option<&'a str>> = HashMap::default();
     let mut aliases = Vec::new();
     let mut alias_names = HashSet::default();
     let mut macros = HashSet::default();
@@ -1258,15 +1251,16 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 if !set.contains(name) {
                     set.insert(name.to_string());
                 }
-                let head = return_head(text, name_end);
+                let ret = return_type(text, name_end);
+                let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
-                    Some(known) if known.as_deref() != head => *known = None,
+                    Some(known) if *known != head => *known = None,
                     Some(_) => {}
                     None => {
-                        return_types.insert(name.to_string(), head.map(str::to_string));
+                        return_types.insert(name, head);
                     }
                 }
-                let mask = tuple_host_mask(text, name_end).filter(|m| m.iter().any(|&h| h));
+                let mask = ret.and_then(tuple_host_mask).filter(|m| m.iter().any(|&h| h));
                 match tuple_fns.get_mut(name) {
                     Some(known) if *known != mask => *known = None,
                     Some(_) => {}
@@ -1336,7 +1330,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let autodiff_aliases = autodiff_aliases(&aliases);
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
     let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
-    let return_types = return_types.into_iter().filter_map(|(name, ty)| Some((name, ty?))).collect();
+    let return_types =
+        return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     CrateNames {
         return_types,
         fns,
