@@ -2239,19 +2239,7 @@ impl Builder<'_> {
             .collect();
         let (receiver_type, receiver_type_guessed) =
             self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
-        let receiver_field = match strip_place(&m.receiver) {
-            Expr::Field(f) if receiver_type.is_none() && is_self(&f.base) => match &f.member {
-                syn::Member::Named(name) => Some(name.to_string()),
-                syn::Member::Unnamed(_) => None,
-            },
-            // `block.forward(..)` in `for block in self.blocks.iter_mut()`.
-            Expr::Path(p) if receiver_type.is_none() => p.path.get_ident().and_then(|id| {
-                let slot = self.lookup(&id.to_string())?;
-                let b = self.env[slot].0;
-                self.element_of.iter().find(|(e, _)| *e == b).map(|(_, field)| field.clone())
-            }),
-            _ => None,
-        };
+        let receiver_field = if receiver_type.is_none() { self.receiver_field(&m.receiver, true) } else { None };
         let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
         self.g.forward_sites.push(CallSite {
             name: m.method.to_string(),
@@ -2326,13 +2314,7 @@ impl Builder<'_> {
         self.note_bool_literals(m.args.iter());
         self.note_mut_refs(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
-        let receiver_field = match strip_place(&m.receiver) {
-            Expr::Field(f) if receiver_type.is_none() && is_self(&f.base) => match &f.member {
-                syn::Member::Named(name) => Some(name.to_string()),
-                syn::Member::Unnamed(_) => None,
-            },
-            _ => None,
-        };
+        let receiver_field = if receiver_type.is_none() { self.receiver_field(&m.receiver, false) } else { None };
         if let Some(site) = self.g.call_sites.last_mut() {
             site.closure_args = closure_args;
             site.receiver_type = receiver_type;
@@ -2342,6 +2324,24 @@ impl Builder<'_> {
             site.receiver_generic = receiver_generic;
         }
         result
+    }
+
+    /// The field of `self` a method call's receiver is (`self.policy`), for the crate-level pass
+    /// to look its declared type up; with `elements`, also the field a loop binding is an
+    /// element of (`block` in `for block in self.blocks.iter_mut()`).
+    fn receiver_field(&self, receiver: &Expr, elements: bool) -> Option<String> {
+        match strip_place(receiver) {
+            Expr::Field(f) if is_self(&f.base) => match &f.member {
+                syn::Member::Named(name) => Some(name.to_string()),
+                syn::Member::Unnamed(_) => None,
+            },
+            Expr::Path(p) if elements => {
+                let slot = self.lookup(&p.path.get_ident()?.to_string())?;
+                let b = self.env[slot].0;
+                self.element_of.iter().find(|(e, _)| *e == b).map(|(_, field)| field.clone())
+            }
+            _ => None,
+        }
     }
 
     /// The binding an argument lends the callee to change: `&mut place`, or a parameter handed

@@ -421,6 +421,10 @@ fn mark_stateful_calls(
 fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
     type From = Option<(std::path::PathBuf, usize, String)>;
     let holds = |g: &FnModel| !g.is_test && !g.trainable_seeds.is_empty();
+    // Most crates build nothing from trainable variables (every crate but candle's).
+    if !files.iter().any(|(_, graphs)| graphs.iter().any(&holds)) {
+        return;
+    }
     let trainable = |g: &FnModel, n: NodeIndex| g.graph[n].taint.has(Taint::TRAINABLE);
     let seed = |files: &mut [(Arc<SourceFile>, Vec<FnModel>)], seeds: Vec<(FnId, NodeIndex, From)>| -> bool {
         let mut dirty: Vec<FnId> = Vec::new();
@@ -1112,9 +1116,9 @@ fn return_type(text: &str, from: usize) -> Option<&str> {
     Some(ret.split(" where").next().unwrap_or(ret).trim())
 }
 
-/// The type a function's return type `ret` names, by its last path segment, through `Result<..>` and `Option<..>`: `Result<t5::T5Model>` gives
-/// `T5Model`. `None` for tuples, `Self`, generic parameters, containers, tensors and host types.
-fn return_head(mut ret: &str) -> Option<&str> {
+/// A return type without its `Result<..>`/`Option<..>` wrappers (for `Result<T, E>` only
+/// `T`), also written with a path (`anyhow::Result<`, `std::io::Result<`).
+fn unwrapped(mut ret: &str) -> &str {
     loop {
         let inner = ["Result<", "Option<"].iter().find_map(|w| {
             let at = ret.find(w)?;
@@ -1122,10 +1126,16 @@ fn return_head(mut ret: &str) -> Option<&str> {
         });
         match inner {
             Some(inner) => ret = top_level_first_arg(inner).trim(),
-            None => break,
+            None => return ret,
         }
     }
-    let path = ret.split('<').next()?.trim();
+}
+
+/// The type a function's return type `ret` names, by its last path segment, through
+/// `Result<..>` and `Option<..>`: `Result<t5::T5Model>` gives `T5Model`. `None` for tuples,
+/// `Self`, generic parameters, containers, tensors and host types.
+fn return_head(ret: &str) -> Option<&str> {
+    let path = unwrapped(ret).split('<').next()?.trim();
     let head = path.rsplit("::").next()?.trim();
     let named = head.len() > 1
         && head.starts_with(char::is_uppercase)
@@ -1140,21 +1150,10 @@ const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", 
 
 /// Which elements of a function's tuple return type `ret` are host types, stripped of
 /// `Result<`/`Option<` (for `Result<T, E>` only `T`). `None` when it is no tuple.
-fn tuple_host_mask(mut ret: &str) -> Option<Vec<bool>> {
+fn tuple_host_mask(ret: &str) -> Option<Vec<bool>> {
     // Most functions return no tuple: a byte search rules them out before the type is read.
     memchr::memchr(b'(', ret.as_bytes())?;
-    loop {
-        let inner = ["Result<", "Option<"].iter().find_map(|w| {
-            let at = ret.find(w)?;
-            // `anyhow::Result<`, `std::io::Result<`: a path before the wrapper.
-            ret[..at].chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':').then(|| &ret[at + w.len()..])
-        });
-        match inner {
-            Some(inner) => ret = top_level_first_arg(inner).trim(),
-            None => break,
-        }
-    }
-    let body = ret.strip_prefix('(')?.strip_suffix(')')?;
+    let body = unwrapped(ret).strip_prefix('(')?.strip_suffix(')')?;
     let mut elems = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in body.char_indices() {
