@@ -390,6 +390,9 @@ struct Builder<'c> {
     /// Loop bindings that are elements of a `self` field (`block` in `for block in
     /// self.blocks.iter_mut()`), with the field's name: a call on one is a call on that field.
     element_of: Vec<(BindingId, String)>,
+    /// First versions of bindings declared by a `Some(..)` pattern: what it took out of an
+    /// `Option`.
+    unwrapped: std::collections::HashSet<NodeIndex>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -561,6 +564,7 @@ impl Builder<'_> {
             closure_state: None,
             closure_bindings: Vec::new(),
             element_of: Vec::new(),
+            unwrapped: Default::default(),
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -1487,9 +1491,14 @@ impl Builder<'_> {
             return;
         }
         let value = self.materialize(val, span.clone());
+        let unwrapped = is_some_pat(pat);
         for ident in names {
             let decl = self.span(ident.span());
-            self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            let v =
+                self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            if unwrapped {
+                self.unwrapped.insert(v);
+            }
         }
     }
 
@@ -1881,19 +1890,34 @@ impl Builder<'_> {
         self.write(slot, value, how, span, !whole);
     }
 
-    /// Whether `val` reads `version` directly or through value nodes built in this expression.
+    /// Whether `val` reads `version` directly, through value nodes built in this expression, or
+    /// through what a `Some(..)` pattern of the current loop iteration took out of it (`match
+    /// total { Some(t) => Some(t + loss), .. }`, `if let Some(t) = &total { total = Some(t + &loss) }`).
     fn reads_transitively(&self, val: &Val, version: NodeIndex) -> bool {
+        let here = self.cur_loop();
         let mut stack: Vec<NodeIndex> = val.reads.clone();
+        let mut seen = std::collections::HashSet::new();
         let mut budget = 256;
         while let Some(n) = stack.pop() {
             if n == version {
                 return true;
             }
+            if !seen.insert(n) {
+                continue;
+            }
             budget -= 1;
             if budget == 0 {
                 return false;
             }
-            if let NodeKind::Value(_) = self.g.graph[n].kind {
+            let node = &self.g.graph[n];
+            let through = match node.kind {
+                NodeKind::Value(_) => true,
+                // A binding of this iteration other than the stored one: a pattern or a
+                // temporary that holds (part of) the old value.
+                // What `Some(prev)` took out of an `Option` in this iteration: the old value.
+                NodeKind::Version(_) => here.is_some() && node.in_loop == here && self.unwrapped.contains(&n),
+            };
+            if through {
                 stack.extend(self.g.graph.neighbors_directed(n, petgraph::Direction::Incoming));
             }
         }
@@ -2045,7 +2069,9 @@ impl Builder<'_> {
             let reset = (self.env[slot].0, self.cur_loop());
             self.g.resets.push(reset);
         }
-        if rust::CLEAR_METHODS.contains(&name)
+        // `acc.take()` empties an `Option` (or a cell): like `clear()` for what it held.
+        let takes = name == "take" && m.args.is_empty();
+        if (rust::CLEAR_METHODS.contains(&name) || takes)
             && let Some(slot) = self.place_slot(&m.receiver)
         {
             let version = self.env[slot].1;

@@ -1494,12 +1494,21 @@ impl FnModel {
     /// The graph-carrying binding a stored value was computed from (other than `exclude`),
     /// with its declaration: "where the value came from".
     pub fn graph_source(&self, value: NodeIndex, exclude: Option<BindingId>) -> Option<(BindingId, Span)> {
-        self.graph_upstream(value).find_map(|n| match self.graph[n].kind {
-            NodeKind::Version(b) if Some(b) != exclude && self.graph[n].taint.has(Taint::GRAPH) => {
-                Some((b, self.bindings[b].decl.clone()))
-            }
-            _ => None,
-        })
+        let source = |fresh: bool| {
+            self.graph_upstream(value).find_map(move |n| match self.graph[n].kind {
+                NodeKind::Version(b)
+                    if Some(b) != exclude
+                        && self.graph[n].taint.has(Taint::GRAPH)
+                        && !(fresh && exclude.is_some_and(|e| self.derives_from(n, e))) =>
+                {
+                    Some((b, self.bindings[b].decl.clone()))
+                }
+                _ => None,
+            })
+        };
+        // Rather a binding not made from the excluded one (`loss`, not `prev` in `Some(prev) =>
+        // Some(prev + loss)`).
+        source(true).or_else(|| source(false))
     }
 
     /// Whether `value` was computed, along graph-carrying nodes, from a version of `binding`:

@@ -17,7 +17,8 @@ pub static META: RuleMeta = RuleMeta {
     docs: r#"### What it does
 Finds a value that carries an autograd graph (a loss, a model output) folded into a binding that
 lives longer than one iteration of the loop that runs backward: `total = (total + &loss)?`,
-`total += &loss`, `total = total.add(&loss)?`, `running = running + loss`, also through a method
+`total += &loss`, `total = total.add(&loss)?`, `running = running + loss`, a sum kept in an
+`Option` (`total = Some(match total { Some(t) => t + loss, None => loss })`), also through a method
 of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&self.total + loss)?`).
 
 ### Why is this bad?
@@ -33,7 +34,8 @@ would stop the gradients that train `wx` and `wh`. Cut the incoming state once p
 iteration instead.
 
 Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
-of one sample (decoder steps) that is backpropagated in the same outer iteration, and a value cut
+of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
+accumulation whose sum the backward runs on and empties (`acc.take().unwrap().backward()`), and a value cut
 or replaced once per training iteration (truncated backpropagation through time: `h = h.detach();`
 at the top of each chunk).
 
@@ -79,6 +81,11 @@ impl Rule for AccumulatedLossTensor {
             // Cut or replaced once per training iteration: the chain through it is bounded by
             // one iteration (truncated backpropagation through time).
             if f.cut_within(binding, iteration) {
+                continue;
+            }
+            // Deliberate gradient accumulation: the sum is what a backward of this iteration
+            // runs on, and it is emptied there (`loss_acc.take().unwrap().backward()`).
+            if f.loss_derives_from(binding) && f.cleared_within(binding, iteration) {
                 continue;
             }
             let source = f.graph_source(value, Some(binding));
@@ -310,5 +317,72 @@ pub fn train(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)],
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
         // The last value only (an assignment) is not a sum.
         assert_eq!(count("accumulated_loss_tensor", None, &THROUGH_A_METHOD.replace("KEEP", "loss.clone()")), 0);
+    }
+
+    /// A sum kept in an `Option` (no zero tensor to start from): the arm binding `prev` holds
+    /// the old sum, so the new one is still a fold.
+    const OPTION_SUM: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>) {
+    let mut optim = AdamConfig::new().init();
+    let mut total: Option<Tensor<B, 1>> = None;
+    for x in data {
+        let loss = model.forward(x).mean();
+        let grads = loss.backward();
+        model = optim.step(1e-3, model, GradientsParams::from_grads(grads, &model));
+        FOLD
+    }
+    println!("{:?}", total.map(|t| t.into_scalar()));
+}
+"#;
+
+    #[test]
+    fn a_sum_kept_in_an_option_is_a_fold() {
+        let forms = [
+            "total = Some(match total { Some(prev) => prev + loss, None => loss });",
+            "total = match total.take() { Some(prev) => Some(prev + loss), None => Some(loss) };",
+            "if let Some(prev) = total.take() { total = Some(prev + loss); } else { total = Some(loss); }",
+        ];
+        for form in forms {
+            let src = OPTION_SUM.replace("FOLD", form);
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![12], "{form}");
+        }
+        // The last loss only: no fold.
+        let last = OPTION_SUM.replace("FOLD", "total = Some(loss);");
+        assert_eq!(count("accumulated_loss_tensor", None, &last), 0);
+    }
+
+    /// Gradient accumulation over micro-batches: the sum is what the backward runs on, and the
+    /// backward takes it out of the `Option`.
+    const GRADIENT_ACCUMULATION: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, accum: usize) {
+    let mut optim = AdamConfig::new().init();
+    let mut acc: Option<Tensor<B, 1>> = None;
+    let mut count = 0;
+    for x in data {
+        let loss = model.forward(x).mean();
+        acc = Some(match acc { None => loss, Some(prev) => prev + loss });
+        count += 1;
+        if count == accum {
+            let grads = TAKEN.backward();
+            model = optim.step(1e-3, model, GradientsParams::from_grads(grads, &model));
+            count = 0;
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_gradient_accumulation_that_backpropagates_the_sum() {
+        let src = GRADIENT_ACCUMULATION.replace("TAKEN", "acc.take().unwrap()");
+        assert_eq!(count("accumulated_loss_tensor", None, &src), 0);
+        // Backpropagated but never emptied: every window's graph stays chained to the next.
+        let kept = GRADIENT_ACCUMULATION.replace("TAKEN", "acc.clone().unwrap()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![11]);
     }
 }
