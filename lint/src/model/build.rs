@@ -1424,10 +1424,21 @@ impl Builder<'_> {
         // `let (model, tokenizer) = match which { .. => (Llama::load(vb)?, tok), .. }`: each
         // name's type, from the tuple the value is written as.
         let elem_types = if ty.is_none() { init.map(|i| tuple_element_types(&local.pat, &i.expr)) } else { None };
+        // `let stats = TrainStats::default();` with `struct TrainStats { loss: f32, .. }`.
+        let host_struct = |t: Option<&String>| t.is_some_and(|t| self.crate_fns.host_structs.contains(t.as_str()));
+        let whole_host_struct = names.len() == 1 && host_struct(ty.as_ref());
+        let host = host || whole_host_struct;
         for ident in names {
             let decl = self.span(ident.span());
-            let host_elem = host_elems.as_ref().is_some_and(|h| h.contains(&ident));
-            let value = if host_elem { None } else { value };
+            let host_elem = host_elems.as_ref().is_some_and(|h| h.contains(&ident))
+                || (ty.is_none()
+                    && host_struct(
+                        elem_types
+                            .as_ref()
+                            .and_then(|types| types.iter().find(|(name, _)| *name == ident))
+                            .map(|(_, t)| t),
+                    ));
+            let value = if host_elem || whole_host_struct { None } else { value };
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
             if let Some(b) = self.g.bindings.last_mut() {
                 b.host = host || host_elem;

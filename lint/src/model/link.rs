@@ -904,6 +904,10 @@ pub struct CrateNames {
     /// `Result<..>`/`Option<..>` and paths: `fn build(&self) -> Result<t5::T5Model>` gives
     /// `T5Model`): what a call of one makes.
     pub(super) return_types: HashMap<String, String>,
+    /// Structs whose every definition in the crate has only fields of host types (numbers,
+    /// `bool`, strings, and `Vec`s, `Option`s, arrays and tuples of them, or of other such
+    /// structs): a value of one holds no tensor (`struct TrainStats { loss: f32, samples: usize }`).
+    pub(super) host_structs: HashSet<String>,
     /// Names of every `type Name<..> = ..;` alias of the crate, generic ones included: a call
     /// qualified by one (`MyAgent::act(..)`) may be a call of the aliased type's function.
     pub alias_names: HashSet<String>,
@@ -1145,12 +1149,150 @@ fn return_head(ret: &str) -> Option<&str> {
     named.then_some(head)
 }
 
+/// The field types of every non-generic `struct Name { .. }` and `struct Name(..);` in `text`,
+/// as written, into `out` (a generic struct is `None`: its parameters may be tensors).
+fn struct_fields<'a>(text: &'a str, out: &mut HashMap<&'a str, Option<Vec<&'a str>>>) {
+    let bytes = text.as_bytes();
+    for at in memchr::memmem::find_iter(bytes, b"struct ") {
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+            continue;
+        }
+        let rest = &text[at + 7..];
+        let len = rust::ident_len(rest);
+        if len == 0 {
+            continue;
+        }
+        let name = &rest[..len];
+        let after = rest[len..].trim_start();
+        let fields = match after.as_bytes().first() {
+            Some(&open @ (b'{' | b'(')) => {
+                let close = if open == b'{' { b'}' } else { b')' };
+                let mut depth = 0usize;
+                let end = after.bytes().position(|b| {
+                    if b == open {
+                        depth += 1;
+                    } else if b == close {
+                        depth -= 1;
+                    }
+                    depth == 0
+                });
+                end.map(|end| field_types_of(&after[1..end], open == b'{'))
+            }
+            // Generic, `where` clauses, unit structs: not read.
+            _ => None,
+        };
+        match out.get_mut(name) {
+            Some(Some(known)) => match fields {
+                Some(f) => known.extend(f),
+                None => *out.get_mut(name).expect("present") = None,
+            },
+            Some(None) => {}
+            None => {
+                out.insert(name, fields);
+            }
+        }
+    }
+}
+
+/// The types of a struct body's fields (`pub loss: f32, #[serde(skip)] n: usize`).
+fn field_types_of(body: &str, named: bool) -> Vec<&str> {
+    let mut fields = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in body.char_indices() {
+        match c {
+            '<' | '(' | '[' | '{' => depth += 1,
+            '>' | ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                fields.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    fields.push(&body[start..]);
+    fields
+        .into_iter()
+        .map(|f| {
+            let f = without_attributes(f);
+            if named {
+                // `name: Type`: what follows the first `:` that is not part of a `::`.
+                let b = f.as_bytes();
+                let colon =
+                    (0..b.len()).find(|&i| b[i] == b':' && b.get(i + 1) != Some(&b':') && (i == 0 || b[i - 1] != b':'));
+                colon.map_or("", |i| &f[i + 1..])
+            } else {
+                f
+            }
+        })
+        .filter(|t| !t.trim().is_empty())
+        .collect()
+}
+
+/// A field without the comments and `#[..]` attributes before it.
+fn without_attributes(mut f: &str) -> &str {
+    loop {
+        f = f.trim_start();
+        if f.starts_with("//") {
+            f = f.find('\n').map_or("", |i| &f[i + 1..]);
+        } else if f.starts_with("#[") {
+            let mut depth = 0usize;
+            let end = f.bytes().position(|b| {
+                match b {
+                    b'[' => depth += 1,
+                    b']' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            });
+            f = end.map_or("", |i| &f[i + 1..]);
+        } else {
+            return f;
+        }
+    }
+}
+
+/// Standard types that hold no tensor whatever they are used for.
+const HOST_STD_TYPES: &[&str] = &["Duration", "Instant", "SystemTime", "PathBuf", "HashMap", "BTreeMap", "HashSet"];
+
+/// The structs among `structs` whose fields hold host values only, directly or through other
+/// such structs: the greatest set closed under that test.
+fn host_structs(structs: &HashMap<&str, Option<Vec<&str>>>) -> HashSet<String> {
+    let word_ok = |w: &str, set: &HashSet<&str>| {
+        rust::is_host_type(w)
+            || CONTAINERS.contains(&w)
+            || HOST_STD_TYPES.contains(&w)
+            // Module paths (`std::time::Duration`), `pub`, lifetimes, array lengths.
+            || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            || set.contains(w)
+    };
+    fn words(t: &str) -> impl Iterator<Item = &str> {
+        t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+    }
+    let mut set: HashSet<&str> =
+        structs.iter().filter(|(_, f)| f.as_ref().is_some_and(|f| !f.is_empty())).map(|(n, _)| *n).collect();
+    loop {
+        let before = set.len();
+        let keep: Vec<&str> = set
+            .iter()
+            .copied()
+            .filter(|n| {
+                structs[n].as_ref().is_some_and(|fields| fields.iter().all(|t| words(t).all(|w| word_ok(w, &set))))
+            })
+            .collect();
+        set = keep.into_iter().collect();
+        if set.len() == before {
+            break;
+        }
+    }
+    set.into_iter().map(str::to_string).collect()
+}
+
 /// Generic containers whose contents decide what they hold.
 const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", "collections", "boxed", "option"];
 
 /// Which elements of a function's tuple return type `ret` are host types, stripped of
 /// `Result<`/`Option<` (for `Result<T, E>` only `T`). `None` when it is no tuple.
-fn tuple_host_mask(ret: &str) -> Option<Vec<bool>> {
+fn tuple_host_mask(ret: &str, host_structs: &HashSet<String>) -> Option<Vec<bool>> {
     // Most functions return no tuple: a byte search rules them out before the type is read.
     memchr::memchr(b'(', ret.as_bytes())?;
     let body = unwrapped(ret).strip_prefix('(')?.strip_suffix(')')?;
@@ -1176,7 +1318,10 @@ fn tuple_host_mask(ret: &str) -> Option<Vec<bool>> {
         let mut words = e.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).peekable();
         words.peek().is_some()
             && words.all(|w| {
-                super::rust::is_host_type(w) || CONTAINERS.contains(&w) || w.chars().all(|c| c.is_ascii_digit())
+                super::rust::is_host_type(w)
+                    || CONTAINERS.contains(&w)
+                    || w.chars().all(|c| c.is_ascii_digit())
+                    || host_structs.contains(w)
             })
     };
     Some(elems.into_iter().map(host).collect())
@@ -1207,8 +1352,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut other = HashSet::default();
     let mut grads_fields = HashSet::default();
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
-    // `None`: a definition that returns no tuple, or tuples that disagree.
-    let mut tuple_fns: HashMap<String, Option<Vec<bool>>> = HashMap::default();
+    // The tuple return types of each name's definitions, as written (`None`: one returns no
+    // tuple). Their host masks are computed once the host structs are known.
+    let mut tuple_rets: HashMap<&'a str, Option<Vec<&'a str>>> = HashMap::default();
+    // Each struct name's field types, per definition (`None`: generic, or not read).
+    let mut structs: HashMap<&'a str, Option<Vec<&'a str>>> = HashMap::default();
     // `None`: definitions that return different types, or none the text names. Borrowed from
     // the texts: most names are never asked about.
     let mut return_types: HashMap<&'a str, Option<&'a str>> = HashMap::default();
@@ -1259,12 +1407,17 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                         return_types.insert(name, head);
                     }
                 }
-                let mask = ret.and_then(tuple_host_mask).filter(|m| m.iter().any(|&h| h));
-                match tuple_fns.get_mut(name) {
-                    Some(known) if *known != mask => *known = None,
-                    Some(_) => {}
-                    None => {
-                        tuple_fns.insert(name.to_string(), mask);
+                let tuple = ret.filter(|r| memchr::memchr(b'(', r.as_bytes()).is_some());
+                match (tuple_rets.get_mut(name), tuple) {
+                    (Some(Some(known)), Some(r)) => {
+                        if !known.contains(&r) {
+                            known.push(r);
+                        }
+                    }
+                    (Some(known), None) => *known = None,
+                    (Some(None), Some(_)) => {}
+                    (None, r) => {
+                        tuple_rets.insert(name, r.map(|r| vec![r]));
                     }
                 }
                 if !fns.contains(name) {
@@ -1277,6 +1430,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 }
             }
         }
+        struct_fields(text, &mut structs);
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
         for at in memchr::memchr_iter(b':', bytes) {
             if bytes.get(at + 1) == Some(&b':') || (at > 0 && bytes[at - 1] == b':') {
@@ -1328,10 +1482,19 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
-    let tuple_fns = tuple_fns.into_iter().filter_map(|(name, mask)| Some((name, mask?))).collect();
+    let host_structs = host_structs(&structs);
+    let tuple_fns = tuple_rets
+        .into_iter()
+        .filter_map(|(name, rets)| {
+            let mut masks = rets?.into_iter().map(|r| tuple_host_mask(r, &host_structs));
+            let first = masks.next()??;
+            (masks.all(|m| m.as_ref() == Some(&first)) && first.iter().any(|&h| h)).then(|| (name.to_string(), first))
+        })
+        .collect();
     let return_types =
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     CrateNames {
+        host_structs,
         return_types,
         fns,
         plain_fields,
@@ -2063,5 +2226,27 @@ mod tests {
         assert!(names.plain_fields.contains("policy_loss"), "a struct-literal value is not a type");
         assert!(!names.plain_fields.contains("total"), "declared as a tensor elsewhere");
         assert!(names.plain_fields.contains("∞x") || names.plain_fields.contains("x"));
+    }
+
+    #[test]
+    fn host_structs_hold_numbers_and_other_host_structs_only() {
+        let names = crate_names([
+            "#[derive(Debug, Default)]\npub struct TrainStats {\n    /// Mean loss.\n    pub loss: f32,\n    #[serde(skip)]\n    pub phases: [Moments; 3],\n    hist: Vec<Option<u64>>,\n    took: std::time::Duration,\n}\n\
+             struct Moments { sum: f64, n: usize }\n\
+             struct Pair(f32, u8);\n\
+             struct Step { loss: Tensor<B, 1>, n: usize }\n\
+             struct Wrapper { stats: TrainStats, step: Step }\n\
+             struct Holder<B: Backend> { n: usize, b: PhantomData<B> }\n\
+             struct Arr { xs: [Tensor; 2] }\n\
+             struct Twice { a: f32 }\n",
+            "struct Twice { t: Tensor }\nfn pair() -> (TrainStats, Step) { todo!() }\nfn single() -> (Moments, f32) { todo!() }",
+        ]);
+        let mut host: Vec<&str> = names.host_structs.iter().map(String::as_str).collect();
+        host.sort_unstable();
+        // A tensor field, a generic parameter, a struct holding a non-host struct, or a second
+        // definition with a tensor rules a struct out.
+        assert_eq!(host, ["Moments", "Pair", "TrainStats"]);
+        assert_eq!(names.tuple_fns.get("pair"), Some(&vec![true, false]));
+        assert_eq!(names.tuple_fns.get("single"), Some(&vec![true, true]));
     }
 }

@@ -157,3 +157,32 @@ impl A { fn twice(&self) -> (f32, Tensor) { make() } }
     assert!(!names.tuple_fns.contains_key("both"), "no host element");
     assert!(!names.tuple_fns.contains_key("twice"), "definitions that disagree");
 }
+
+/// A value typed by a struct of host numbers holds no tensor, whatever it was computed from.
+#[test]
+fn bindings_typed_by_a_host_struct_are_host() {
+    let defs = "pub struct Stats { loss: f32, n: usize }\nfn step() -> Result<(Stats, Tensor)> { todo!() }\nstruct Out { t: Tensor }";
+    let src = r#"
+fn train(net: &Net, x: &Tensor) {
+    let out = net.forward(x)?;
+    let stats = Stats::default();
+    let typed: Stats = summarize(&out);
+    let (batch, graph) = step(&out)?;
+    let other = Out::default();
+}
+"#;
+    let names = super::link::crate_names([defs, src]);
+    let file = syn::parse_file(src).expect("snippet parses");
+    let spec = Framework::from_name("candle").expect("registered").spec();
+    let gs = function_graphs(&file, spec, true, 0, &names);
+    let g = &gs[0];
+    let host = |name: &str| g.bindings[binding(g, name)].host;
+    assert!(host("stats") && host("typed"), "a host struct's value");
+    assert!(!host("other") && !host("out"), "a struct with a tensor field, a tensor");
+    let carries = |name: &str| {
+        let b = binding(g, name);
+        g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
+    };
+    assert!(!carries("typed") && !carries("batch"), "computed from a graph, typed plain");
+    assert!(carries("graph"), "the tensor element of the same tuple");
+}
