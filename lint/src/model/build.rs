@@ -1403,17 +1403,7 @@ impl Builder<'_> {
         // `let model = builder.build_model()?;` with `fn build_model(&self) -> Result<T5Model>`:
         // a guess too (the name may be another type's method).
         let returned = if ty.is_none() && !self.crate_fns.return_types.is_empty() {
-            init.and_then(|i| {
-                let name = match strip_try(&i.expr) {
-                    Expr::MethodCall(m) => &m.method,
-                    Expr::Call(c) => match &*c.func {
-                        Expr::Path(p) => &p.path.segments.last()?.ident,
-                        _ => return None,
-                    },
-                    _ => return None,
-                };
-                self.crate_fns.return_types.get(name.to_string().as_str()).cloned()
-            })
+            init.and_then(|i| self.returned_type(strip_try(&i.expr)))
         } else {
             None
         };
@@ -2274,8 +2264,7 @@ impl Builder<'_> {
                 mut_ref: self.mut_ref(a),
             })
             .collect();
-        let (receiver_type, receiver_type_guessed) =
-            self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
+        let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
         let receiver_field = if receiver_type.is_none() { self.receiver_field(&m.receiver, true) } else { None };
         let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
         self.g.forward_sites.push(CallSite {
@@ -2337,8 +2326,7 @@ impl Builder<'_> {
         let args: Vec<(Val, Span)> =
             m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
         let span = self.span(m.method.span());
-        let (receiver_type, receiver_type_guessed) =
-            self.binding_ref(&m.receiver).map_or((None, false), |b| (b.ty.clone(), b.ty_guessed));
+        let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
         // `agent.update(batch)` with `agent: &mut A`, `A` a type parameter: any impl of the
         // trait `A` is bounded by, including ones the crate does not have.
         let (receiver_type, receiver_generic) = match receiver_type {
@@ -2361,6 +2349,30 @@ impl Builder<'_> {
             site.receiver_generic = receiver_generic;
         }
         result
+    }
+
+    /// A method call's receiver's type, and whether it is a guess: its binding's, or what the
+    /// getter it is made by returns (`model.text_decoder().forward(..)` with `fn
+    /// text_decoder(&mut self) -> &mut TextDecoder`; a guess: the name may be another type's).
+    fn receiver_type(&self, receiver: &Expr) -> (Option<String>, bool) {
+        match self.binding_ref(receiver) {
+            Some(b) => (b.ty.clone(), b.ty_guessed),
+            None => (self.returned_type(receiver), true),
+        }
+    }
+
+    /// The type a call of one of the crate's functions returns, by its name (see
+    /// `CrateNames::return_types`).
+    fn returned_type(&self, e: &Expr) -> Option<String> {
+        let name = match strip_place(strip_try(e)) {
+            Expr::MethodCall(m) => &m.method,
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => &p.path.segments.last()?.ident,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.crate_fns.return_types.get(name.to_string().as_str()).cloned()
     }
 
     /// The field of `self` a method call's receiver is (`self.policy`), for the crate-level pass

@@ -1131,14 +1131,32 @@ impl FnModel {
     pub fn trainable_forward_in(&self, l: LoopId) -> Option<&Span> {
         self.graph.node_indices().find_map(|n| match self.graph[n].kind {
             NodeKind::Value(Producer::Forward { receiver: Some(r) })
-                if self.taint(r).has(Taint::TRAINABLE)
-                    && self.loop_within(self.graph[n].in_loop, l)
-                    && self.binding_of(r).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l)) =>
+                if self.loop_within(self.graph[n].in_loop, l)
+                    && self.receiver_root(r).is_some_and(|v| {
+                        (self.taint(r).has(Taint::TRAINABLE) || self.taint(v).has(Taint::TRAINABLE))
+                            && self.binding_of(v).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l))
+                    }) =>
             {
                 Some(&self.graph[r].span)
             }
             _ => None,
         })
+    }
+
+    /// The binding version a receiver is, or is reached from through the values of its
+    /// expression (`model` of `model.text_decoder().forward(..)`).
+    pub fn receiver_root(&self, r: NodeIndex) -> Option<NodeIndex> {
+        let mut at = r;
+        for _ in 0..8 {
+            if self.binding_of(at).is_some() {
+                return Some(at);
+            }
+            at = self.graph.neighbors_directed(at, Direction::Incoming).find(|&m| {
+                matches!(self.graph[m].kind, NodeKind::Version(_))
+                    || self.graph.neighbors_directed(m, Direction::Incoming).next().is_some()
+            })?;
+        }
+        None
     }
 
     /// Where the function keeps a graph-carrying value built from what that place held before

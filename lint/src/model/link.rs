@@ -343,7 +343,7 @@ fn mark_stateful_calls(
     let root_of = |g: &FnModel, site: &super::graph::CallSite, arg: Option<usize>| -> Option<Option<usize>> {
         match arg {
             None if site.receiver_self => Some(None),
-            None => g.state_root(g.binding_of(site.receiver?)?),
+            None => g.state_root(g.binding_of(g.receiver_root(site.receiver?)?)?),
             Some(k) => g.state_root(site.args.get(k)?.mut_ref?),
         }
     };
@@ -393,7 +393,8 @@ fn mark_stateful_calls(
             site.in_loop.is_none_or(|l| !g.loop_within(g.bindings[b].decl_loop, l))
                 && !g.resets.iter().any(|&(r, l)| r == b && l == site.in_loop)
         };
-        let receiver = site.receiver.and_then(|r| g.binding_of(r));
+        // `model` of `model.decoder().forward(..)` too: a getter lends a part of it.
+        let receiver = site.receiver.and_then(|r| g.binding_of(g.receiver_root(r)?));
         let chains = (callee.in_self && (site.receiver_self || receiver.is_some_and(lasting)))
             || bits(callee.params).any(|k| site.args.get(k).and_then(|a| a.mut_ref).is_some_and(lasting));
         let c = &files[callees[0].0].1[callees[0].1];
@@ -1139,7 +1140,17 @@ fn unwrapped(mut ret: &str) -> &str {
 /// `Result<..>` and `Option<..>`: `Result<t5::T5Model>` gives `T5Model`. `None` for tuples,
 /// `Self`, generic parameters, containers, tensors and host types.
 fn return_head(ret: &str) -> Option<&str> {
-    let path = unwrapped(ret).split('<').next()?.trim();
+    // A getter's `&mut blip_text::TextDecoder` or `&'a Model` names the type it lends.
+    let mut ret = unwrapped(ret);
+    while let Some(rest) = ret.strip_prefix('&') {
+        let rest = rest.trim_start();
+        let rest = match rest.strip_prefix('\'') {
+            Some(lifetime) => &lifetime[rust::ident_len(lifetime)..],
+            None => rest,
+        };
+        ret = rest.trim_start().strip_prefix("mut ").unwrap_or(rest).trim_start();
+    }
+    let path = ret.split('<').next()?.trim();
     let head = path.rsplit("::").next()?.trim();
     let named = head.len() > 1
         && head.starts_with(char::is_uppercase)

@@ -145,14 +145,15 @@ impl Rule for SamplingLoopChainsGraph {
         // loading the weights into a `VarMap`).
         let mut reported_models = Vec::new();
         for (span, in_loop, receiver, callee) in f.stateful_calls() {
-            let (Some(l), Some(model)) = (in_loop, receiver) else { continue };
+            // `model` of `model.text_decoder().forward(..)`: the getter lends a part of it.
+            let (Some(l), Some(model)) = (in_loop, receiver.and_then(|r| f.receiver_root(r))) else { continue };
             // One finding per loop: a loop that also feeds its output back is reported above.
             if reported_loops.contains(&l)
                 || f.loop_runs_backward(l)
                 || f.loop_over_self(l)
                 || f.loop_or_outer_runs_backward(l)
                 || f.per_step_from().is_some()
-                || !f.taint(model).has(Taint::TRAINABLE)
+                || !(f.taint(model).has(Taint::TRAINABLE) || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE)))
             {
                 continue;
             }
@@ -428,6 +429,15 @@ fn main() -> Result<()> {
             .replace("        let next = model.forward(&x)?", "        let mut cache = Cache::default();\n        let next = model.forward(&x, &mut cache)?");
         assert_ne!(per_prompt, src);
         assert_eq!(count("sampling_loop_chains_graph", None, &per_prompt), 1);
+        // The model is reached through a getter that lends a part of an outer model.
+        let getter = src
+            .replace(
+                "let mut model = Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;",
+                "let mut model = Captioner { decoder: Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))? };",
+            )
+            .replace("let next = model.forward(&x)?", "let next = model.decoder().forward(&x)?")
+            + "pub struct Captioner { decoder: Lm }\nimpl Captioner {\n    pub fn decoder(&mut self) -> &mut Lm { &mut self.decoder }\n}\npub struct Other { kv: Option<Tensor> }\nimpl Other {\n    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> { Ok(x.clone()) }\n}\n";
+        assert_eq!(count("sampling_loop_chains_graph", None, &getter), 1);
     }
 
     #[test]
