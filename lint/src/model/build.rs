@@ -2266,8 +2266,10 @@ impl Builder<'_> {
             .collect();
         let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
         let receiver_field = if receiver_type.is_none() { self.receiver_field(&m.receiver, true) } else { None };
+        let receiver_field_owner = receiver_field.as_ref().and_then(|_| self.field_owner(&m.receiver));
         let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
         self.g.forward_sites.push(CallSite {
+            receiver_field_owner,
             name: m.method.to_string(),
             method: true,
             receiver,
@@ -2340,11 +2342,13 @@ impl Builder<'_> {
         self.note_mut_refs(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         let receiver_field = if receiver_type.is_none() { self.receiver_field(&m.receiver, false) } else { None };
+        let receiver_field_owner = receiver_field.as_ref().and_then(|_| self.field_owner(&m.receiver));
         if let Some(site) = self.g.call_sites.last_mut() {
             site.closure_args = closure_args;
             site.receiver_type = receiver_type;
             site.receiver_type_guessed = receiver_type_guessed;
             site.receiver_field = receiver_field;
+            site.receiver_field_owner = receiver_field_owner;
             site.turbofish_autodiff = turbofish_autodiff;
             site.receiver_generic = receiver_generic;
         }
@@ -2357,7 +2361,11 @@ impl Builder<'_> {
     fn receiver_type(&self, receiver: &Expr) -> (Option<String>, bool) {
         match self.binding_ref(receiver) {
             Some(b) => (b.ty.clone(), b.ty_guessed),
-            None => (self.returned_type(receiver), true),
+            None => {
+                let ty = self.returned_type(receiver);
+                let guessed = ty.is_some();
+                (ty, guessed)
+            }
         }
     }
 
@@ -2380,7 +2388,7 @@ impl Builder<'_> {
     /// element of (`block` in `for block in self.blocks.iter_mut()`).
     fn receiver_field(&self, receiver: &Expr, elements: bool) -> Option<String> {
         match strip_place(receiver) {
-            Expr::Field(f) if is_self(&f.base) => match &f.member {
+            Expr::Field(f) if is_self(&f.base) || self.field_owner(receiver).is_some() => match &f.member {
                 syn::Member::Named(name) => Some(name.to_string()),
                 syn::Member::Unnamed(_) => None,
             },
@@ -2391,6 +2399,17 @@ impl Builder<'_> {
             }
             _ => None,
         }
+    }
+
+    /// For a receiver that is a field of a local with a stated type (`model.cell` with `let
+    /// model = Forecaster { .. }` or `model: &Forecaster`), that type.
+    fn field_owner(&self, receiver: &Expr) -> Option<String> {
+        let Expr::Field(f) = strip_place(receiver) else { return None };
+        let b = self.binding_ref(&f.base)?;
+        if b.ty_guessed || b.kind == BindingKind::SelfField {
+            return None;
+        }
+        b.ty.clone()
     }
 
     /// The binding an argument lends the callee to change: `&mut place`, or a parameter handed
@@ -2487,6 +2506,7 @@ impl Builder<'_> {
             receiver_type: None,
             receiver_type_guessed: false,
             receiver_field: None,
+            receiver_field_owner: None,
             type_param_dispatch: false,
             closure_args: Vec::new(),
             closure: self.closure_stack.last().map(|&(c, _, _)| c),

@@ -587,6 +587,9 @@ pub struct CallSite {
     /// The receiver is a field of `self` (`self.policy.act(..)`): its name, whose declared type
     /// the crate-level pass looks up.
     pub(super) receiver_field: Option<String>,
+    /// The type whose field the receiver is, when that is not `self`'s type: the declared type
+    /// of a local (`model.cell.step(..)` with `model` a `Forecaster`).
+    pub(super) receiver_field_owner: Option<String>,
     /// A path call through a type parameter (`M::f(..)`, `<M as Trait>::f(..)`): it may reach
     /// the function of that name of any impl of the crate.
     pub(super) type_param_dispatch: bool,

@@ -1630,9 +1630,8 @@ impl<'a> Index<'a> {
         if site.receiver_generic {
             return true;
         }
-        let (Some(owner), Some(field), true) =
-            (files[caller.0].1[caller.1].owner.as_deref(), site.receiver_field.as_deref(), site.method)
-        else {
+        let owner = site.receiver_field_owner.as_deref().or(files[caller.0].1[caller.1].owner.as_deref());
+        let (Some(owner), Some(field), true) = (owner, site.receiver_field.as_deref(), site.method) else {
             return false;
         };
         let lookup = |owner: &str| {
@@ -1724,7 +1723,7 @@ impl<'a> Index<'a> {
         // (looked up only when no candidate is a method of the named type).
         // `self.policy.act(..)` with `policy: Greedy<B>` declared in the caller's type.
         let field_type = || -> Option<&str> {
-            let owner = caller_owner?;
+            let owner = site.receiver_field_owner.as_deref().or(caller_owner)?;
             let field = site.receiver_field.as_deref()?;
             let lookup = |owner: &str| {
                 let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);

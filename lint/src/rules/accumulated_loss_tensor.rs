@@ -385,4 +385,43 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, acc
         let kept = GRADIENT_ACCUMULATION.replace("TAKEN", "acc.clone().unwrap()");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![11]);
     }
+
+    /// `model.cell.step(..)` is the library's recurrent cell (`cell: LSTM`), not the crate's
+    /// `Trainer::step` of the same name and arity: the inner loop runs no backward.
+    const LIBRARY_STEP: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{loss, rnn::{LSTMState, RNN}, Linear, Module, LSTM};
+pub struct Trainer { opt: candle_nn::AdamW }
+impl Trainer {
+    pub fn step(&mut self, loss: &Tensor, verbose: bool) -> Result<f32> {
+        self.opt.backward_step(loss)?;
+        loss.to_scalar::<f32>()
+    }
+}
+struct Forecaster { cell: LSTM, head: Linear }
+fn fit(cell: LSTM, head: Linear, trainer: &mut Trainer, series: &[f32], dev: &Device) -> Result<()> {
+    let model = Forecaster { cell, head };
+    let mut state = model.cell.zero_state(1)?;
+    for start in (0..series.len() - 33).step_by(32) {
+        state = LSTMState { h: state.h().detach(), c: state.c().detach() };
+        let mut chunk = Tensor::zeros((), DType::F32, dev)?;
+        for t in start..start + 32 {
+            state = model.cell.step(&Tensor::new(&[[series[t]]], dev)?, &state)?;
+            let pred = model.head.forward(state.h())?;
+            chunk = (chunk + loss::mse(&pred, &Tensor::new(&[[series[t + 1]]], dev)?)?)?;
+        }
+        trainer.step(&chunk, false)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_library_method_is_not_the_crates_method_of_the_same_name() {
+        assert_eq!(count("accumulated_loss_tensor", None, LIBRARY_STEP), 0);
+        // Without the declared type of `model`, the call could be the crate's.
+        let untyped = LIBRARY_STEP.replace("let model = Forecaster { cell, head };", "let model = build(cell, head);");
+        assert_ne!(untyped, LIBRARY_STEP);
+        assert_eq!(count("accumulated_loss_tensor", None, &untyped), 1);
+    }
 }

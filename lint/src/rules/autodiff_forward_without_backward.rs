@@ -21,8 +21,10 @@ crate that runs such a forward (`agent.act(obs)`). A loop with several such forw
 finding, at the first, with the others labelled. A model's own method that runs its forward
 passes in a loop of its own and returns the result (`model.sample(n)`: a denoising or generation
 loop that feeds each step's output back) is reported where it is called on an autodiff model
-outside any loop, in a function that runs no backward outside its loops (sampling after
-training). The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
+outside any loop, in a function that runs no backward outside its loops, or only before the
+call (sampling after training). A loop that follows every backward of its function, in a function
+nothing calls once per training step (`let model = train(..);` and then an evaluation loop in
+`main`), is reported: no backward follows its forwards. The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
 step in runner.take(n)`). A function whose every backward waits for a warm-up (`fn
 step_once(&mut self) { self.agent.act(..); self.agent.observe(..) }`) hands its forwards to the
 loops that call it. A helper that sums its forwards into the value it returns, to a caller that
@@ -156,7 +158,7 @@ impl Rule for AutodiffForwardWithoutBackward {
             let Some(l) = e.in_loop() else {
                 // `model.sample(n)` outside any loop: the model method's own loop runs the
                 // forward passes, and no backward of this function runs outside its loops.
-                if e.samples() && f.iteration_of(None).is_none() {
+                if e.samples() && (f.iteration_of(None).is_none() || after_every_backward(f, e.span().start, None)) {
                     report_sampler(f, cx, e);
                 }
                 continue;
@@ -203,7 +205,12 @@ impl Rule for AutodiffForwardWithoutBackward {
                         continue;
                     }
                 }
-                Some(Iteration::Call) => continue,
+                // The body's backward sweeps the loop's forwards at the function's next call, when
+                // something calls it once per training step. Not when every backward runs before
+                // the loop and nothing calls the function per step (`let model = train(..);`,
+                // then an evaluation loop in `main`): no backward follows those forwards.
+                Some(Iteration::Call) if !after_every_backward(f, f.loop_header(l).start, Some(l)) => continue,
+                Some(Iteration::Call) => Shape::NoBackward,
                 // A few forward passes in a literally bounded loop of the training iteration
                 // (`for i in 0..3 { preview(generator.forward(..)) }` once an epoch): the
                 // iteration's backward sweeps them; the store never holds more than one
@@ -434,6 +441,19 @@ fn backwards_of(f: &FnModel, it: Iteration) -> Vec<&TrainingCall> {
                 && f.iteration_of(c.in_loop()) == Some(it)
         })
         .collect()
+}
+
+/// Whether code at byte `start` (in loop `l`, if any) runs after every backward of the function
+/// body (direct or through a called function) has run, and no backward runs after it: nothing
+/// calls the function once per training step, and no loop around it runs a backward again.
+fn after_every_backward(f: &FnModel, start: usize, l: Option<LoopId>) -> bool {
+    f.per_step_from().is_none()
+        && f.training_calls()
+            .iter()
+            .filter(|c| matches!(c.kind(), TrainingCallKind::Backward | TrainingCallKind::BackwardStep))
+            .all(|c| {
+                c.span().end <= start && c.in_loop().is_none_or(|cl| l.is_none_or(|l| !f.loop_within(Some(l), cl)))
+            })
 }
 
 /// Whether some backward of loop `outer` (in it or in a loop nested in it) runs without waiting
@@ -2618,5 +2638,54 @@ impl<B: AutodiffBackend> Greedy<B> {
         // A local with the crate's own agent type: its `act` is the one called.
         let concrete = without.replace("agent: A,", "agent: Greedy<B>,");
         assert_eq!(count("autodiff_forward_without_backward", None, &concrete), 1);
+    }
+
+    /// `main` trains through a function that runs backward, then evaluates the model it returns:
+    /// the body's only backward runs before the loop, so nothing sweeps the loop's forwards.
+    const EVAL_AFTER_TRAINING: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+type Train = Autodiff<NdArray>;
+fn train(data: &[(Tensor<Train, 2>, Tensor<Train, 2>)]) -> Net<Train> {
+    let mut net = Net::new(&Default::default());
+    let mut opt = AdamConfig::new().init();
+    for (x, y) in data {
+        let loss = (net.forward(x.clone()) - y.clone()).powf_scalar(2.0).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        net = opt.step(1e-3, net, grads);
+    }
+    net
+}
+fn main() {
+    let (train_set, test_set) = load::<Train>();
+    BEFORE
+    let model = train(&train_set);
+    let mut correct = 0;
+    for (x, y) in test_set.iter() {
+        let pred = model.forward(x.clone()).argmax(1);
+        correct += pred.equal(y.clone().argmax(1)).int().sum().into_scalar();
+    }
+    println!("{correct}");
+}
+"#;
+
+    #[test]
+    fn reports_evaluation_after_every_backward_of_the_body() {
+        let src = EVAL_AFTER_TRAINING.replace("BEFORE", "");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src), vec![21]);
+        // The evaluation on the inner backend.
+        let valid =
+            src.replace("let pred = model.forward(x.clone())", "let pred = model.valid().forward(x.clone().inner())");
+        assert_ne!(valid, src);
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+        // A loop before the training call: its forwards are swept by the training's backward.
+        let before = EVAL_AFTER_TRAINING
+            .replace("BEFORE", "for (x, _) in test_set.iter() { println!(\"{}\", model0.forward(x.clone()).mean().into_scalar()); }")
+            .replace("    let mut correct = 0;\n    for (x, y) in test_set.iter() {\n        let pred = model.forward(x.clone()).argmax(1);\n        correct += pred.equal(y.clone().argmax(1)).int().sum().into_scalar();\n    }\n", "");
+        assert_eq!(count("autodiff_forward_without_backward", None, &before), 0);
+        // A function called once per training step: the next call's backward sweeps the loop.
+        let per_step = src.replace("fn main() {", "fn round() {")
+            + "fn main() {\n    for _ in 0..100 {\n        round();\n    }\n}\n";
+        assert_eq!(count("autodiff_forward_without_backward", None, &per_step), 0);
     }
 }
