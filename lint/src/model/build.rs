@@ -259,6 +259,7 @@ impl Items<'_> {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
+        b.g.returns_tensor = matches!(&sig.output, syn::ReturnType::Type(_, ty) if type_is_tensor(ty));
         if let Some(fields) = size_gate_fields(sig, block) {
             b.g.size_gate = true;
             b.g.gate_fields = fields;
@@ -549,6 +550,7 @@ impl Builder<'_> {
                 untracks_models: false,
                 crate_untracks_models: false,
                 returns_plain: false,
+                returns_tensor: false,
                 closures: Vec::new(),
                 runs_forward: false,
                 var_creations: Vec::new(),
@@ -3212,6 +3214,22 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames<'_> {
 
 /// Whether a type holds no tensor: primitives, `String`, and tuples, `Result`, `Option`, `Vec`
 /// and arrays of those.
+/// `Tensor`, `Tensor<B, 2>`, `candle_core::Tensor`, in `Result<..>` or `Option<..>`.
+fn type_is_tensor(ty: &syn::Type) -> bool {
+    let syn::Type::Path(p) = ty else { return false };
+    let Some(last) = p.path.segments.last() else { return false };
+    match (last.ident.to_string().as_str(), &last.arguments) {
+        ("Tensor", _) => true,
+        ("Result" | "Option", syn::PathArguments::AngleBracketed(a)) => {
+            a.args.iter().find_map(|g| match g {
+                syn::GenericArgument::Type(t) => Some(type_is_tensor(t)),
+                _ => None,
+            }) == Some(true)
+        }
+        _ => false,
+    }
+}
+
 fn type_is_plain(ty: &syn::Type) -> bool {
     match ty {
         syn::Type::Tuple(t) => t.elems.iter().all(type_is_plain),

@@ -438,6 +438,8 @@ pub struct FnModel {
     pub(super) field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub(super) returns_plain: bool,
+    /// The declared return type is one tensor (`Tensor`, `Result<Tensor>`, `Tensor<B, 2>`).
+    pub(super) returns_tensor: bool,
     /// The closures of the body, in order.
     pub(super) closures: Vec<ClosureScope>,
     /// The body runs a forward pass outside its closures.
@@ -1234,6 +1236,23 @@ impl FnModel {
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
         self.params.iter().map(|p| p.is_some_and(|p| seen[p.index()])).collect()
+    }
+
+    /// Whether a value the function returns is computed from one of its parameters along values
+    /// that keep a graph (not through a cut: `detach`, scalar extraction, a no-grad region).
+    pub(super) fn graph_flows_from_params(&self) -> bool {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack: Vec<NodeIndex> = self.returns.clone();
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            if matches!(self.graph[n].kind, NodeKind::Value(Producer::Plain | Producer::InertModel)) {
+                continue;
+            }
+            stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
+        }
+        self.params.iter().any(|p| p.is_some_and(|p| seen[p.index()]))
     }
 
     /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache):

@@ -1887,9 +1887,14 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // its forwards count at each caller that hands it an autodiff model (see `apply`).
     let forwards_autodiff = (g.autodiff && g.autodiff_from.is_empty() || field_forwards) && forwards;
     let framework = g.framework_known.then_some(crate::frameworks::Framework::new(g.spec));
+    // A tensor helper that computes its result from what it is handed (`fn heads(&self, xs:
+    // &Tensor) -> Result<Tensor> { xs.reshape(..)?.transpose(1, 2) }`, `fn euler(x, v) ->
+    // Result<Tensor> { x - (v * dt)? }`) passes its arguments' graph on; one that runs backward
+    // or steps returns what training made of them.
+    let passes_args = !returns_graph && g.returns_tensor && !runs_backward && !steps && g.graph_flows_from_params();
     Summary {
         returns_graph,
-        result_plain: !returns_graph,
+        result_plain: !returns_graph && !passes_args,
         runs_backward,
         backward_waits,
         steps,

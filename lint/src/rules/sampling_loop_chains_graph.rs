@@ -243,6 +243,42 @@ fn train(model: &Unet, opt: &mut candle_nn::AdamW, data: &[Tensor], init: &Tenso
         assert_eq!(count("sampling_loop_chains_graph", None, &fresh), 0);
     }
 
+    /// The update step is a helper of the crate (`fn euler(x, v) -> Result<Tensor>`): its result
+    /// carries the graph of what it is handed.
+    const HELPER_STEP: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, VarBuilder, VarMap};
+struct Net { l: Linear }
+impl Net {
+    fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { l: linear(4, 4, vb.pp("l"))? }) }
+    fn forward(&self, x: &Tensor) -> Result<Tensor> { self.l.forward(x) }
+}
+fn euler(x: &Tensor, v: &Tensor) -> RET {
+    BODY
+}
+fn main() -> Result<()> {
+    let mut vm = VarMap::new();
+    let net = Net::new(VarBuilder::from_varmap(&vm, DType::F32, &Device::Cpu))?;
+    vm.load("net.safetensors")?;
+    let mut x = Tensor::randn(0f32, 1., (1, 4), &Device::Cpu)?;
+    for _ in 0..100 {
+        x = euler(&x, &net.forward(&x)?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_tensor_helper_passes_its_arguments_graph_on() {
+        let src = HELPER_STEP.replace("RET", "Result<Tensor>").replace("BODY", "x - (v * 0.01)?");
+        assert_eq!(super::super::testing::lines("sampling_loop_chains_graph", &src), [18]);
+        // A helper that hands back a host value, or a detached one, carries no graph.
+        let host = HELPER_STEP.replace("RET", "Result<Vec<f32>>").replace("BODY", "(x - (v * 0.01)?)?.to_vec1()");
+        assert_eq!(count("sampling_loop_chains_graph", None, &host), 0);
+        let detached = HELPER_STEP.replace("RET", "Result<Tensor>").replace("BODY", "Ok((x - (v * 0.01)?)?.detach())");
+        assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+    }
+
     #[test]
     fn accepts_a_detached_state_and_a_sampler_outside_training() {
         let detached =
