@@ -768,6 +768,7 @@ impl Builder<'_> {
             reported_inside: false,
             autodiff_model: false,
             samples: false,
+            kept_by_receiver: false,
             closure: self.closure_stack.last().map(|&(c, _, _)| c),
         });
     }

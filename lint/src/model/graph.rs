@@ -715,6 +715,10 @@ pub struct VocabCall {
     /// what it computes (`model.sample(n)`: a denoising or generation loop): see
     /// [`VocabCall::samples`].
     pub(super) samples: bool,
+    /// A call of a function of the crate that pushes what it computes into its receiver's
+    /// fields (`self.saved_log_probs.push(logp)` in `act`): its outputs stay in a buffer, for a
+    /// later backward (on-policy agents) or another rule.
+    pub(super) kept_by_receiver: bool,
     /// The innermost closure of the body the call is in.
     pub(super) closure: Option<usize>,
 }
@@ -730,6 +734,11 @@ impl VocabCall {
     /// loop is the loop that counts.
     pub fn samples(&self) -> bool {
         self.samples
+    }
+
+    /// See [`VocabCall::kept_by_receiver`].
+    pub fn kept_by_receiver(&self) -> bool {
+        self.kept_by_receiver
     }
 
     /// Branches the call sits in: a call runs on every iteration where another runs if the
@@ -1236,6 +1245,14 @@ impl FnModel {
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
         self.params.iter().map(|p| p.is_some_and(|p| seen[p.index()])).collect()
+    }
+
+    /// Whether a value the function returns is the output of a forward pass it runs (through
+    /// graph-carrying values).
+    pub(super) fn returns_forward_output(&self) -> bool {
+        self.returns.iter().any(|&r| {
+            self.graph_upstream(r).any(|n| matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. })))
+        })
     }
 
     /// Whether a value the function returns is computed from one of its parameters along values

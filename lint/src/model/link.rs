@@ -68,6 +68,11 @@ pub struct Summary {
     /// (0..n).rev() { z = step(self.unet.forward(z, t)) } }`): left to its callers, for whom
     /// the call is the loop.
     samples: bool,
+    /// Pushes a graph-carrying value into a field of `self` (a buffer of outputs).
+    buffers_outputs: bool,
+    /// Returns the output of a forward pass it runs (`fn predict_noise(&self, x) -> Result<Tensor>
+    /// { self.up.forward(..) }`): a call of it is a forward pass of its receiver.
+    returns_forward: bool,
     /// Parameters it calls in a loop that runs no backward (`fn evaluate_episode<P: FnMut(&O) ->
     /// A>(env: &mut E, policy: &mut P) { while !done { let a = policy(&obs); .. } }`).
     calls_params_in_loop: Vec<usize>,
@@ -117,6 +122,8 @@ impl Summary {
                 None
             },
             samples: self.samples && other.samples,
+            buffers_outputs: self.buffers_outputs && other.buffers_outputs,
+            returns_forward: self.returns_forward && other.returns_forward,
             calls_params_in_loop: self
                 .calls_params_in_loop
                 .iter()
@@ -1891,6 +1898,11 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // &Tensor) -> Result<Tensor> { xs.reshape(..)?.transpose(1, 2) }`, `fn euler(x, v) ->
     // Result<Tensor> { x - (v * dt)? }`) passes its arguments' graph on; one that runs backward
     // or steps returns what training made of them.
+    let buffers_outputs = g.stores().any(|(_, value, target, how, _)| {
+        how == Store::Push
+            && g.graph[value].taint.has(Taint::GRAPH)
+            && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
+    });
     let passes_args = !returns_graph && g.returns_tensor && !runs_backward && !steps && g.graph_flows_from_params();
     Summary {
         returns_graph,
@@ -1908,6 +1920,8 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forward_at,
         forward_via,
         samples,
+        buffers_outputs,
+        returns_forward: returns_graph && g.returns_forward_output(),
         calls_params_in_loop,
         param_ops: g.param_ops,
         stores,
@@ -1972,7 +1986,10 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     }
     // Summaries of later rounds may undo what earlier ones said (a callee found to run backward
     // one call deeper no longer just runs forward passes): set, do not only add.
-    g.graph[site.result].kind = NodeKind::Value(if s.result_plain {
+    g.graph[site.result].kind = NodeKind::Value(if s.returns_forward && !g.spec.graph_swept_by_backward {
+        // `unet.predict_noise(&latents, t)` is a forward pass of `unet`.
+        super::graph::Producer::Forward { receiver: site.receiver }
+    } else if s.result_plain {
         // The callee's result is known: it does not carry what its arguments carried
         // (`net = update_parameters(loss, net, optim)` returns the stepped module).
         super::graph::Producer::Plain
@@ -2028,6 +2045,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.forward_via.clone_from(&s.forward_via);
         e.autodiff_model |= s.forwards_autodiff;
         e.samples = s.samples;
+        e.kept_by_receiver = s.buffers_outputs;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -2046,6 +2064,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             reported_inside: s.forwards_in_own_loop,
             autodiff_model: s.forwards_autodiff,
             samples: s.samples,
+            kept_by_receiver: s.buffers_outputs,
             closure: site.closure,
         });
     }

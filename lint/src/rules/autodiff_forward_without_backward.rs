@@ -39,7 +39,9 @@ data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step
 waits in the store for the next backward, and the memory grows with the rollout's length. A
 nested loop that hands graph-carrying values on (`h = cell.forward(x, h)`, outputs collected for
 the loss, losses folded into an `Option` that `if let Some(loss) = total { loss.backward() }`
-consumes) is an unrolled computation and is not; nor is a loop with a small literal bound in a
+consumes) is an unrolled computation and is not; nor is a call that keeps its outputs in its
+receiver's buffer (`agent.act(obs)` pushing the step's log-probability into `self.saved`, which
+the end-of-episode update backpropagates: on-policy agents); nor is a loop with a small literal bound in a
 training iteration whose backward does not wait for a warm-up (`for i in 0..3 { preview(..) }`
 once an epoch): that backward sweeps its few forwards. In the training loop itself, a backward that
 waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
@@ -233,6 +235,11 @@ impl Rule for AutodiffForwardWithoutBackward {
                     } else if threads_graph_out(f, l) {
                         // An unrolled computation (`h = cell.forward(x, h)`, outputs collected
                         // for the loss): the backward after the loop runs through it.
+                        continue;
+                    } else if e.kept_by_receiver() && receiver_outlives(f, e, l) {
+                        // `agent.act(obs)` pushes its log-probability into the agent's buffer,
+                        // which the end-of-episode backward consumes (REINFORCE, on-policy):
+                        // the outputs do not leave as host data.
                         continue;
                     } else {
                         // A rollout: its outputs leave each step as host data, so no backward
@@ -468,6 +475,15 @@ fn sweeps_every_iteration(f: &FnModel, outer: LoopId) -> bool {
 
 /// Whether loop `l` stores a graph-carrying value made in it into a binding that outlives its
 /// iterations (a recurrent state, collected outputs).
+/// Whether the value a forward-running call is made on lives across the iterations of loop `l`
+/// (`agent` of `agent.act(obs)`, declared before the loop; `self`).
+fn receiver_outlives(f: &FnModel, e: &crate::model::VocabCall, l: LoopId) -> bool {
+    match e.receiver() {
+        None => true,
+        Some(r) => f.receiver_root(r).and_then(|v| f.binding_of(v)).is_some_and(|b| f.outlives(b, Iteration::Loop(l))),
+    }
+}
+
 fn threads_graph_out(f: &FnModel, l: LoopId) -> bool {
     f.stores().any(|(_, value, target, how, _)| {
         matches!(how, Store::Assign | Store::Push | Store::Fold)
@@ -2687,5 +2703,51 @@ fn main() {
         let per_step = src.replace("fn main() {", "fn round() {")
             + "fn main() {\n    for _ in 0..100 {\n        round();\n    }\n}\n";
         assert_eq!(count("autodiff_forward_without_backward", None, &per_step), 0);
+    }
+
+    /// REINFORCE: `act` pushes each step's log-probability into the agent's buffer, and the
+    /// end-of-episode update concatenates it into the loss it backpropagates.
+    const ON_POLICY_BUFFER: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{GradientsParams, Optimizer};
+pub struct Reinforce<B: AutodiffBackend, O> { net: PolicyNet<B>, opt: O, saved: Vec<Tensor<B, 1>>, rewards: Vec<f32> }
+impl<B: AutodiffBackend, O: Optimizer<PolicyNet<B>, B>> Reinforce<B, O> {
+    fn act(&mut self, s: Tensor<B, 2>) -> usize {
+        let logp = self.net.forward(s);
+        let a = sample(logp.clone().exp());
+        KEEP
+        a
+    }
+    fn finish_episode(&mut self) {
+        let ret = Tensor::<B, 1>::from_floats(returns(&self.rewards).as_slice(), &self.net.devices()[0]);
+        let logp = Tensor::cat(std::mem::take(&mut self.saved), 0);
+        let loss = -(logp * ret).sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+        self.net = self.opt.step(1e-2, self.net.clone(), grads);
+        self.rewards.clear();
+    }
+}
+pub fn train<B: AutodiffBackend, O: Optimizer<PolicyNet<B>, B>>(agent: &mut Reinforce<B, O>, env: &mut Env<B>) {
+    for _ in 0..1000 {
+        let mut s = env.reset();
+        loop {
+            let a = agent.act(s);
+            let (next, r, done) = env.step(a);
+            agent.rewards.push(r);
+            if done { break; }
+            s = next;
+        }
+        agent.finish_episode();
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_outputs_kept_in_the_agents_buffer_for_the_update() {
+        let kept = ON_POLICY_BUFFER.replace("KEEP", "self.saved.push(logp.slice([0..1, a..a + 1]).reshape([1]));");
+        assert_eq!(count("autodiff_forward_without_backward", None, &kept), 0);
+        // Only the action leaves `act`: a rollout whose outputs no backward reaches.
+        let dropped = ON_POLICY_BUFFER.replace("KEEP", "");
+        assert_eq!(count("autodiff_forward_without_backward", None, &dropped), 1);
     }
 }

@@ -28,7 +28,10 @@ is a generation loop whose model keeps a graph-carrying value from call to call,
 it kept before: a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
 `Mutex` or in a `&mut Cache` argument), found through the model's layers. A cache made afresh
 on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
-layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop.
+layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A method
+of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
+t)?`) is a forward pass, and a tensor helper of the crate (`fn euler(x: &Tensor, v: &Tensor) ->
+Result<Tensor>`, a scheduler's `step`) hands on the graph of what it is given.
 
 ### Why is this bad?
 candle records a graph for every operation on a tensor computed from a `Var`, and there is no
@@ -277,6 +280,25 @@ fn main() -> Result<()> {
         assert_eq!(count("sampling_loop_chains_graph", None, &host), 0);
         let detached = HELPER_STEP.replace("RET", "Result<Tensor>").replace("BODY", "Ok((x - (v * 0.01)?)?.detach())");
         assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+    }
+
+    #[test]
+    fn a_crate_method_that_returns_a_forward_output_is_a_forward_pass() {
+        // `net.predict(&x)` runs the layers' forwards and returns the result.
+        let src = HELPER_STEP
+            .replace("RET", "Result<Tensor>")
+            .replace("BODY", "x - (v * 0.01)?")
+            .replace("fn forward(&self, x: &Tensor)", "fn predict(&self, x: &Tensor)")
+            .replace("&net.forward(&x)?", "&net.predict(&x)?");
+        assert!(src.contains("net.predict(&x)"));
+        assert_eq!(count("sampling_loop_chains_graph", None, &src), 1);
+        // One that returns host data is no forward pass of the loop.
+        let host = src.replace(
+            "fn predict(&self, x: &Tensor) -> Result<Tensor> { self.l.forward(x) }",
+            "fn predict(&self, x: &Tensor) -> Result<Tensor> { self.l.forward(x)?.detach().copy() }",
+        );
+        assert_ne!(host, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &host), 0);
     }
 
     #[test]
