@@ -394,6 +394,8 @@ struct Builder<'c> {
     /// First versions of bindings declared by a `Some(..)` pattern: what it took out of an
     /// `Option`.
     unwrapped: std::collections::HashSet<NodeIndex>,
+    /// Depth of arguments of lazy initialisers (`unwrap_or_else`, `get_or_insert_with`).
+    lazy_init: usize,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -567,6 +569,7 @@ impl Builder<'_> {
             closure_bindings: Vec::new(),
             element_of: Vec::new(),
             unwrapped: Default::default(),
+            lazy_init: 0,
             path: Vec::new(),
             next_branch: 0,
             no_grad: 0,
@@ -761,6 +764,7 @@ impl Builder<'_> {
             via: None,
             forward_at: None,
             forward_via: None,
+            lazy: self.lazy_init > 0,
             discarded,
             path: self.path.clone(),
             guard_fields: self.guard_fields.clone(),
@@ -1954,6 +1958,16 @@ impl Builder<'_> {
     /// vocabulary (backward, step, clear, cut, forward, …), tensor ops, and calls that may reach
     /// the crate's own methods. The first kind that matches wins.
     fn method_call(&mut self, m: &syn::ExprMethodCall) -> Val {
+        // `self.grads.take().unwrap_or_else(|| model.alloc_grads())`: what the closure makes is
+        // made only when nothing is there yet.
+        let lazy = rust::LAZY_INIT_METHODS.contains(&m.method.to_string().as_str());
+        self.lazy_init += usize::from(lazy);
+        let v = self.method_call_inner(m);
+        self.lazy_init -= usize::from(lazy);
+        v
+    }
+
+    fn method_call_inner(&mut self, m: &syn::ExprMethodCall) -> Val {
         let name = m.method.to_string();
         let argc = m.args.len();
         // `p.var("w", &[n], init)`: a variable named by a string, on a store path.

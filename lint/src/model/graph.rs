@@ -719,6 +719,9 @@ pub struct VocabCall {
     /// fields (`self.saved_log_probs.push(logp)` in `act`): its outputs stay in a buffer, for a
     /// later backward (on-policy agents) or another rule.
     pub(super) kept_by_receiver: bool,
+    /// Made in the closure of a lazy initialiser (`unwrap_or_else(|| model.alloc_grads())`): only
+    /// when nothing is there yet.
+    pub(super) lazy: bool,
     /// The innermost closure of the body the call is in.
     pub(super) closure: Option<usize>,
 }
@@ -734,6 +737,11 @@ impl VocabCall {
     /// loop is the loop that counts.
     pub fn samples(&self) -> bool {
         self.samples
+    }
+
+    /// See [`VocabCall::lazy`].
+    pub fn lazy(&self) -> bool {
+        self.lazy
     }
 
     /// See [`VocabCall::kept_by_receiver`].
@@ -1291,6 +1299,12 @@ impl FnModel {
     /// that call (file, line, calling function).
     pub fn trainable_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
         self.trainable_from.as_ref()
+    }
+
+    /// Whether a loop inside loop `l` (not `l` itself) runs backward: `l` is an outer loop
+    /// (epochs) around the training iterations.
+    pub fn has_inner_training_loop(&self, l: LoopId) -> bool {
+        self.loops.iter().enumerate().any(|(m, s)| m != l && s.runs_backward && self.loop_within(Some(m), l))
     }
 
     /// Whether loop `l` itself (nested loops and closures included) runs backward.

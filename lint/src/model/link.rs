@@ -2065,6 +2065,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             autodiff_model: s.forwards_autodiff,
             samples: s.samples,
             kept_by_receiver: s.buffers_outputs,
+            lazy: false,
             closure: site.closure,
         });
     }

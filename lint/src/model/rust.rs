@@ -54,6 +54,10 @@ pub const WRAPPERS: &[&str] = &[
 /// Methods that empty a collection.
 pub const CLEAR_METHODS: &[&str] = &["clear", "drain", "truncate"];
 
+/// Methods whose closure argument runs only when the receiver holds nothing yet.
+pub const LAZY_INIT_METHODS: &[&str] =
+    &["unwrap_or_else", "get_or_insert_with", "or_insert_with", "or_else", "map_or_else", "get_or_init"];
+
 /// Methods that copy their receiver.
 pub const COPY_METHODS: &[&str] = &["clone", "to_owned"];
 

@@ -19,7 +19,9 @@ Finds `model.alloc_grads()` and copies of a gradient store (`.clone()`/`.to_owne
 inside a loop that runs backward, or in a function that such a loop calls on every step (an
 agent's `learn` or `act`, directly or through other calls). A store is recognised by what it is, whatever its name: a
 binding made by `alloc_grads()`, a binding, parameter or field declared as `Gradients<..>`, or a
-value handed to `trace(..)`/`traced(..)` (`model.forward(x.trace(zeroed.clone()))`).
+value handed to `trace(..)`/`traced(..)` (`model.forward(x.trace(zeroed.clone()))`). Not
+flagged: a store made once per epoch around an inner loop that trains, and one made only when
+none is kept yet (`self.grads.take().unwrap_or_else(|| self.net.alloc_grads())`).
 
 ### Why is this bad?
 A `Gradients` store holds one buffer per parameter: allocating or cloning it every iteration
@@ -57,6 +59,9 @@ impl Rule for GradsAllocatedInLoop {
         let mut calls: Vec<_> = [CallKind::AllocGrads, CallKind::GradsCopy]
             .into_iter()
             .flat_map(|k| f.calls_in_training_loops(k))
+            // Not made only when missing (`unwrap_or_else(|| model.alloc_grads())`), nor once per
+            // epoch around an inner loop whose iterations train.
+            .filter(|(c, _)| !c.lazy() && c.in_loop().is_none_or(|l| !f.has_inner_training_loop(l)))
             .collect();
         calls.sort_by_key(|(c, _)| c.span().start);
         for (e, l) in calls {
@@ -77,7 +82,7 @@ impl Rule for GradsAllocatedInLoop {
         let mut per_call: Vec<_> = [CallKind::AllocGrads, CallKind::GradsCopy]
             .into_iter()
             .flat_map(|k| f.calls_of(k))
-            .filter(|c| c.in_loop().is_none())
+            .filter(|c| c.in_loop().is_none() && !c.lazy())
             .collect();
         per_call.sort_by_key(|c| c.span().start);
         for e in per_call {
@@ -229,5 +234,44 @@ fn main() {
         );
         assert_ne!(once, AGENT);
         assert_eq!(count("grads_allocated_in_loop", None, &once), 1);
+    }
+
+    #[test]
+    fn accepts_a_store_made_once_per_epoch_or_only_when_missing() {
+        // Once per epoch, around the inner loop that trains.
+        let per_epoch = PASSES
+            .replace(
+                "    let mut grads = model.alloc_grads();\n    for (x, y) in data {",
+                "    for _epoch in 0..10 {\n    let mut grads = model.alloc_grads();\n    for (x, y) in data {",
+            )
+            .replace(
+                "        model.zero_grads(&mut grads);\n    }\n}",
+                "        model.zero_grads(&mut grads);\n    }\n    }\n}",
+            );
+        assert!(per_epoch.contains("for _epoch"));
+        assert_eq!(count("grads_allocated_in_loop", None, &per_epoch), 0);
+        // Made only when the agent holds none yet, and kept.
+        let lazy = r#"
+use dfdx::prelude::*;
+impl Agent {
+    fn learn(&mut self, x: X, y: Y) {
+        let g = self.grads.take().unwrap_or_else(|| self.net.alloc_grads());
+        let loss = mse_loss(self.net.forward(x.traced(g)), y);
+        let mut g = loss.backward();
+        self.opt.update(&mut self.net, &g).unwrap();
+        self.net.zero_grads(&mut g);
+        self.grads = Some(g);
+    }
+}
+fn run(agent: &mut Agent, data: Vec<(X, Y)>) {
+    for (x, y) in data {
+        agent.learn(x, y);
+    }
+}
+"#;
+        assert_eq!(count("grads_allocated_in_loop", None, lazy), 0);
+        let eager =
+            lazy.replace("self.grads.take().unwrap_or_else(|| self.net.alloc_grads())", "self.net.alloc_grads()");
+        assert_eq!(count("grads_allocated_in_loop", None, &eager), 1);
     }
 }
