@@ -31,7 +31,10 @@ on every iteration, or reset there (`model.reset_cache()`), is not. A loop over 
 layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A method
 of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
 t)?`) is a forward pass, and a tensor helper of the crate (`fn euler(x: &Tensor, v: &Tensor) ->
-Result<Tensor>`, a scheduler's `step`) hands on the graph of what it is given.
+Result<Tensor>`, a scheduler's `step`) hands on the graph of what it is given. A state unrolled
+for a loss is not reported: in the loop's own function when a backward runs on a loss computed
+from it, or in a loss helper whose callers backpropagate what it returns (`fn sequence_loss(..)
+-> Result<Tensor>` unrolling a decoder with teacher forcing).
 
 ### Why is this bad?
 candle records a graph for every operation on a tensor computed from a `Var`, and there is no
@@ -102,7 +105,11 @@ impl Rule for SamplingLoopChainsGraph {
                 continue;
             }
             // Unrolled through time for a loss (truncated backpropagation): the chain trains.
-            if f.loss_derives_from(binding) {
+            // Also when the loss is this function's result and its callers backpropagate it
+            // (`fn sequence_loss(..) -> Result<Tensor>` unrolling a decoder with teacher forcing).
+            if f.loss_derives_from(binding)
+                || (f.result_backpropagated() && f.returns().iter().any(|&r| f.derives_from(r, binding)))
+            {
                 continue;
             }
             let training = f.loop_or_outer_runs_backward(l);
@@ -299,6 +306,44 @@ fn main() -> Result<()> {
         );
         assert_ne!(host, src);
         assert_eq!(count("sampling_loop_chains_graph", None, &host), 0);
+    }
+
+    /// Teacher forcing: a loss helper unrolls the decoder over the target, feeding the hidden
+    /// state back, and the training loop backpropagates what it returns.
+    const LOSS_HELPER: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{loss, Linear, Module, Optimizer};
+fn sequence_loss(cx: &Linear, ch: &Linear, out: &Linear, ctx: &Tensor, xs: &[Tensor], ys: &[Tensor]) -> Result<Tensor> {
+    let mut h = ctx.clone();
+    let mut total = Tensor::zeros((), DType::F32, &Device::Cpu)?;
+    for (x, y) in xs.iter().zip(ys) {
+        h = (cx.forward(x)? + ch.forward(&h)?)?.tanh()?;
+        total = (total + loss::cross_entropy(&out.forward(&h)?, y)?)?;
+    }
+    RESULT
+}
+fn train(cx: &Linear, ch: &Linear, out: &Linear, opt: &mut candle_nn::AdamW, data: &[(Tensor, Vec<Tensor>, Vec<Tensor>)]) -> Result<()> {
+    for (ctx, xs, ys) in data {
+        let l = sequence_loss(cx, ch, out, ctx, xs, ys)?;
+        opt.backward_step(&l)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn accepts_a_decoder_unrolled_in_a_loss_its_callers_backpropagate() {
+        let src = LOSS_HELPER.replace("RESULT", "total / xs.len() as f64");
+        assert_eq!(count("sampling_loop_chains_graph", None, &src), 0);
+        // A caller that only logs what the helper returns, and trains on another loss: the
+        // unrolled chain is no part of the backward (as for a preview sampler).
+        let logged = src.replace(
+            "        opt.backward_step(&l)?;",
+            "        opt.backward_step(&ctx.sqr()?.mean_all()?)?;
+        println!(\"{}\", l.to_scalar::<f32>()?);",
+        );
+        assert_ne!(logged, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &logged), 1);
     }
 
     #[test]
