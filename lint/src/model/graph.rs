@@ -1582,6 +1582,20 @@ impl FnModel {
         source(true).or_else(|| source(false))
     }
 
+    /// A node `value` is computed from that makes a graph of its own (a forward pass, or a call
+    /// of the crate that returns a graph-carrying value, like a training step returning its
+    /// loss), not made from `binding`.
+    /// Its span: the call's.
+    pub fn fresh_graph_source(&self, value: NodeIndex, binding: BindingId) -> Option<Span> {
+        let n = self.graph_upstream(value).find(|&n| {
+            n != value
+                && (matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. })) || self.seeds.contains(&n))
+                && !self.derives_from(n, binding)
+        })?;
+        let site = self.call_sites.iter().chain(&self.forward_sites).find(|c| c.result == n);
+        Some(site.map_or_else(|| self.graph[n].span.clone(), |c| c.span.clone()))
+    }
+
     /// Whether `value` was computed, along graph-carrying nodes, from a version of `binding`:
     /// assigning it back makes a chain that grows every iteration (`hidden = cell(x, hidden)`).
     /// Whether a backward call's loss is computed from `binding` (an unrolled computation that

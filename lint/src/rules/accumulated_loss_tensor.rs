@@ -91,12 +91,18 @@ impl Rule for AccumulatedLossTensor {
             let source = f.graph_source(value, Some(binding));
             // The old value is the only graph the new one carries, and no forward pass runs on
             // it: nothing new is chained in per iteration (state handed through a task and back).
-            if source.is_none() && !recurrent {
+            // A call that makes a graph of its own (`total = (total + train_step(x, y)?)?`, the
+            // step returning its loss) chains in a new one all the same.
+            if source.is_none() && !recurrent && f.fresh_graph_source(value, binding).is_none() {
                 continue;
             }
             let acc = f.binding(binding);
             let source_name = source.clone().map(|(b, _)| f.binding(b).name().to_string());
-            let shown = source_name.clone().unwrap_or_else(|| "loss".to_string());
+            let fresh = if source.is_none() { f.fresh_graph_source(value, binding) } else { None };
+            let shown = source_name
+                .clone()
+                .or_else(|| fresh.as_ref().map(|call| format!("{}(..)", cx.snippet(call))))
+                .unwrap_or_else(|| "loss".to_string());
             let mut report = Report::new(
                 format!("`{}` accumulates a graph-carrying tensor across iterations", acc.name()),
                 span.clone(),
@@ -105,6 +111,8 @@ impl Rule for AccumulatedLossTensor {
             .label(acc.decl().clone(), format!("`{}` is declared outside the training iteration", acc.name()));
             if let Some((b, decl)) = source {
                 report = report.label(decl, format!("`{}` carries the autograd graph", f.binding(b).name()));
+            } else if let Some(call) = &fresh {
+                report = report.label(call.clone(), "this returns a graph-carrying tensor");
             }
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
@@ -423,5 +431,31 @@ fn fit(cell: LSTM, head: Linear, trainer: &mut Trainer, series: &[f32], dev: &De
         let untyped = LIBRARY_STEP.replace("let model = Forecaster { cell, head };", "let model = build(cell, head);");
         assert_ne!(untyped, LIBRARY_STEP);
         assert_eq!(count("accumulated_loss_tensor", None, &untyped), 1);
+    }
+
+    /// The summand is the loss a training-step function returns, called inside the sum.
+    const STEP_RETURNS_LOSS: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{loss, AdamW, Module, Optimizer, Sequential};
+fn train_step(model: &Sequential, opt: &mut AdamW, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let l = loss::mse(&model.forward(x)?, y)?;
+    opt.backward_step(&l)?;
+    Ok(RETURNED)
+}
+fn fit(model: &Sequential, opt: &mut AdamW, data: &[(Tensor, Tensor)]) -> Result<f32> {
+    let mut total = Tensor::zeros((), DType::F32, &Device::Cpu)?;
+    for (x, y) in data {
+        total = (total + train_step(model, opt, x, y)?)?;
+    }
+    total.to_scalar::<f32>()
+}
+"#;
+
+    #[test]
+    fn reports_a_sum_of_losses_returned_by_a_step_function() {
+        let src = STEP_RETURNS_LOSS.replace("RETURNED", "l");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![12]);
+        let detached = STEP_RETURNS_LOSS.replace("RETURNED", "l.detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
 }
