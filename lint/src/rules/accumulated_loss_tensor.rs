@@ -98,7 +98,9 @@ impl Rule for AccumulatedLossTensor {
             }
             let acc = f.binding(binding);
             let source_name = source.clone().map(|(b, _)| f.binding(b).name().to_string());
-            let fresh = if source.is_none() { f.fresh_graph_source(value, binding) } else { None };
+            let fresh = if source.is_none() && !recurrent { f.fresh_graph_source(value, binding) } else { None };
+            // A forward pass's value node has no span of its own: nothing to point at then.
+            let fresh = fresh.filter(|call| !call.is_empty());
             let shown = source_name
                 .clone()
                 .or_else(|| fresh.as_ref().map(|call| format!("{}(..)", cx.snippet(call))))
