@@ -1923,7 +1923,7 @@ impl Builder<'_> {
                 // A binding of this iteration other than the stored one: a pattern or a
                 // temporary that holds (part of) the old value.
                 // What `Some(prev)` took out of an `Option` in this iteration: the old value.
-                NodeKind::Version(_) => here.is_some() && node.in_loop == here && self.unwrapped.contains(&n),
+                NodeKind::Version(_) => node.in_loop == here && self.unwrapped.contains(&n),
             };
             if through {
                 stack.extend(self.g.graph.neighbors_directed(n, petgraph::Direction::Incoming));

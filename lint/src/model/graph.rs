@@ -1301,6 +1301,15 @@ impl FnModel {
         self.trainable_from.as_ref()
     }
 
+    /// Whether the version `target` replaces its binding's whole value (`state = ..`), not a part
+    /// of it (`levels[i] = ..`, `self.cache.k = ..`), which keeps the rest of the old value.
+    pub fn whole_write(&self, target: NodeIndex) -> bool {
+        !self
+            .graph
+            .edges_directed(target, Direction::Incoming)
+            .any(|e| matches!(e.weight(), Edge::StoredInto { how: Store::Merge, .. }))
+    }
+
     /// Whether a loop inside loop `l` (not `l` itself) runs backward: `l` is an outer loop
     /// (epochs) around the training iterations.
     pub fn has_inner_training_loop(&self, l: LoopId) -> bool {

@@ -460,4 +460,41 @@ fn fit(model: &Sequential, opt: &mut AdamW, data: &[(Tensor, Tensor)]) -> Result
         let detached = STEP_RETURNS_LOSS.replace("RETURNED", "l.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
+
+    /// A metrics meter keeps its running sum in an `Option` field, updated by a method called
+    /// every step.
+    const OPTION_METER: &str = r#"
+use candle_core::{Result, Tensor};
+use candle_nn::{loss, Module, Optimizer};
+pub struct Meter { sum: Option<Tensor>, n: usize }
+impl Meter {
+    pub fn update(&mut self, value: &Tensor) -> Result<()> {
+        FOLD
+        self.n += 1;
+        Ok(())
+    }
+}
+pub fn fit(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)], meter: &mut Meter) -> Result<()> {
+    for (x, y) in data {
+        let l = loss::mse(&model.forward(x)?, y)?;
+        opt.backward_step(&l)?;
+        meter.update(&l)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_sum_kept_in_an_option_field_by_a_method_is_seen_at_the_call() {
+        let src = OPTION_METER.replace(
+            "FOLD",
+            "self.sum = Some(match self.sum.take() { Some(s) => (s + value)?, None => value.clone() });",
+        );
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![16]);
+        let host = OPTION_METER.replace(
+            "FOLD",
+            "self.sum = Some(match self.sum.take() { Some(s) => (s + value.detach())?, None => value.detach() });",
+        );
+        assert_eq!(count("accumulated_loss_tensor", None, &host), 0);
+    }
 }

@@ -90,7 +90,11 @@ impl Rule for SamplingLoopChainsGraph {
         let mut reported = Vec::new();
         let mut reported_loops = Vec::new();
         for (_, value, target, how, span) in f.stores() {
-            if how != Store::Fold || !f.taint(value).has(Taint::GRAPH) {
+            // A fold, or an assignment of a whole new value that a forward pass computes from
+            // the old one through a local of the iteration (`let inp = Tensor::cat(&[&emb,
+            // &state], 1)?; state = cell.forward(&inp)?`): checked below.
+            let replaced = how == Store::Assign && f.whole_write(target);
+            if !(how == Store::Fold || replaced) || !f.taint(value).has(Taint::GRAPH) {
                 continue;
             }
             let (Some(binding), Some(l)) = (f.binding_of(target), f.loop_of(value)) else { continue };
@@ -344,6 +348,27 @@ fn train(cx: &Linear, ch: &Linear, out: &Linear, opt: &mut candle_nn::AdamW, dat
         );
         assert_ne!(logged, src);
         assert_eq!(count("sampling_loop_chains_graph", None, &logged), 1);
+    }
+
+    #[test]
+    fn reports_a_state_rebuilt_through_a_local_of_the_step() {
+        // `let inp = ..state..; state = cell.forward(&inp)?`: a whole new state each step,
+        // computed by a forward pass from the old one.
+        let src = HELPER_STEP.replace("RET", "Result<Tensor>").replace("BODY", "x - (v * 0.01)?").replace(
+            "        x = euler(&x, &net.forward(&x)?)?;",
+            "        let inp = (&x * 0.5)?;\n        x = net.forward(&inp)?.tanh()?;",
+        );
+        assert!(src.contains("let inp"));
+        assert_eq!(count("sampling_loop_chains_graph", None, &src), 1);
+        // Writing one element of a collection keeps the rest: not taken for a chain.
+        let element = src
+            .replace(
+                "let mut x = Tensor::randn(0f32, 1., (1, 4), &Device::Cpu)?;",
+                "let mut xs = vec![Tensor::randn(0f32, 1., (1, 4), &Device::Cpu)?];",
+            )
+            .replace("let inp = (&x * 0.5)?;", "let inp = (&xs[0] * 0.5)?;")
+            .replace("x = net.forward(&inp)?.tanh()?;", "xs[0] = net.forward(&inp)?.tanh()?;");
+        assert_eq!(count("sampling_loop_chains_graph", None, &element), 0);
     }
 
     #[test]
