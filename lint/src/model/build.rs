@@ -545,6 +545,7 @@ impl Builder<'_> {
                 additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
                 autodiff: false,
+                autodiff_device: false,
                 owner_is_model: false,
                 generic: false,
                 autodiff_from: Vec::new(),
@@ -2190,6 +2191,7 @@ impl Builder<'_> {
         if name == common::AUTODIFF_DEVICE_METHOD && argc == 0 {
             // burn 0.22: `device.autodiff()` makes an autodiff device.
             self.g.autodiff = true;
+            self.g.autodiff_device = true;
         }
         // A forward-named method the crate defines with a host return type is the crate's own.
         // A loss module's `forward` (`loss_fn: MseLoss`, `CrossEntropyLoss::new()`) is a tensor

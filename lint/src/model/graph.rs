@@ -449,6 +449,9 @@ pub struct FnModel {
     /// The function works on an autodiff backend (burn: `AutodiffBackend`/`Autodiff<_>` in its or
     /// its `impl`'s generics, or `device.autodiff()` in its body).
     pub(super) autodiff: bool,
+    /// burn 0.22: autodiff through a device made with `device.autodiff()` (here, or in a caller
+    /// that hands this function its model): types name no backend, values do.
+    pub(super) autodiff_device: bool,
     /// The function is a method of a model: a type of the crate with a forward-named method
     /// (`impl<B: Backend> Encoder<B> { fn forward(..) }`). Set by the crate-level pass.
     pub(super) owner_is_model: bool,

@@ -739,15 +739,18 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
             // its backend to whichever impl it reaches.
             // A test instantiates nothing outside tests: it runs once and ends (`generate(100)`
             // on a freshly trained autodiff model, to check the output's shape).
+            // burn 0.22 writes no backend in types: a caller on an autodiff device hands its
+            // autodiff model to a function that is not generic (`fn embed(encoder: &Encoder)`).
             (candidates == 1 || site.type_param_dispatch)
                 && autodiff
                 && !c.autodiff
-                && c.generic
+                && (c.generic || g.autodiff_device)
                 && c.framework_known
                 && (c.is_test || !g.is_test)
         },
         |c, from| {
             c.autodiff = true;
+            c.autodiff_device |= !c.generic;
             c.autodiff_from = vec![from];
         },
     );

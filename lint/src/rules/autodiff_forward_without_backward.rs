@@ -63,7 +63,9 @@ configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no 
 `S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`; a test does
-not count: it runs once and ends); the finding then names that call. A test's own loop with a
+not count: it runs once and ends); the finding then names that call. With burn 0.22, whose types
+name no backend, a function that is not generic counts as autodiff when a caller on an autodiff
+device (`device.autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`). A test's own loop with a
 literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not. A
 call through a type parameter (`self.agent.update(batch)` with `agent: A`) reaches the trait's
 methods only, and when no type of the crate implements the method (a library's trainer, whose
@@ -2749,5 +2751,45 @@ pub fn train<B: AutodiffBackend, O: Optimizer<PolicyNet<B>, B>>(agent: &mut Rein
         // Only the action leaves `act`: a rollout whose outputs no backward reaches.
         let dropped = ON_POLICY_BUFFER.replace("KEEP", "");
         assert_eq!(count("autodiff_forward_without_backward", None, &dropped), 1);
+    }
+
+    /// burn 0.22: the backend is a value (`device.autodiff()`), so a helper that is not generic
+    /// runs its forwards on whatever model its caller hands it.
+    const DEVICE_HELPER: &str = r#"
+use burn::prelude::*;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+fn embed_bank(encoder: &Encoder, bank: &[Tensor<2>]) -> Vec<Vec<f32>> {
+    let mut out = Vec::new();
+    for x in bank {
+        out.push(encoder.forward(x.clone()).into_data().to_vec().unwrap());
+    }
+    out
+}
+fn main() {
+    let device = DEVICE;
+    let mut encoder = Encoder::new(&device);
+    let mut opt = AdamConfig::new().init();
+    let (train, bank) = load(&device);
+    for epoch in 0..100 {
+        for x in train.iter() {
+            let loss = encoder.forward(x.clone()).powf_scalar(2.0).mean();
+            let grads = GradientsParams::from_grads(loss.backward(), &encoder);
+            encoder = opt.step(1e-3, encoder, grads);
+        }
+        if epoch % 5 == 0 {
+            println!("{}", embed_bank(&encoder, &bank).len());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_helper_handed_a_model_on_an_autodiff_device() {
+        let src = DEVICE_HELPER.replace("DEVICE", "Default::default().autodiff()");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src), vec![7]);
+        // The helper handed the model without autodiff.
+        let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
+        assert_ne!(valid, src);
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
     }
 }
