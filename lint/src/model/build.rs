@@ -791,6 +791,13 @@ impl Builder<'_> {
                 *top = Some(mark);
             }
         }
+        if let Some(&(c, _, _)) = self.closure_stack.last() {
+            match kind {
+                TrainingCallKind::Step | TrainingCallKind::BackwardStep => self.g.closures[c].steps = true,
+                TrainingCallKind::Clear => self.g.closures[c].clears = true,
+                _ => {}
+            }
+        }
         let in_loop = self.cur_loop();
         let path = self.path.clone();
         let waits_for_size = self.g.waits_for_size(&path);
@@ -1690,6 +1697,8 @@ impl Builder<'_> {
         self.g.closures.push(super::graph::ClosureScope {
             runs_forward: false,
             runs_backward: false,
+            steps: false,
+            clears: false,
             looped_by: None,
             returned,
         });
@@ -1722,6 +1731,15 @@ impl Builder<'_> {
         let span = self.between(first_token(&call.func), call.paren_token.span.close());
         if self.g.closures[closure].runs_backward {
             self.record_call(TrainingCallKind::Backward, span.clone(), name.to_string());
+            // Its steps and clears run here too (`fit_batch(&x, &y)` once per batch); the
+            // receiver `fit_batch()` names no optimizer of its own.
+            let (steps, clears) = (self.g.closures[closure].steps, self.g.closures[closure].clears);
+            if clears {
+                self.record_call(TrainingCallKind::Clear, span.clone(), format!("{name}()"));
+            }
+            if steps {
+                self.record_call(TrainingCallKind::Step, span.clone(), format!("{name}()"));
+            }
         }
         let here = self.cur_loop();
         let forward = self

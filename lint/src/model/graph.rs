@@ -264,6 +264,10 @@ pub struct ClosureScope {
     pub(super) runs_forward: bool,
     /// Whether its body runs backward.
     pub(super) runs_backward: bool,
+    /// Whether its body steps an optimizer, and whether it clears gradients (for the calls of
+    /// a closure bound to a local: `let mut fit = |x, y| { ..; opt.step() }`).
+    pub(super) steps: bool,
+    pub(super) clears: bool,
     /// The crate function it is handed to that calls it in a loop without backward
     /// (`evaluate_episode(&mut env, &mut |o| agent.act(o))`), set by the crate-level pass.
     pub(super) looped_by: Option<String>,

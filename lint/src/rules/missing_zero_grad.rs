@@ -17,7 +17,9 @@ Where gradients accumulate until cleared (tch, dfdx), finds a training iteration
 backward and steps the optimizer with no gradient clearing on the path of every step:
 no `opt.zero_grad()` (tch), no `model.zero_grads(&mut grads)` (dfdx), no combined call that
 clears (`opt.backward_step(&loss)` in tch), no clearing of each variable of the store (`for mut
-v in vs.trainable_variables() { v.zero_grad(); }`).
+v in vs.trainable_variables() { v.zero_grad(); }`). A closure bound to a local that runs backward
+and steps (`let mut fit_batch = |x, y| { ..; loss.backward(); opt.step() };`) is an iteration
+wherever a loop calls it.
 
 Not reported for candle or burn, where `backward()` returns a fresh gradient store, nor where each
 iteration traces with a fresh copy of a store that nothing writes into (dfdx
@@ -339,5 +341,33 @@ fn train(vs: &tch::nn::VarStore, net: &tch::nn::Sequential, xs: &[tch::Tensor]) 
             count("missing_zero_grad", None, &PER_VARIABLE.replace("CLEAR", "println!(\"{:?}\", v.size());")),
             1
         );
+    }
+
+    /// tch: the backward and the step sit in a closure bound to a local and called per batch.
+    const CLOSURE_STEP: &str = r#"
+use tch::{nn, nn::ModuleT, nn::OptimizerConfig, Tensor};
+fn main() {
+    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let net = build(&vs.root());
+    let mut opt = nn::Adam::default().build(&vs, 1e-3).unwrap();
+    let mut fit_batch = |bx: &Tensor, by: &Tensor| -> f64 {
+        let loss = net.forward_t(bx, true).cross_entropy_for_logits(by);
+        CLEAR
+        loss.backward();
+        opt.step();
+        loss.double_value(&[])
+    };
+    for (bx, by) in batches() {
+        println!("{}", fit_batch(&bx, &by));
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_step_in_a_closure_called_per_batch() {
+        let src = CLOSURE_STEP.replace("CLEAR", "");
+        assert_eq!(crate::rules::testing::lines("missing_zero_grad", &src), vec![15]);
+        let cleared = CLOSURE_STEP.replace("CLEAR", "opt.zero_grad();");
+        assert_eq!(count("missing_zero_grad", None, &cleared), 0);
     }
 }
