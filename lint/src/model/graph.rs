@@ -1188,6 +1188,11 @@ impl FnModel {
         None
     }
 
+    /// The binding of [`FnModel::receiver_root`].
+    pub fn receiver_binding(&self, r: NodeIndex) -> Option<BindingId> {
+        self.binding_of(self.receiver_root(r)?)
+    }
+
     /// Where the function keeps a graph-carrying value built from what that place held before
     /// (a key/value cache, `self.k = Some(Tensor::cat(&[prev, &k], 2)?)`; a recurrent state,
     /// `self.h = self.cell.forward(x, &self.h)?`): in `self`, in parameters. Each call chains

@@ -350,7 +350,7 @@ fn mark_stateful_calls(
     let root_of = |g: &FnModel, site: &super::graph::CallSite, arg: Option<usize>| -> Option<Option<usize>> {
         match arg {
             None if site.receiver_self => Some(None),
-            None => g.state_root(g.binding_of(g.receiver_root(site.receiver?)?)?),
+            None => g.state_root(g.receiver_binding(site.receiver?)?),
             Some(k) => g.state_root(site.args.get(k)?.mut_ref?),
         }
     };
@@ -401,7 +401,7 @@ fn mark_stateful_calls(
                 && !g.resets.iter().any(|&(r, l)| r == b && l == site.in_loop)
         };
         // `model` of `model.decoder().forward(..)` too: a getter lends a part of it.
-        let receiver = site.receiver.and_then(|r| g.binding_of(g.receiver_root(r)?));
+        let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
         let chains = (callee.in_self && (site.receiver_self || receiver.is_some_and(lasting)))
             || bits(callee.params).any(|k| site.args.get(k).and_then(|a| a.mut_ref).is_some_and(lasting));
         let c = &files[callees[0].0].1[callees[0].1];

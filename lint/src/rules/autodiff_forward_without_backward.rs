@@ -482,7 +482,7 @@ fn sweeps_every_iteration(f: &FnModel, outer: LoopId) -> bool {
 fn receiver_outlives(f: &FnModel, e: &crate::model::VocabCall, l: LoopId) -> bool {
     match e.receiver() {
         None => true,
-        Some(r) => f.receiver_root(r).and_then(|v| f.binding_of(v)).is_some_and(|b| f.outlives(b, Iteration::Loop(l))),
+        Some(r) => f.receiver_binding(r).is_some_and(|b| f.outlives(b, Iteration::Loop(l))),
     }
 }
 
