@@ -221,6 +221,10 @@ pub struct Spec {
     /// the framework has no no-grad mode (candle `VarBuilder::from_varmap`, `Var::new`): a model
     /// made with one records a graph in every forward pass, training or not.
     pub trainable_constructors: &'static [&'static str],
+    /// Function paths (last two segments) whose value holds weights that are plain tensors, not
+    /// trainable variables (candle `VarBuilder::from_mmaped_safetensors`, `from_tensors`): a model
+    /// built with one records no graph (a frozen copy for sampling, a pretrained backbone).
+    pub frozen_constructors: &'static [&'static str],
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.
     pub detach_changes_type: bool,

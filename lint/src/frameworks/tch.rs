@@ -95,6 +95,7 @@ pub(super) static SPEC: Spec = Spec {
         "f_ones",
     ],
     trainable_constructors: &[],
+    frozen_constructors: &[],
     detach_changes_type: false,
     host_number_types: &[],
     scalar_fix: "f64::try_from(&{})?",

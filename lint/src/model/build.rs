@@ -686,6 +686,13 @@ impl Builder<'_> {
                 ty_guessed: false,
             });
             let v = self.add_node(NodeKind::Version(id), span);
+            // `model: Seg<B::InnerBackend>` in every declaration of the name: untracked.
+            if !self.g.spec.inner_backend_names.is_empty()
+                && let Some(owner) = &self.g.owner
+                && self.crate_fns.inner_fields.contains(&format!("{owner}.{name}"))
+            {
+                self.g.inert_seeds.push(v);
+            }
             self.g.self_fields.push(v);
             self.env.push((id, v));
         }
@@ -1348,12 +1355,13 @@ impl Builder<'_> {
         // Not a data pipeline made for the inner backend (`Batcher::<B::InnerBackend>::new(..)`
         // feeds a learner's validation): what a call it is handed returns is not a model made
         // untracked (`learner.fit(train, valid)` returns the trained autodiff model).
+        // `let evaluator: Seg<B::InnerBackend> = model.valid();`: the annotation says so too.
         let made_plain = self.g.spec.autodiff_by_type
             && self.g.framework_known
-            && init.is_some_and(|i| {
+            && (init.is_some_and(|i| {
                 !constructed_type(&i.expr).is_some_and(|t| rust::is_data_pipeline_type(&t))
                     && made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
-            });
+            }) || matches!(&local.pat, Pat::Type(t) if mentions_inner_backend(&t.ty, self.g.spec)));
         let closure = match init.map(|i| strip_parens(&i.expr)) {
             Some(Expr::Closure(_)) => Some(self.g.closures.len()),
             _ => None,
@@ -1643,13 +1651,23 @@ impl Builder<'_> {
                     self.counters.push(p.ident.to_string());
                 }
                 counters_in(&f.body, &mut self.counters);
-                let literal_count = literal_count(&f.expr);
+                let literal_count = literal_count(&f.expr, &self.crate_fns.consts);
                 let over_variables = iterates_variables(&f.expr);
                 // `for block in self.blocks.iter()`: each binding is a part of `self` (candle: a
                 // part may keep a cache).
                 let alias =
                     !self.g.spec.trainable_constructors.is_empty() && root_is_self(&f.expr) && !is_range(&f.expr);
                 let alias_field = if alias { self_field_of(&f.expr) } else { None };
+                // `for x in loader.iter() { ..; break; }`, `for _ in 0..1`: a block that runs at
+                // most once, not a loop.
+                if literal_count == Some(1) || runs_once(&f.body) {
+                    self.counters.truncate(mark);
+                    self.at_most_once(|s| {
+                        s.bind_pat(&f.pat, iter, pat_span);
+                        s.block(&f.body);
+                    });
+                    return;
+                }
                 self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
                     s.g.loops[id].literal_count = literal_count;
@@ -1666,6 +1684,13 @@ impl Builder<'_> {
                 });
                 self.counters.truncate(mark);
             }
+            Expr::While(w) if runs_once(&w.body) => self.at_most_once(|s| {
+                s.expr(&w.cond);
+                s.block(&w.body);
+            }),
+            Expr::Loop(l) if runs_once(&l.body) => self.at_most_once(|s| {
+                s.block(&l.body);
+            }),
             Expr::While(w) => {
                 let header = self.span(w.while_token.span).start..self.span(last_token(&w.cond)).end;
                 let mark = self.counters.len();
@@ -1687,6 +1712,14 @@ impl Builder<'_> {
             }
             _ => {}
         }
+    }
+
+    /// The body of a loop that runs at most once ([`runs_once`]): a branch, whose bindings end
+    /// with it.
+    fn at_most_once(&mut self, body: impl FnOnce(&mut Self)) {
+        let mark = self.env.len();
+        self.branch(body);
+        self.env.truncate(mark);
     }
 
     /// A closure body is a branch: it may run any number of times, or never.
@@ -1866,6 +1899,9 @@ impl Builder<'_> {
                 let lhs = self.expr(&b.left);
                 let span = self.between(first_token(&b.left), last_token(&b.right));
                 if let Some(slot) = self.place_slot(&b.left) {
+                    // `*totals.entry(name.clone()).or_default() += x`: the new value is the
+                    // place's old one and `x`; the key only picks the place.
+                    let lhs = Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: lhs.op };
                     let parts = vec![(lhs, self.cheap(&b.left)), (rhs, self.cheap(&b.right))];
                     let val = self.combine(parts, true);
                     let value = self.value_node(val, self.full(&b.right));
@@ -2251,27 +2287,76 @@ impl Builder<'_> {
                     }
                 }
             }
+            // `batches.iter().map(|b| model.forward(b))`: the closure runs once per element.
+            let per_element = rust::PER_ELEMENT_METHODS.contains(&name.as_str())
+                && rust::is_iterator_chain(&m.receiver)
+                && m.args.iter().any(|a| matches!(strip_parens(a), Expr::Closure(_)));
+            let element = per_element.then(|| recv.clone());
             let mut parts = vec![(recv, recv_span)];
-            // `map_with(model, |model, i| ..)`: the closure's first parameter is a copy of the
-            // first argument.
-            if name.ends_with("_with")
-                && rust::WITH_STATE_METHODS.contains(&name.as_str())
-                && let [state, closure @ Expr::Closure(_)] = m.args.iter().collect::<Vec<_>>().as_slice()
-            {
-                let v = self.expr(state);
-                self.closure_state = Some(v.clone());
-                parts.push((v, self.cheap(state)));
-                parts.push((self.expr(closure), self.cheap(closure)));
-                self.closure_state = None;
-            } else {
-                for a in &m.args {
-                    parts.push((self.expr(a), self.cheap(a)));
+            let walk_args = |s: &mut Self, parts: &mut Vec<(Val, Span)>| {
+                // `map_with(model, |model, i| ..)`, `fold(init, |acc, x| ..)`: the closure's first
+                // parameter is a copy of the first argument; `map(|x| ..)` on an iterator: an
+                // element of the receiver.
+                if (rust::WITH_STATE_METHODS.contains(&name.as_str())
+                    || rust::SEEDED_FOLD_METHODS.contains(&name.as_str()))
+                    && let [state, closure @ Expr::Closure(_)] = m.args.iter().collect::<Vec<_>>().as_slice()
+                {
+                    let v = s.expr(state);
+                    s.closure_state = Some(v.clone());
+                    parts.push((v, s.cheap(state)));
+                    parts.push((s.expr(closure), s.cheap(closure)));
+                    s.closure_state = None;
+                } else {
+                    for a in &m.args {
+                        if matches!(a, Expr::Closure(_)) {
+                            s.closure_state = element.clone();
+                        }
+                        parts.push((s.expr(a), s.cheap(a)));
+                        s.closure_state = None;
+                    }
                 }
+            };
+            if per_element {
+                // What the closure returns is an element of the result (`.map(..).collect()`).
+                let last_is_closure = m.args.last().is_some_and(|a| matches!(strip_parens(a), Expr::Closure(_)));
+                let yielded = self.per_element(m, |s| {
+                    walk_args(s, &mut parts);
+                    if last_is_closure { parts.pop().map(|(v, _)| v) } else { None }
+                });
+                parts.push((yielded, 0..0));
+            } else {
+                walk_args(self, &mut parts);
             }
             let val = self.combine(parts, !moves);
             return if common::ADDITIVE_METHODS.contains(&name.as_str()) { self.additive(val) } else { val };
         }
         self.crate_method_call(m, name, recv, recv_span)
+    }
+
+    /// The closure of an iterator method (`xs.iter().map(|x| ..)`, `(0..n).for_each(..)`), walked
+    /// by `walk` in a loop scope of its own, as the body of `for x in xs` would be.
+    /// What the closure returns is pushed, once per element, into a binding declared before the
+    /// loop (the result's elements), whose value this returns.
+    fn per_element(&mut self, m: &syn::ExprMethodCall, walk: impl FnOnce(&mut Self) -> Option<Val>) -> Val {
+        let header = self.between(first_token(&m.receiver), m.method.span());
+        self.declare(format!("{}(..)", m.method), BindingKind::Local, header.clone(), None);
+        let slot = self.env.len() - 1;
+        let over_self = root_is_self(&m.receiver)
+            && (!is_range(&m.receiver)
+                || m.args.iter().any(|a| matches!(a, Expr::Closure(c) if indexes_self_expr(&c.body))));
+        let literal_count = literal_count(&m.receiver, &self.crate_fns.consts);
+        let over_variables = iterates_variables(&m.receiver);
+        let id = self.g.loops.len();
+        self.looped(header.clone(), |s| {
+            s.g.loops[id].over_self = over_self;
+            s.g.loops[id].literal_count = literal_count;
+            s.g.loops[id].over_variables = over_variables;
+            if let Some(v) = walk(s) {
+                let node = s.value_node(v, header.clone());
+                s.write(slot, node, Store::Yield, header.clone(), true);
+            }
+        });
+        Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false }
     }
 
     /// A forward pass or tape attachment: its value carries a graph unless the model is inert.
@@ -2679,6 +2764,13 @@ impl Builder<'_> {
             let n = self.value_node(args, span);
             self.g.trainable_seeds.push(n);
             return Val { reads: vec![n], producer: Producer::Derived, op: false };
+        }
+        // `VarBuilder::from_mmaped_safetensors(..)`: plain weights; a model built from them is
+        // as inert as one made untracked.
+        if self.g.spec.frozen_constructors.contains(&&*last_two) {
+            let args = self.exprs(c.args.iter(), false);
+            self.g.untracks_models = true;
+            return Val { producer: Producer::InertModel, ..args };
         }
         if specs.iter().any(|s| s.is_cut_function(&last_two)) {
             self.exprs(c.args.iter(), false);
@@ -3412,20 +3504,29 @@ fn is_test_attr(a: &syn::Attribute) -> bool {
 
 /// How many times a `for` loop over `e` runs when its text says: a range of integer literals
 /// (`0..4`, `1..=3`) or an array literal (`[a, b]`, `&[a, b]`, `[a, b].iter()`).
-fn literal_count(e: &Expr) -> Option<u64> {
+/// How many times a `for` loop over `e` runs, when the source says: a range of integer literals
+/// or of the crate's integer constants (`0..4`, `0..PREVIEW_LEN`), an array literal or constant
+/// array (`[a, b]`, `PROMPTS.iter()`), and `.take(n)` of anything.
+fn literal_count(e: &Expr, consts: &rustc_hash::FxHashMap<String, Option<u64>>) -> Option<u64> {
     let int = |e: &Expr| match e {
         Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
+        Expr::Path(p) => consts.get(&p.path.get_ident()?.to_string()).copied().flatten(),
         _ => None,
     };
     match e {
-        Expr::Paren(p) => literal_count(&p.expr),
-        Expr::Reference(r) => literal_count(&r.expr),
+        Expr::Paren(p) => literal_count(&p.expr, consts),
+        Expr::Reference(r) => literal_count(&r.expr, consts),
         Expr::Array(a) => Some(a.elems.len() as u64),
+        Expr::Path(_) => int(e),
         Expr::MethodCall(m)
             if m.args.is_empty()
                 && matches!(m.method.to_string().as_str(), "iter" | "into_iter" | "iter_mut" | "enumerate") =>
         {
-            literal_count(&m.receiver)
+            literal_count(&m.receiver, consts)
+        }
+        // `loader.iter().take(1)`: at most `n`, whatever the receiver holds.
+        Expr::MethodCall(m) if m.method == "take" && m.args.len() == 1 && rust::is_iterator_chain(&m.receiver) => {
+            int(&m.args[0])
         }
         Expr::Range(r) => {
             let (start, end) = (r.start.as_deref().map_or(Some(0), int)?, int(r.end.as_deref()?)?);
@@ -3445,21 +3546,49 @@ fn is_range(e: &Expr) -> bool {
     }
 }
 
-/// Whether `body` picks parts of `self` by index (`self.layers[i]`, `self.blocks.get(i)`).
-fn indexes_self(body: &Block) -> bool {
-    struct Finder(bool);
-    impl<'a> syn::visit::Visit<'a> for Finder {
-        fn visit_expr(&mut self, e: &'a Expr) {
-            match e {
-                Expr::Index(i) if root_is_self(&i.expr) => self.0 = true,
-                Expr::MethodCall(m) if m.method == "get" && root_is_self(&m.receiver) => self.0 = true,
-                _ if !self.0 => syn::visit::visit_expr(self, e),
-                _ => {}
-            }
+/// Whether a loop body ends with an unconditional `break` and holds no `continue` (in nested
+/// loops and closures included, to stay simple): its loop runs the body at most once.
+fn runs_once(body: &Block) -> bool {
+    struct Continue(bool);
+    impl<'a> syn::visit::Visit<'a> for Continue {
+        fn visit_expr_continue(&mut self, _: &'a syn::ExprContinue) {
+            self.0 = true;
         }
     }
-    let mut f = Finder(false);
+    let ends_with_break = matches!(body.stmts.last(), Some(Stmt::Expr(Expr::Break(_), _)));
+    if !ends_with_break {
+        return false;
+    }
+    let mut c = Continue(false);
+    syn::visit::Visit::visit_block(&mut c, body);
+    !c.0
+}
+
+/// Finds parts of `self` picked by index (`self.layers[i]`, `self.blocks.get(i)`).
+struct SelfIndexFinder(bool);
+
+impl<'a> syn::visit::Visit<'a> for SelfIndexFinder {
+    fn visit_expr(&mut self, e: &'a Expr) {
+        match e {
+            Expr::Index(i) if root_is_self(&i.expr) => self.0 = true,
+            Expr::MethodCall(m) if m.method == "get" && root_is_self(&m.receiver) => self.0 = true,
+            _ if !self.0 => syn::visit::visit_expr(self, e),
+            _ => {}
+        }
+    }
+}
+
+/// Whether `body` picks parts of `self` by index (`self.layers[i]`, `self.blocks.get(i)`).
+fn indexes_self(body: &Block) -> bool {
+    let mut f = SelfIndexFinder(false);
     syn::visit::Visit::visit_block(&mut f, body);
+    f.0
+}
+
+/// [`indexes_self`] for a closure's body.
+fn indexes_self_expr(body: &Expr) -> bool {
+    let mut f = SelfIndexFinder(false);
+    syn::visit::Visit::visit_expr(&mut f, body);
     f.0
 }
 

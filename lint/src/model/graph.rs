@@ -130,6 +130,10 @@ pub enum Store {
     Push,
     /// Control-flow merge or loop back edge (version to version).
     Merge,
+    /// What an iterator method's closure returns, gathered into the method's result
+    /// (`xs.iter().map(|x| model.forward(x))`): it leaves the per-element loop as that result,
+    /// which is kept only as long as whatever the result is bound to.
+    Yield,
 }
 
 #[derive(Debug, Clone)]
@@ -1172,6 +1176,24 @@ impl FnModel {
         })
     }
 
+    /// Whether loop `l` runs forward passes and every one is on a model made inert (built from
+    /// plain weights, `valid()`): none of them records a graph.
+    pub fn only_inert_forwards_in(&self, l: LoopId) -> bool {
+        let mut any = false;
+        for n in self.graph.node_indices() {
+            if let NodeKind::Value(Producer::Forward { receiver }) = self.graph[n].kind
+                && self.loop_within(self.graph[n].in_loop, l)
+            {
+                let inert = |v: NodeIndex| self.taint(v).has(Taint::INERT_MODEL);
+                if !receiver.is_some_and(|r| inert(r) || self.receiver_root(r).is_some_and(inert)) {
+                    return false;
+                }
+                any = true;
+            }
+        }
+        any
+    }
+
     /// The binding version a receiver is, or is reached from through the values of its
     /// expression (`model` of `model.text_decoder().forward(..)`).
     pub fn receiver_root(&self, r: NodeIndex) -> Option<NodeIndex> {
@@ -1511,6 +1533,14 @@ impl FnModel {
             self.graph[n].taint = Taint::NONE;
         }
         for &loss in self.losses.iter().chain(&self.seeds) {
+            // A crate method's forward pass (`backbone.embed(&x)?`) carries a graph unless its
+            // model is inert: decided below, with the receiver's taint.
+            if self.seeds.contains(&loss)
+                && !self.losses.contains(&loss)
+                && matches!(self.graph[loss].kind, NodeKind::Value(Producer::Forward { receiver: Some(_) }))
+            {
+                continue;
+            }
             self.graph[loss].taint = self.graph[loss].taint.union(Taint::GRAPH);
         }
         for &p in &self.param_values {
@@ -1526,6 +1556,10 @@ impl FnModel {
         for &n in &self.op_values {
             is_op[n.index()] = true;
         }
+        // A model lent mutably (`install_lora(&mut unet, ..)`) may have trainable variables put
+        // into it: what was inert about it before is no longer known.
+        let lent_mut: Vec<BindingId> =
+            self.call_sites.iter().flat_map(|s| s.args.iter().filter_map(|a| a.mut_ref)).collect();
         let order: Vec<NodeIndex> = self.graph.node_indices().collect();
         loop {
             let mut changed = false;
@@ -1536,6 +1570,10 @@ impl FnModel {
                     .fold(Taint::NONE, |acc, e| acc.union(self.graph[e.source()].taint));
                 let node = &self.graph[n];
                 let new = match node.kind {
+                    NodeKind::Version(b) if !lent_mut.is_empty() && lent_mut.contains(&b) => {
+                        let t = node.taint.union(incoming);
+                        Taint(t.0 & !Taint::INERT_MODEL.0)
+                    }
                     NodeKind::Version(_) => node.taint.union(incoming),
                     NodeKind::Value(Producer::Derived) if is_op[n.index()] && incoming.has(Taint::PARAM) => {
                         node.taint.union(Taint(incoming.0 & !Taint::PARAM.0)).union(Taint::GRAPH)

@@ -536,6 +536,9 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         matches!(a.producer, super::graph::Producer::InertModel)
             || (may_hold_inert(g) && a.reads.iter().any(|&n| is_inert(g, n)))
     };
+    // Which parameters each called function builds its result from, asked only of the callees
+    // of calls handed an inert model.
+    let mut returned: HashMap<FnId, Vec<bool>> = HashMap::default();
     for _ in 0..MAX_ROUNDS {
         let mut dirty: Vec<FnId> = Vec::new();
         // Functions whose every return is an inert model (usually none).
@@ -577,8 +580,21 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
                     }
                 }
             }
-            let inert_result =
-                !returns_inert.is_empty() && callees.iter().all(|c| returns_inert.binary_search(c).is_ok());
+            // `Velocity::new(VarBuilder::from_mmaped_safetensors(..)?)`: a callee that builds
+            // its result from the inert value it is handed (and from nothing it is handed that
+            // is not inert) makes an inert model.
+            let mut built_from_inert = || {
+                let inert_args: Vec<bool> = site.args.iter().map(|a| arg_inert(g, a)).collect();
+                inert_args.iter().any(|&i| i)
+                    && callees.iter().all(|c| {
+                        let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
+                        mask.iter().zip(&inert_args).any(|(&m, &i)| m && i)
+                            && mask.iter().zip(&inert_args).all(|(&m, &i)| !m || i)
+                    })
+            };
+            let inert_result = (!returns_inert.is_empty()
+                && callees.iter().all(|c| returns_inert.binary_search(c).is_ok()))
+                || (!callees.is_empty() && built_from_inert());
             let g = &mut files[caller.0].1[caller.1];
             let result = g.call_sites[*ci].result;
             if inert_result && !g.inert_seeds.contains(&result) {
@@ -891,6 +907,14 @@ pub struct CrateNames {
     /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
     /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
     pub(super) plain_fields: HashSet<String>,
+    /// Struct fields, as `Struct.field`, whose type names burn's inner backend in every
+    /// definition of the struct (`model: Seg<B::InnerBackend>`): a model read from one records no
+    /// graph.
+    pub(super) inner_fields: HashSet<String>,
+    /// The crate's integer constants and constant arrays, by name: the value of `const STEPS:
+    /// usize = 8;`, the length of `const PROMPTS: [&str; 3] = [..];` (`None`: declared more than
+    /// once with different values).
+    pub(super) consts: HashMap<String, Option<u64>>,
     /// Names declared (as fields or parameters) with a gradient store's type
     /// (`zeroed: Gradients<f32, Cpu>`).
     pub(super) grads_fields: HashSet<String>,
@@ -935,6 +959,68 @@ impl CrateNames {
         crate::frameworks::common::is_autodiff_name(name)
             || (!self.autodiff_aliases.is_empty() && self.autodiff_aliases.contains(name))
     }
+}
+
+/// The `const NAME: T = value;` at byte `at` of `text` as (name, value), for an integer value
+/// (`8`, `1_000usize`) or an array type's literal length (`[&str; 3]`); `None` for others.
+fn const_at(text: &str, at: usize) -> Option<(&str, u64)> {
+    let bytes = text.as_bytes();
+    if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+        return None;
+    }
+    let rest = text[at + "const ".len()..].trim_start();
+    let len = rust::ident_len(rest);
+    let name = &rest[..len];
+    if len == 0 || name == "fn" || !name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return None;
+    }
+    let rest = rest[len..].trim_start().strip_prefix(':')?;
+    let (ty, rest) = rest.split_once('=')?;
+    let value = &rest[..rest.find(';')?];
+    const INTS: &[&str] = &["usize", "u64", "u32", "u16", "u8", "i64", "i32"];
+    let int = |s: &str| -> Option<u64> {
+        let s = s.trim();
+        let end = s.find(|c: char| !(c.is_ascii_digit() || c == '_')).unwrap_or(s.len());
+        let (number, suffix) = s.split_at(end);
+        if number.is_empty() || !(suffix.is_empty() || INTS.contains(&suffix)) {
+            return None;
+        }
+        number.replace('_', "").parse().ok()
+    };
+    let ty = ty.trim();
+    if let Some(array) = ty.strip_prefix('[') {
+        return Some((name, int(array.strip_suffix(']')?.rsplit_once(';')?.1)?));
+    }
+    INTS.contains(&ty).then_some(())?;
+    Some((name, int(value)?))
+}
+
+/// Whether the type that `ty` starts with (up to a `,`, `)`, `;`, `{` or `=` outside angle
+/// brackets, or the end of the line) names burn's inner backend (`Seg<B::InnerBackend>`,
+/// `Tensor<B::InnerBackend, 2>`, `<B as AutodiffBackend>::InnerModule`).
+fn names_inner_backend(ty: &str) -> bool {
+    let mut depth = 0usize;
+    let end = ty
+        .char_indices()
+        .find(|&(_, c)| match c {
+            '<' => {
+                depth += 1;
+                false
+            }
+            '>' => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            ',' | ')' => depth == 0,
+            ';' | '{' | '=' | '\n' => true,
+            _ => false,
+        })
+        .map_or(ty.len(), |(i, _)| i);
+    let ty = &ty[..end];
+    ["InnerBackend", "InnerModule"].iter().any(|n| {
+        memchr::memmem::find_iter(ty.as_bytes(), n.as_bytes())
+            .any(|at| !ty[at + n.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+    })
 }
 
 /// `type Name = …;` declarations in `text` into `out`, as (name, right-hand side); generic
@@ -1215,8 +1301,77 @@ fn struct_fields<'a>(text: &'a str, out: &mut HashMap<&'a str, Option<Vec<&'a st
     }
 }
 
-/// The types of a struct body's fields (`pub loss: f32, #[serde(skip)] n: usize`).
-fn field_types_of(body: &str, named: bool) -> Vec<&str> {
+/// The named fields of every struct of `text`, generic ones included, into `out` as
+/// `Struct.field` → whether its type names the inner backend (false once one definition's
+/// does not).
+fn inner_backend_fields(text: &str, out: &mut HashMap<String, bool>) {
+    let bytes = text.as_bytes();
+    for at in memchr::memmem::find_iter(bytes, b"struct ") {
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+            continue;
+        }
+        let rest = &text[at + 7..];
+        let len = rust::ident_len(rest);
+        if len == 0 {
+            continue;
+        }
+        let name = &rest[..len];
+        // Past the generics and `where` clause: the body's `{`, unless `;` or `(` comes first.
+        let mut depth = 0usize;
+        let Some(open) = rest[len..].char_indices().find_map(|(i, c)| match c {
+            '<' => {
+                depth += 1;
+                None
+            }
+            '>' => {
+                depth = depth.saturating_sub(1);
+                None
+            }
+            '{' | ';' | '(' if depth == 0 => Some((i, c)),
+            _ => None,
+        }) else {
+            continue;
+        };
+        if open.1 != '{' {
+            continue;
+        }
+        let body = &rest[len + open.0 + 1..];
+        let mut depth = 0usize;
+        let Some(end) = body.char_indices().find_map(|(i, c)| match c {
+            '{' => {
+                depth += 1;
+                None
+            }
+            '}' if depth == 0 => Some(i),
+            '}' => {
+                depth -= 1;
+                None
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        for field in split_fields(&body[..end]) {
+            let field = without_attributes(field);
+            let b = field.as_bytes();
+            let Some(colon) =
+                (0..b.len()).find(|&i| b[i] == b':' && b.get(i + 1) != Some(&b':') && (i == 0 || b[i - 1] != b':'))
+            else {
+                continue;
+            };
+            let before = field[..colon].trim_end();
+            let ident = &before[rust::ident_start(before)..];
+            if ident.is_empty() {
+                continue;
+            }
+            let inner = names_inner_backend(field[colon + 1..].trim_start());
+            out.entry(format!("{name}.{ident}")).and_modify(|v| *v &= inner).or_insert(inner);
+        }
+    }
+}
+
+/// A struct body split at its top-level commas.
+fn split_fields(body: &str) -> Vec<&str> {
     let mut fields = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in body.char_indices() {
@@ -1232,6 +1387,11 @@ fn field_types_of(body: &str, named: bool) -> Vec<&str> {
     }
     fields.push(&body[start..]);
     fields
+}
+
+/// The types of a struct body's fields (`pub loss: f32, #[serde(skip)] n: usize`).
+fn field_types_of(body: &str, named: bool) -> Vec<&str> {
+    split_fields(body)
         .into_iter()
         .map(|f| {
             let f = without_attributes(f);
@@ -1372,6 +1532,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut plain = HashSet::default();
     let mut other = HashSet::default();
     let mut grads_fields = HashSet::default();
+    let mut inner: HashMap<String, bool> = HashMap::default();
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
     // The tuple return types of each name's definitions, as written (`None`: one returns no
     // tuple). Their host masks are computed once the host structs are known.
@@ -1385,9 +1546,15 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut alias_names = HashSet::default();
     let mut macros = HashSet::default();
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
+    let mut consts: HashMap<String, Option<u64>> = HashMap::default();
     for text in texts {
         let bytes = text.as_bytes();
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
+        for at in memchr::memmem::find_iter(bytes, b"const ") {
+            if let Some((name, value)) = const_at(text, at) {
+                consts.entry(name.to_string()).and_modify(|v| *v = v.filter(|&v| v == value)).or_insert(Some(value));
+            }
+        }
         for at in memchr::memmem::find_iter(bytes, b"macro_rules!") {
             let rest = text[at + "macro_rules!".len()..].trim_start();
             let len = rust::ident_len(rest);
@@ -1452,6 +1619,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             }
         }
         struct_fields(text, &mut structs);
+        inner_backend_fields(text, &mut inner);
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
         for at in memchr::memchr_iter(b':', bytes) {
             if bytes.get(at + 1) == Some(&b':') || (at > 0 && bytes[at - 1] == b':') {
@@ -1489,6 +1657,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             if ty == crate::frameworks::common::GRADS_TYPE {
                 add(&mut grads_fields);
             }
+
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
             if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
                 add(&mut plain);
@@ -1500,6 +1669,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         }
     }
     let plain_fields = plain.difference(&other).cloned().collect();
+    let inner_fields = inner.into_iter().filter_map(|(field, inner)| inner.then_some(field)).collect();
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
@@ -1519,6 +1689,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         return_types,
         fns,
         plain_fields,
+        inner_fields,
+        consts,
         grads_fields,
         plain_fns,
         autodiff_aliases,

@@ -109,6 +109,110 @@ pub fn hands_on_receiver(name: &str) -> bool {
 /// first parameter (rayon: `(0..n).into_par_iter().map_with(model, |model, i| ..)`).
 pub const WITH_STATE_METHODS: &[&str] = &["map_with", "for_each_with", "try_for_each_with", "fold_with"];
 
+/// Iterator methods that call their closure once per element (`xs.iter().map(|x| ..)`, rayon's
+/// `par_iter().for_each(..)`): on an iterator, the closure's body is a loop body.
+pub const PER_ELEMENT_METHODS: &[&str] = &[
+    "map",
+    "for_each",
+    "try_for_each",
+    "filter_map",
+    "flat_map",
+    "filter",
+    "fold",
+    "try_fold",
+    "scan",
+    "map_while",
+    "take_while",
+    "skip_while",
+    "find_map",
+    "any",
+    "all",
+    "inspect",
+    "map_with",
+    "for_each_with",
+    "try_for_each_with",
+    "fold_with",
+    "map_init",
+    "for_each_init",
+];
+
+/// Methods that make an iterator of a collection, range or reader (the receiver of a
+/// [`PER_ELEMENT_METHODS`] call is an iterator when its chain starts with one of these).
+const ITERATOR_SOURCES: &[&str] = &[
+    "iter",
+    "iter_mut",
+    "into_iter",
+    "par_iter",
+    "par_iter_mut",
+    "into_par_iter",
+    "par_chunks",
+    "par_bridge",
+    "chunks",
+    "chunks_exact",
+    "windows",
+    "drain",
+    "values",
+    "values_mut",
+    "keys",
+    "lines",
+    "chars",
+    "bytes",
+];
+
+/// Iterator adapters that hand on an iterator (the chain stays one).
+const ITERATOR_ADAPTERS: &[&str] = &[
+    "map",
+    "filter",
+    "filter_map",
+    "flat_map",
+    "flatten",
+    "enumerate",
+    "zip",
+    "rev",
+    "skip",
+    "take",
+    "step_by",
+    "chain",
+    "cycle",
+    "cloned",
+    "copied",
+    "peekable",
+    "map_while",
+    "take_while",
+    "skip_while",
+    "scan",
+    "inspect",
+    "with_min_len",
+    "with_max_len",
+];
+
+/// Whether `e` is an iterator by its spelling: a range, or a method chain that starts at an
+/// iterator of a collection (`batches.iter().enumerate()`) and goes through adapters only
+/// (`xs.iter().next()` is an `Option`, `opt.take()` is not an iterator).
+pub fn is_iterator_chain(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Paren(p) => is_iterator_chain(&p.expr),
+        syn::Expr::Range(_) => true,
+        syn::Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            if ITERATOR_SOURCES.contains(&name.as_str()) {
+                true
+            } else if ITERATOR_ADAPTERS.contains(&name.as_str()) {
+                // `Option::take()`/`Option::map(..)` have no argument / one closure too: only a
+                // chain that reaches a source counts.
+                is_iterator_chain(&m.receiver)
+            } else {
+                false
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Iterator methods whose closure's first parameter starts as their first argument
+/// (`fold(init, |acc, x| ..)`).
+pub const SEEDED_FOLD_METHODS: &[&str] = &["fold", "try_fold", "scan"];
+
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).
 pub const UNWRAP_MAP_METHODS: &[&str] = &["map", "and_then", "map_ok"];
 

@@ -497,4 +497,47 @@ pub fn fit(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)], m
         );
         assert_eq!(count("accumulated_loss_tensor", None, &host), 0);
     }
+
+    /// Sums kept per key, and a bank of features a frozen backbone computes.
+    const KEYED: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Optimizer, VarBuilder, VarMap};
+use std::collections::HashMap;
+struct Backbone { l: Linear }
+impl Backbone {
+    fn load(vb: VarBuilder) -> Result<Self> { Ok(Self { l: linear(8, 4, vb.pp("l"))? }) }
+    fn embed(&self, x: &Tensor) -> Result<Tensor> { self.l.forward(x) }
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let backbone = Backbone::load(VarBuilder::from_pth("b.pth", DType::F32, &dev)?)?;
+    let varmap = VarMap::new();
+    let head = linear(4, 2, VarBuilder::from_varmap(&varmap, DType::F32, &dev))?;
+    let mut opt = candle_nn::SGD::new(varmap.all_vars(), 0.1)?;
+    let mut totals: HashMap<String, f32> = HashMap::new();
+    let mut bank = Tensor::zeros((0, 4), DType::F32, &dev)?;
+    for (x, tasks) in data() {
+        let feats = backbone.embed(&x)?;
+        bank = Tensor::cat(&[&bank, &feats], 0)?;
+        let per_task: Vec<(String, Tensor)> = tasks.iter().map(|t| (t.name.clone(), head.forward(&feats).unwrap())).collect();
+        for (name, l) in &per_task {
+            opt.backward_step(l)?;
+            *totals.entry(name.clone()).or_default() += l.to_scalar::<f32>()?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_key_picks_the_place_and_a_frozen_backbone_makes_no_graph() {
+        assert_eq!(count("accumulated_loss_tensor", None, KEYED), 0);
+        // The same bank filled by a trainable backbone keeps every step's graph.
+        let trainable = KEYED.replace(
+            "VarBuilder::from_pth(\"b.pth\", DType::F32, &dev)?",
+            "VarBuilder::from_varmap(&varmap, DType::F32, &dev)",
+        );
+        assert_ne!(trainable, KEYED);
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &trainable), vec![20]);
+    }
 }

@@ -24,7 +24,10 @@ loop that feeds each step's output back) is reported where it is called on an au
 outside any loop, in a function that runs no backward outside its loops, or only before the
 call (sampling after training). A loop that follows every backward of its function, in a function
 nothing calls once per training step (`let model = train(..);` and then an evaluation loop in
-`main`), is reported: no backward follows its forwards. The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
+`main`), is reported: no backward follows its forwards. The closure of an iterator method is a
+loop body (`batches.iter().map(|b| model.forward(b.clone()))`, rayon's `par_iter().for_each(..)`),
+and a loop whose body runs at most once (`for x in loader.iter() { ..; break; }`, `0..1`,
+`.take(1)`) is not a loop. The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
 step in runner.take(n)`). A function whose every backward waits for a warm-up (`fn
 step_once(&mut self) { self.agent.act(..); self.agent.observe(..) }`) hands its forwards to the
 loops that call it. A helper that sums its forwards into the value it returns, to a caller that
@@ -66,12 +69,15 @@ caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..
 not count: it runs once and ends); the finding then names that call. With burn 0.22, whose types
 name no backend, a function that is not generic counts as autodiff when a caller on an autodiff
 device (`device.autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`). A test's own loop with a
-literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not. A
+literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not
+(literal bounds include the crate's integer constants and constant arrays: `0..PREVIEW_LEN`,
+`PROMPTS.iter()`). A
 call through a type parameter (`self.agent.update(batch)` with `agent: A`) reaches the trait's
 methods only, and when no type of the crate implements the method (a library's trainer, whose
 users write the agents), its loop is left alone: their `update` may run backward. A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
-reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter whose type names the inner backend (`model: &Lm<B::InnerBackend>`). A model's own methods that return what they compute
+reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter, a local or a struct field whose type names the inner backend (`model:
+&Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
 `forward` is not a model's.
 
@@ -488,7 +494,7 @@ fn receiver_outlives(f: &FnModel, e: &crate::model::VocabCall, l: LoopId) -> boo
 
 fn threads_graph_out(f: &FnModel, l: LoopId) -> bool {
     f.stores().any(|(_, value, target, how, _)| {
-        matches!(how, Store::Assign | Store::Push | Store::Fold)
+        matches!(how, Store::Assign | Store::Push | Store::Fold | Store::Yield)
             && f.taint(value).has(Taint::GRAPH)
             && f.loop_within(f.loop_of(value), l)
             && f.binding_of(target).is_some_and(|b| f.outlives(b, Iteration::Loop(l)))
@@ -2791,5 +2797,91 @@ fn main() {
         let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
         assert_ne!(valid, src);
         assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+    }
+
+    /// Iterator methods call their closure once per element: the closure's body is a loop body.
+    const ITERATOR_EVAL: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn score<B: AutodiffBackend>(model: &Net<B>, batches: &[Tensor<B, 2>]) -> Vec<f32> {
+    batches.iter().map(|b| MODEL.forward(b.clone()).mean().into_scalar()).collect()
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Vec<Tensor<B, 2>>], optim: &mut Adam) -> Net<B> {
+    for xs in data {
+        let outs: Vec<Tensor<B, 2>> = xs.iter().map(|x| model.forward(x.clone())).collect();
+        let loss = Tensor::cat(outs, 0).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+    }
+    model
+}
+pub fn first<B: AutodiffBackend>(model: &Net<B>, batch: Option<Tensor<B, 2>>) -> Option<f32> {
+    batch.map(|b| model.forward(b).mean().into_scalar())
+}
+"#;
+
+    #[test]
+    fn an_iterator_methods_closure_is_a_loop_body() {
+        let src = ITERATOR_EVAL.replace("MODEL", "model");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src), vec![4]);
+        // For each element of an untracked model, nothing; the training loop's own
+        // forwards feed its loss; `Option::map` runs once.
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &ITERATOR_EVAL.replace("MODEL", "model.valid()")),
+            0
+        );
+    }
+
+    /// An evaluator whose model field names the inner backend, a preview bounded by the crate's
+    /// constants, and a shape check that breaks after its first batch.
+    const BOUNDED: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+const PROMPTS: [&str; 3] = ["a", "b", "c"];
+const PREVIEW_LEN: usize = 8;
+pub struct Evaluator<B: AutodiffBackend> {
+    model: Net<B::InnerBackend>,
+    data: Vec<Tensor<B::InnerBackend, 2>>,
+}
+impl<B: AutodiffBackend> Evaluator<B> {
+    pub fn score(&self) -> f32 {
+        let mut total = 0.0;
+        for x in &self.data {
+            total += self.model.forward(x.clone()).mean().into_scalar();
+        }
+        total
+    }
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Tensor<B, 2>], optim: &mut Adam) -> Net<B> {
+    for x in data.iter() {
+        let out = model.forward(x.clone());
+        assert_eq!(out.dims()[1], 4);
+        break;
+    }
+    for epoch in 0..100 {
+        for prompt in PROMPTS.iter() {
+            for _ in 0..PREVIEW_LEN {
+                show(prompt, model.forward(encode(prompt)).argmax(1).into_scalar());
+            }
+        }
+        for x in data {
+            let loss = model.forward(x.clone()).mean();
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(1e-3, model, grads);
+        }
+    }
+    model
+}
+"#;
+
+    #[test]
+    fn inner_backend_fields_constant_bounds_and_loops_that_run_once_are_left_alone() {
+        assert_eq!(count("autodiff_forward_without_backward", None, BOUNDED), 0);
+        // Past the bound the preview is a rollout; a field of the autodiff backend is tracked;
+        // a check that keeps looping is a loop.
+        let long = BOUNDED.replace("const PREVIEW_LEN: usize = 8;", "const PREVIEW_LEN: usize = 200;");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &long), vec![27]);
+        let tracked = BOUNDED.replace("    model: Net<B::InnerBackend>,", "    model: Net<B>,");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![13]);
+        let looping = BOUNDED.replace("        break;\n", "");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &looping), vec![20]);
     }
 }

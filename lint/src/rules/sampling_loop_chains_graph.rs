@@ -20,6 +20,11 @@ loop runs inside training: nested in a loop that runs backward, or in a function
 loop calls (a preview sampler, an evaluation decoder), directly or through other functions.
 Frameworks without a no-grad mode (candle).
 
+A model built from plain weights (`VarBuilder::from_mmaped_safetensors`, `from_tensors`,
+`from_pth`, quantized GGUF), here or by every caller that hands it over, records no graph, during
+training or not: a frozen copy sampled for previews is not reported. Not when the crate lends it
+mutably (`install_lora(&mut unet, ..)`): adapters put into it may be trainable variables.
+
 Outside training, the same loop is reported when its model is built from trainable variables:
 from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `Var::new(..)`, or a
 function of the crate that returns such a builder or model, in the function or in a caller that
@@ -101,6 +106,11 @@ impl Rule for SamplingLoopChainsGraph {
             // A loop over the model's own parts (`for block in &self.blocks { h = block.forward(&h)? }`)
             // is one forward pass through its layers, not a sampling loop.
             if f.loop_runs_backward(l) || f.loop_over_self(l) || reported.contains(&binding) {
+                continue;
+            }
+            // A copy built from plain weights (`VarBuilder::from_mmaped_safetensors`, here or
+            // handed by every caller) records no graph, during training or not.
+            if f.only_inert_forwards_in(l) {
                 continue;
             }
             // The state lives across the loop's iterations and a forward pass reads it.
@@ -601,5 +611,48 @@ fn main() -> Result<()> {
         assert_eq!(lines, [20]);
         let per_prompt = src.replace("OUTSIDE", "").replace("INSIDE", cache);
         assert_eq!(count("sampling_loop_chains_graph", None, &per_prompt), 0);
+    }
+
+    /// A preview sampler run during training on a copy built from plain weights.
+    const FROZEN_COPY: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Optimizer, VarBuilder, VarMap};
+struct Flow { l: Linear }
+impl Flow {
+    fn new(vb: VarBuilder) -> Result<Self> { Ok(Self { l: linear(2, 2, vb.pp("l"))? }) }
+    fn forward(&self, x: &Tensor) -> Result<Tensor> { self.l.forward(x) }
+}
+fn install_adapters(flow: &mut Flow, varmap: &VarMap) -> Result<()> {
+    flow.l = lora(&flow.l, VarBuilder::from_varmap(varmap, DType::F32, &Device::Cpu))?;
+    Ok(())
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let varmap = VarMap::new();
+    let model = Flow::new(VarBuilder::from_varmap(&varmap, DType::F32, &dev))?;
+    let mut opt = candle_nn::SGD::new(varmap.all_vars(), 0.1)?;
+    for step in 0..1000 {
+        let loss = model.forward(&batch(step)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        if step % 100 == 0 {
+            let mut copy = Flow::new(unsafe { VarBuilder::from_mmaped_safetensors(&["snap.safetensors"], DType::F32, &dev)? })?;
+            LEND
+            let mut x = Tensor::randn(0f32, 1.0, (8, 2), &dev)?;
+            for _ in 0..20 {
+                x = (&x + (copy.forward(&x)? * 0.05)?)?;
+            }
+            save(&x)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_copy_built_from_plain_weights_records_no_graph_unless_lent_mutably() {
+        assert_eq!(count("sampling_loop_chains_graph", None, &FROZEN_COPY.replace("LEND", "")), 0);
+        // Adapters installed into the copy (`&mut copy`) may be trainable variables.
+        let lent = FROZEN_COPY.replace("LEND", "install_adapters(&mut copy, &varmap)?;");
+        assert_eq!(super::super::testing::lines("sampling_loop_chains_graph", &lent), vec![26]);
     }
 }
