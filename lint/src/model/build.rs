@@ -514,6 +514,7 @@ impl Builder<'_> {
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
                 inert_seeds: Vec::new(),
+                field_writes: Vec::new(),
                 trainable_seeds: Vec::new(),
                 self_fields: Vec::new(),
                 forward_sites: Vec::new(),
@@ -814,6 +815,11 @@ impl Builder<'_> {
     /// Whether `e` names a gradient store: by name (`grads`, `self.grads`), by declared type
     /// (`Gradients`, or made by `alloc_grads()`), or by use (handed to a tape method).
     fn is_grad_store(&self, e: &Expr) -> bool {
+        // `episode_grads: GradStats` (a struct of counters): not a store, whatever its name.
+        if self.declared_type_of(e).is_some_and(|t| self.crate_fns.host_structs.contains(&t) || rust::is_host_type(&t))
+        {
+            return false;
+        }
         if expr_text(e).ends_with(common::GRADS_NAME) {
             return true;
         }
@@ -1593,10 +1599,7 @@ impl Builder<'_> {
             Expr::Tuple(t) => self.exprs(t.elems.iter(), false),
             Expr::Array(a) => self.exprs(a.elems.iter(), false),
             Expr::Repeat(r) => self.expr(&r.expr),
-            Expr::Struct(s) => {
-                let fields: Vec<&Expr> = s.fields.iter().map(|f| &f.expr).chain(s.rest.as_deref()).collect();
-                self.exprs(fields, false)
-            }
+            Expr::Struct(s) => self.struct_literal(s),
             Expr::Range(r) => {
                 self.exprs(r.start.iter().chain(r.end.iter()).map(|b| &**b), false);
                 Val::plain()
@@ -1615,6 +1618,31 @@ impl Builder<'_> {
             Expr::TryBlock(t) => self.block(&t.block),
             _ => Val::plain(),
         }
+    }
+
+    /// `Probe { backbone: b.no_grad(), head }`: its value reads every field's; the fields that
+    /// may hold a model are noted as written (see `FnModel::field_writes`).
+    fn struct_literal(&mut self, s: &syn::ExprStruct) -> Val {
+        let ty = s.path.segments.last().map(|seg| seg.ident.to_string());
+        let ty = match ty.as_deref() {
+            Some("Self") => self.g.owner.clone(),
+            _ => ty,
+        };
+        let mut parts = Vec::with_capacity(s.fields.len() + 1);
+        for f in &s.fields {
+            let v = self.expr(&f.expr);
+            if let (Some(ty), syn::Member::Named(field)) = (&ty, &f.member)
+                && (v.producer != Producer::Plain || !v.reads.is_empty())
+            {
+                let n = self.value_node(v.clone(), 0..0);
+                self.g.field_writes.push((ty.clone(), field.to_string(), n));
+            }
+            parts.push((v, self.cheap(&f.expr)));
+        }
+        if let Some(rest) = &s.rest {
+            parts.push((self.expr(rest), self.cheap(rest)));
+        }
+        self.combine(parts, false)
     }
 
     /// `-x`, `!x`, `*x`: negation is a tensor op; a dereference reads its operand.
@@ -1674,6 +1702,7 @@ impl Builder<'_> {
                     s.g.loops[id].over_variables = over_variables;
                     let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
+                    s.g.loops[id].pattern = first..s.g.bindings.len();
                     if alias {
                         s.g.guard_locals.extend((first..s.g.bindings.len()).map(|b| (b, None)));
                         if let Some(field) = &alias_field {
@@ -1950,6 +1979,13 @@ impl Builder<'_> {
         let how =
             if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
         let value = self.value_node(rhs, self.full(right));
+        // `self.target = online.valid()`: a write of the field, for the crate-level pass.
+        if let Expr::Field(f) = strip_parens(left)
+            && is_self(&f.base)
+            && let (Some(owner), syn::Member::Named(field)) = (&self.g.owner, &f.member)
+        {
+            self.g.field_writes.push((owner.clone(), field.to_string(), value));
+        }
         self.write(slot, value, how, span, !whole);
     }
 
@@ -3118,6 +3154,7 @@ impl Builder<'_> {
             over_self: false,
             literal_count: None,
             over_variables: false,
+            pattern: 0..0,
         });
         let before = self.env.clone();
         self.loop_stack.push(id);

@@ -259,6 +259,8 @@ pub struct LoopScope {
     /// A `for` loop over a store's variables (`for mut v in vs.trainable_variables()`): what it
     /// does to each, it does to all the parameters an optimizer steps.
     pub(super) over_variables: bool,
+    /// The bindings a `for` loop's pattern binds (`head` of `for (k, head) in heads.iter()`).
+    pub(super) pattern: std::ops::Range<BindingId>,
 }
 
 /// A closure of the function body.
@@ -488,6 +490,11 @@ pub struct FnModel {
     /// Values the crate-level pass found to be models made inert (`model.valid()`): results of
     /// functions that return one, parameters every caller hands one.
     pub(super) inert_seeds: Vec<NodeIndex>,
+    /// Values written into fields of the crate's structs that may hold a model: a struct
+    /// literal's fields (`Self { backbone, .. }`, `Probe { backbone: b.no_grad() }`) and
+    /// assignments to `self.<field>`, as (struct, field, value). The crate-level pass makes a
+    /// field every write of which is an inert model inert in the struct's methods.
+    pub(super) field_writes: Vec<(String, String, NodeIndex)>,
     /// Values built from trainable variables (candle `VarBuilder::from_varmap(..)`), and, from
     /// the crate-level pass, results of functions that return one and parameters (or `self`
     /// fields) some call hands one.
@@ -1438,6 +1445,16 @@ impl FnModel {
     }
 
     /// Loop `l` is a `for` over something reached from `self` (`for block in &self.blocks`).
+    /// Whether binding `b` is bound by the pattern of `for` loop `l`: one element per iteration.
+    pub fn bound_by_loop_pattern(&self, l: LoopId, b: BindingId) -> bool {
+        self.loops.get(l).is_some_and(|s| s.pattern.contains(&b))
+    }
+
+    /// The loop directly around loop `l`.
+    pub fn loop_parent(&self, l: LoopId) -> Option<LoopId> {
+        self.loops.get(l).and_then(|s| s.parent)
+    }
+
     pub fn loop_over_self(&self, l: LoopId) -> bool {
         self.loops[l].over_self
     }

@@ -158,6 +158,7 @@ pub fn link(
     alias_names: &HashSet<String>,
 ) {
     mark_autodiff_fields(files, autodiff_fields);
+    follow_inert_fields(files);
     // A crate fact every function may ask: does any function make a module untracked?
     let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
@@ -204,6 +205,7 @@ pub fn link(
     mark_backpropagated_results(files, &resolved);
     note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
+    follow_inert_fields(files);
     instantiate_autodiff(files, &resolved);
 
     // Only callees need summaries; only callers of a changed summary need re-propagation.
@@ -521,6 +523,41 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
         }
         if !seed(files, seeds) {
             break;
+        }
+    }
+}
+
+/// Fields of the crate's structs that only ever receive inert models (`Self { backbone:
+/// load(..).no_grad(), .. }`, `self.target = online.valid()`, in every write the crate has): inert
+/// in the struct's methods.
+fn follow_inert_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+    let mut all_inert: HashMap<(&str, &str), bool> = HashMap::default();
+    for g in files.iter().flat_map(|(_, graphs)| graphs.iter()) {
+        for (ty, field, n) in &g.field_writes {
+            let inert = g.graph[*n].taint.has(Taint::INERT_MODEL);
+            all_inert.entry((ty.as_str(), field.as_str())).and_modify(|v| *v &= inert).or_insert(inert);
+        }
+    }
+    let inert: Vec<(String, String)> =
+        all_inert.into_iter().filter(|(_, v)| *v).map(|((t, f), _)| (t.to_string(), format!("self.{f}"))).collect();
+    if inert.is_empty() {
+        return;
+    }
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        let Some(owner) = g.owner.as_deref() else { continue };
+        let seeds: Vec<NodeIndex> = g
+            .self_fields
+            .iter()
+            .copied()
+            .filter(|&v| {
+                !g.inert_seeds.contains(&v)
+                    && g.binding_of(v)
+                        .is_some_and(|b| inert.iter().any(|(t, f)| t == owner && *f == g.bindings[b].name))
+            })
+            .collect();
+        if !seeds.is_empty() {
+            g.inert_seeds.extend(seeds);
+            g.propagate();
         }
     }
 }

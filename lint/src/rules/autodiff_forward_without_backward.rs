@@ -226,8 +226,12 @@ impl Rule for AutodiffForwardWithoutBackward {
                 // iteration's backward sweeps them; the store never holds more than one
                 // iteration's handful.
                 // Not when that backward waits for a warm-up: until then, nothing sweeps.
+                // A loop over a collection of models, each run once (`for (k, head) in
+                // m.heads.iter().enumerate() { head.forward(..) }`, per-head metrics): bounded by
+                // the model's parts, swept by the iteration's backward all the same.
                 Some(Iteration::Loop(outer))
-                    if f.literally_bounded_within(l, outer, SWEPT_LOOP_MAX) && sweeps_every_iteration(f, outer) =>
+                    if (f.literally_bounded_within(l, outer, SWEPT_LOOP_MAX) || walks_models(f, e, l, outer))
+                        && sweeps_every_iteration(f, outer) =>
                 {
                     continue;
                 }
@@ -479,6 +483,13 @@ fn sweeps_every_iteration(f: &FnModel, outer: LoopId) -> bool {
             && f.loop_within(c.in_loop(), outer)
             && !c.waits_for_size()
     })
+}
+
+/// Whether forward `e` runs on the element of loop `l` (nested directly in `outer`) that its
+/// pattern binds: each iteration runs another model of a collection, once.
+fn walks_models(f: &FnModel, e: &crate::model::VocabCall, l: LoopId, outer: LoopId) -> bool {
+    f.loop_parent(l) == Some(outer)
+        && e.receiver().and_then(|r| f.receiver_binding(r)).is_some_and(|b| f.bound_by_loop_pattern(l, b))
 }
 
 /// Whether loop `l` stores a graph-carrying value made in it into a binding that outlives its
@@ -2883,5 +2894,54 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Tensor<B, 2>], optim
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![13]);
         let looping = BOUNDED.replace("        break;\n", "");
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &looping), vec![20]);
+    }
+
+    /// A backbone frozen when the struct is built, and per-head metrics in a training step.
+    const FROZEN_FIELD: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Probe<B: AutodiffBackend> {
+    backbone: Backbone<B>,
+    heads: Vec<Linear<B>>,
+    features: Vec<Tensor<B, 2>>,
+}
+impl<B: AutodiffBackend> Probe<B> {
+    pub fn new(path: &str, device: &B::Device) -> Self {
+        let backbone = load_backbone::<B>(path, device).FREEZE;
+        Self { backbone, heads: vec![], features: Vec::new() }
+    }
+    pub fn cache(&mut self, data: Vec<Tensor<B, 2>>) {
+        for x in data {
+            let f = self.backbone.forward(x);
+            self.features.push(f);
+        }
+    }
+    pub fn fit(&mut self, optim: &mut Adam, epochs: usize) {
+        let mut accs = vec![0.0; self.heads.len()];
+        for _ in 0..epochs {
+            for f in &self.features {
+                for (k, head) in self.heads.iter().enumerate() {
+                    accs[k] = head.forward(f.clone()).argmax(1).float().mean().into_scalar();
+                }
+                let loss = self.heads[0].forward(f.clone()).mean();
+                let grads = GradientsParams::from_grads(loss.backward(), &self.heads[0]);
+                self.heads[0] = optim.step(1e-3, self.heads[0].clone(), grads);
+            }
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_field_built_untracked_and_a_loop_over_a_models_parts_are_left_alone() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &FROZEN_FIELD.replace("FREEZE", "no_grad()")), 0);
+        // Built tracked, the backbone's forwards pile up in the store.
+        let tracked = FROZEN_FIELD.replace(".FREEZE", "");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![15]);
+        // One head run again and again is a rollout of its own.
+        let same_head = FROZEN_FIELD
+            .replace("FREEZE", "no_grad()")
+            .replace("accs[k] = head.forward(", "accs[k] = self.heads[0].forward(");
+        assert_ne!(same_head, FROZEN_FIELD.replace("FREEZE", "no_grad()"));
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &same_head), vec![24]);
     }
 }
