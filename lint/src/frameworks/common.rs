@@ -205,6 +205,31 @@ pub fn is_autodiff_name(name: &str) -> bool {
         || name == "ADModule"
 }
 
+/// burn modules that hold no parameter (activations, dropout, pooling, losses): a struct of
+/// plain tensors that holds one still has no parameter.
+pub const PARAMETER_FREE_MODULES: &[&str] = &[
+    "Gelu",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Dropout",
+    "LeakyRelu",
+    "Silu",
+    "SiLU",
+    "HardSigmoid",
+    "Softplus",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "MseLoss",
+    "CrossEntropyLoss",
+    "HuberLoss",
+    "BinaryCrossEntropyLoss",
+];
+
 /// burn's backends without autodiff (`NdArray`, `Wgpu<f32>`, ..): a model made for one of them
 /// (`cfg.init::<Wgpu>(&device)`, or through a crate alias of one) records no graph.
 pub const PLAIN_BACKEND_NAMES: &[&str] = &[

@@ -125,6 +125,12 @@ impl Items<'_> {
         self.known && self.spec.autodiff_by_type
     }
 
+    /// burn: whether `ty` is a struct of the crate that holds plain tensors only (see
+    /// `CrateNames::paramless_structs`).
+    fn paramless(&self, ty: Option<&str>) -> bool {
+        self.autodiff_by_type() && ty.is_some_and(|t| self.crate_fns.paramless_structs.contains(t))
+    }
+
     /// Records a module's non-generic type aliases before its items are walked (an alias is
     /// visible in its whole module).
     fn scan_aliases(&mut self, items: &[syn::Item]) {
@@ -271,7 +277,15 @@ impl Items<'_> {
             || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns, aliases));
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
         b.g.owner = owner.map(str::to_string);
+        // burn: a method of a struct of plain tensors runs forwards that record no graph of their
+        // own (`Gpt2LinearLayer::forward` over constant weights).
+        if self.paramless(owner) {
+            b.g.autodiff = false;
+        }
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
+        if self.autodiff_by_type() {
+            b.devices = device_names(block);
+        }
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
@@ -298,7 +312,9 @@ impl Items<'_> {
                     });
                     // `model: &Lm<B::InnerBackend>`: the type says the model is untracked (only
                     // where the backend is autodiff: `InnerBackend` is the autodiff trait's).
-                    let inner = b.g.autodiff && self.autodiff_by_type() && mentions_inner_backend(&pt.ty, self.spec);
+                    let inner = b.g.autodiff
+                        && self.autodiff_by_type()
+                        && (mentions_inner_backend(&pt.ty, self.spec) || self.paramless(type_name(&pt.ty).as_deref()));
                     for ident in names {
                         let span = b.span(ident.span());
                         let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
@@ -386,6 +402,10 @@ struct Builder<'c> {
     /// The value the next closure walked gets as its first parameter (`map_with(model, |m, i|
     /// ..)`), taken by that closure.
     closure_state: Option<Val>,
+    /// burn 0.22, where a device carries autodiff: the function's locals bound to an autodiff
+    /// device (`let ad = device.autodiff();`) and to a plain one (`device` of that call,
+    /// `let device = Device::default();`). A model built with only plain ones records no graph.
+    devices: Option<(Vec<String>, Vec<String>)>,
     /// Local bindings of a closure (`let update = |..| { ..backward.. };`): (binding, closure).
     closure_bindings: Vec<(BindingId, usize)>,
     /// Loop bindings that are elements of a `self` field (`block` in `for block in
@@ -515,6 +535,7 @@ impl Builder<'_> {
                 seeds: Vec::new(),
                 inert_seeds: Vec::new(),
                 field_writes: Vec::new(),
+                autodiff_bound: Vec::new(),
                 trainable_seeds: Vec::new(),
                 self_fields: Vec::new(),
                 forward_sites: Vec::new(),
@@ -551,6 +572,7 @@ impl Builder<'_> {
                 generic: false,
                 autodiff_from: Vec::new(),
                 per_step_from: None,
+                per_iteration_from: None,
                 untracks_models: false,
                 crate_untracks_models: false,
                 returns_plain: false,
@@ -568,6 +590,7 @@ impl Builder<'_> {
             closure_stack: Vec::new(),
             closure_tails: Vec::new(),
             closure_state: None,
+            devices: None,
             closure_bindings: Vec::new(),
             element_of: Vec::new(),
             unwrapped: Default::default(),
@@ -1361,13 +1384,25 @@ impl Builder<'_> {
         // Not a data pipeline made for the inner backend (`Batcher::<B::InnerBackend>::new(..)`
         // feeds a learner's validation): what a call it is handed returns is not a model made
         // untracked (`learner.fit(train, valid)` returns the trained autodiff model).
-        // `let evaluator: Seg<B::InnerBackend> = model.valid();`: the annotation says so too.
+        // burn 0.22: `let teacher = Mlp::new(.., &device)` beside `let ad = device.autodiff();`.
+        // `let model = model.fork(&ad);`: whatever it was built from, it is on the autodiff device.
+        let on_autodiff_device = init.and_then(|i| self.device_mentions(&i.expr)).is_some_and(|(_, ad)| ad);
+        let on_plain_device = init.is_some_and(|i| self.built_on_plain_device(&i.expr))
+            && !matches!(strip_pat_type(&local.pat), Pat::Ident(p) if self.devices.as_ref().is_some_and(|(ad, plain)| {
+                let name = p.ident.to_string();
+                ad.contains(&name) || plain.contains(&name)
+            }));
+        // `let evaluator: Seg<B::InnerBackend> = model.valid();`: the annotation says so too, and
+        // so does a struct of plain tensors (`let model: Gpt<Wgpu> = cfg.init(..)`).
         let made_plain = self.g.spec.autodiff_by_type
             && self.g.framework_known
             && (init.is_some_and(|i| {
                 !constructed_type(&i.expr).is_some_and(|t| rust::is_data_pipeline_type(&t))
                     && made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
-            }) || matches!(&local.pat, Pat::Type(t) if mentions_inner_backend(&t.ty, self.g.spec)));
+            }) || matches!(&local.pat, Pat::Type(t) if mentions_inner_backend(&t.ty, self.g.spec))
+                || declared_type(&local.pat, init.map(|i| &*i.expr))
+                    .is_some_and(|t| self.crate_fns.paramless_structs.contains(&t))
+                || on_plain_device);
         let closure = match init.map(|i| strip_parens(&i.expr)) {
             Some(Expr::Closure(_)) => Some(self.g.closures.len()),
             _ => None,
@@ -1459,6 +1494,9 @@ impl Builder<'_> {
                     ));
             let value = if host_elem || whole_host_struct { None } else { value };
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            if on_autodiff_device {
+                self.g.autodiff_bound.push(self.g.bindings.len() - 1);
+            }
             if let Some(b) = self.g.bindings.last_mut() {
                 b.host = host || host_elem;
                 b.ty = ty.clone();
@@ -1741,6 +1779,56 @@ impl Builder<'_> {
             }
             _ => {}
         }
+    }
+
+    /// burn 0.22: whether `e` builds something with a plain device of the function and with no
+    /// autodiff one (`Mlp::new(784, 1024, &device).load_file(.., &device)`,
+    /// `Net::new(&Device::default())`), in a function that makes an autodiff device.
+    fn built_on_plain_device(&self, e: &Expr) -> bool {
+        self.device_mentions(e).is_some_and(|(plain, autodiff)| plain && !autodiff)
+    }
+
+    /// burn 0.22: whether call `e` is handed a plain device and whether an autodiff one (`None`:
+    /// the function makes no autodiff device, or `e` is no call).
+    fn device_mentions(&self, e: &Expr) -> Option<(bool, bool)> {
+        use syn::visit::Visit;
+        struct Mentions<'a> {
+            devices: &'a (Vec<String>, Vec<String>),
+            plain: bool,
+            autodiff: bool,
+        }
+        impl<'a> Visit<'a> for Mentions<'_> {
+            fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+                if let Some(i) = p.path.get_ident() {
+                    let name = i.to_string();
+                    self.autodiff |= self.devices.0.contains(&name);
+                    self.plain |= self.devices.1.contains(&name);
+                }
+            }
+            fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+                // `Device::default()`, `Default::default()` handed as a device.
+                if let Expr::Path(p) = &*c.func
+                    && p.path.segments.last().is_some_and(|s| s.ident == "default")
+                    && c.args.is_empty()
+                {
+                    self.plain = true;
+                }
+                syn::visit::visit_expr_call(self, c);
+            }
+            fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+                self.autodiff |= m.method == common::AUTODIFF_DEVICE_METHOD && m.args.is_empty();
+                syn::visit::visit_expr_method_call(self, m);
+            }
+            fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        }
+        let devices = self.devices.as_ref()?;
+        // Only a call that is handed a device builds on one.
+        if !matches!(strip_try(e), Expr::Call(_) | Expr::MethodCall(_)) {
+            return None;
+        }
+        let mut m = Mentions { devices, plain: false, autodiff: false };
+        m.visit_expr(e);
+        Some((m.plain, m.autodiff))
     }
 
     /// The body of a loop that runs at most once ([`runs_once`]): a branch, whose bindings end
@@ -3581,6 +3669,63 @@ fn is_range(e: &Expr) -> bool {
         Expr::MethodCall(m) => is_range(&m.receiver),
         _ => false,
     }
+}
+
+/// burn 0.22: the locals of `body` bound to an autodiff device (`let ad = device.autodiff();`)
+/// and to a plain one (the receiver of such a call, `let device = Device::default();`), when the
+/// body makes an autodiff device; `None` otherwise.
+fn device_names(body: &Block) -> Option<(Vec<String>, Vec<String>)> {
+    use syn::visit::Visit;
+    #[derive(Default)]
+    struct Devices {
+        autodiff: Vec<String>,
+        plain: Vec<String>,
+        any: bool,
+    }
+    fn autodiff_call(e: &Expr) -> Option<&syn::ExprMethodCall> {
+        match strip_try(e) {
+            Expr::MethodCall(m) if m.method == common::AUTODIFF_DEVICE_METHOD && m.args.is_empty() => Some(m),
+            Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "clone" | "to_owned") => {
+                autodiff_call(&m.receiver)
+            }
+            Expr::Reference(r) => autodiff_call(&r.expr),
+            _ => None,
+        }
+    }
+    impl<'a> Visit<'a> for Devices {
+        fn visit_local(&mut self, l: &'a syn::Local) {
+            if let (Pat::Ident(p), Some(init)) = (strip_pat_type(&l.pat), &l.init) {
+                if autodiff_call(&init.expr).is_some() {
+                    self.autodiff.push(p.ident.to_string());
+                } else if let Expr::Call(c) = strip_try(&init.expr)
+                    && let Expr::Path(f) = &*c.func
+                    && f.path.segments.len() >= 2
+                    && f.path.segments.last().is_some_and(|s| s.ident == "default")
+                    && f.path.segments[f.path.segments.len() - 2].ident.to_string().ends_with("Device")
+                {
+                    self.plain.push(p.ident.to_string());
+                }
+            }
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+            if m.method == common::AUTODIFF_DEVICE_METHOD && m.args.is_empty() {
+                self.any = true;
+                if let Expr::Path(p) = strip_parens(&m.receiver)
+                    && let Some(i) = p.path.get_ident()
+                {
+                    self.plain.push(i.to_string());
+                }
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut d = Devices::default();
+    d.visit_block(body);
+    d.any.then(|| {
+        d.plain.retain(|p| !d.autodiff.contains(p));
+        (d.autodiff, d.plain)
+    })
 }
 
 /// Whether a loop body ends with an unconditional `break` and holds no `continue` (in nested

@@ -476,6 +476,10 @@ pub struct FnModel {
     /// (directly or through other functions). That call (file, line, caller's name), set by the
     /// crate-level pass.
     pub(super) per_step_from: Option<(std::path::PathBuf, usize, String)>,
+    /// [`FnModel::per_step_from`] through calls made in the innermost training loop only: not
+    /// from a loop that trains in a loop nested in it or in a function it calls (an epoch loop
+    /// that checkpoints, a sweep that builds a trainer per setting).
+    pub(super) per_iteration_from: Option<(std::path::PathBuf, usize, String)>,
     /// A caller backpropagates what this function returns (`let loss = batch_loss(..);
     /// loss.backward()`), set by the crate-level pass.
     pub(super) result_backpropagated: bool,
@@ -495,6 +499,9 @@ pub struct FnModel {
     /// assignments to `self.<field>`, as (struct, field, value). The crate-level pass makes a
     /// field every write of which is an inert model inert in the struct's methods.
     pub(super) field_writes: Vec<(String, String, NodeIndex)>,
+    /// burn 0.22: locals bound to what a call handed an autodiff device makes (`let model =
+    /// model.fork(&ad);`): tracked, whatever inert value they were made from.
+    pub(super) autodiff_bound: Vec<BindingId>,
     /// Values built from trainable variables (candle `VarBuilder::from_varmap(..)`), and, from
     /// the crate-level pass, results of functions that return one and parameters (or `self`
     /// fields) some call hands one.
@@ -1065,6 +1072,12 @@ impl FnModel {
         self.is_test
     }
 
+    /// For a function called once per iteration of an innermost training loop (see the field):
+    /// that call (file, line, caller's name).
+    pub fn per_iteration_from(&self) -> Option<&(std::path::PathBuf, usize, String)> {
+        self.per_iteration_from.as_ref()
+    }
+
     /// Whether loop `l` and every loop around it run a few times only, by their literal bounds
     /// (`for i in 0..4`, `for x in &[0.1, 0.5]`; at most `max` each): what they do stays
     /// small. `None` (no loop) counts as bounded.
@@ -1574,9 +1587,14 @@ impl FnModel {
             is_op[n.index()] = true;
         }
         // A model lent mutably (`install_lora(&mut unet, ..)`) may have trainable variables put
-        // into it: what was inert about it before is no longer known.
-        let lent_mut: Vec<BindingId> =
-            self.call_sites.iter().flat_map(|s| s.args.iter().filter_map(|a| a.mut_ref)).collect();
+        // into it: what was inert about it before is no longer known. Nor is a model moved to an
+        // autodiff device (`model.fork(&ad)`, burn 0.22).
+        let lent_mut: Vec<BindingId> = self
+            .call_sites
+            .iter()
+            .flat_map(|s| s.args.iter().filter_map(|a| a.mut_ref))
+            .chain(self.autodiff_bound.iter().copied())
+            .collect();
         let order: Vec<NodeIndex> = self.graph.node_indices().collect();
         loop {
             let mut changed = false;

@@ -274,6 +274,7 @@ pub fn link(
     // After the summaries: a loop whose backward runs inside a call (`agent.update(..)`) is a
     // training loop too, and what it calls runs once per step.
     mark_per_step(files, &resolved);
+    mark_per_iteration(files, &resolved);
     follow_trainable_models(files, &resolved);
     // Only where a model is built from trainable variables can a cache chain graphs (candle).
     if files.iter().any(|(_, graphs)| graphs.iter().any(|g| !g.trainable_seeds.is_empty())) {
@@ -582,8 +583,13 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         let mut returns_inert: Vec<FnId> = Vec::new();
         for (fi, (_, graphs)) in files.iter().enumerate() {
             for (gi, f) in graphs.iter().enumerate() {
+                // A struct literal is inert when every field that may hold a model is
+                // (`Ok(Self { enc: linear(.., vb.pp("enc"))? })` with a frozen `vb`), not when
+                // one is beside a tracked one.
+                let struct_inert =
+                    || !f.field_writes.is_empty() && f.field_writes.iter().all(|&(_, _, n)| is_inert(f, n));
                 if may_hold_inert(f)
-                    && !f.returns_struct
+                    && (!f.returns_struct || struct_inert())
                     && !f.returns.is_empty()
                     && f.returns.iter().all(|&n| is_inert(f, n))
                 {
@@ -892,6 +898,81 @@ fn mark_per_step(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnI
     );
 }
 
+/// The most literal passes a function's own training loop may make over one batch and still be
+/// one update of its caller's loop (not an epoch).
+const UPDATE_PASSES_MAX: u64 = 64;
+
+/// Marks the functions an innermost training iteration runs (see `FnModel::per_iteration_from`):
+/// calls in a loop that runs backward and trains in no loop nested in it, inline or in a function
+/// it calls; then, to a fixpoint, what those call.
+fn mark_per_iteration(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    use super::graph::LoopId;
+    // Functions with a loop of their own that runs backward over data (an epoch): not one of a
+    // few literal passes (`for _ in 0..20 { ..backward.. }` on one batch is one update).
+    let trains_in_loop: HashSet<FnId> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
+        .filter(|(_, g)| {
+            g.loops.iter().enumerate().any(|(l, s)| s.runs_backward && !g.literally_bounded(Some(l), UPDATE_PASSES_MAX))
+        })
+        .map(|(id, _)| id)
+        .collect();
+    // The loops around a call that reaches one: they train in a nested loop (epochs, sweeps).
+    let mut outer: HashSet<(FnId, LoopId)> = HashSet::default();
+    for (caller, ci, callees) in resolved {
+        if callees.iter().any(|c| trains_in_loop.contains(c)) {
+            let g = &files[caller.0].1[caller.1];
+            let mut at = g.call_sites[*ci].in_loop;
+            while let Some(l) = at {
+                outer.insert((*caller, l));
+                at = g.loops[l].parent;
+            }
+        }
+    }
+    // The innermost loop around `l` (itself included) that runs backward.
+    let training_loop = |g: &FnModel, l: LoopId| {
+        let mut at = Some(l);
+        while let Some(i) = at {
+            if g.loops[i].runs_backward {
+                return Some(i);
+            }
+            at = g.loops[i].parent;
+        }
+        None
+    };
+    loop {
+        let mut made: Vec<(FnId, (std::path::PathBuf, usize, String))> = Vec::new();
+        let mut marked: HashSet<FnId> = HashSet::default();
+        for (caller, ci, callees) in resolved {
+            let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
+            let site = &g.call_sites[*ci];
+            let innermost = site
+                .in_loop
+                .and_then(|l| training_loop(g, l))
+                .is_some_and(|t| !g.has_inner_training_loop(t) && !outer.contains(&(*caller, t)));
+            let in_step = innermost || (site.in_loop.is_none() && g.per_iteration_from.is_some());
+            if !in_step {
+                continue;
+            }
+            for callee in callees {
+                let c = &files[callee.0].1[callee.1];
+                if callee == caller || c.per_iteration_from.is_some() || !marked.insert(*callee) {
+                    continue;
+                }
+                let (line, _) = file.line_col(site.span.start);
+                made.push((*callee, (file.path().to_path_buf(), line, g.name())));
+            }
+        }
+        if made.is_empty() {
+            return;
+        }
+        for ((fi, gi), from) in made {
+            files[fi].1[gi].per_iteration_from = Some(from);
+        }
+    }
+}
+
 /// Marks callees to a fixpoint: `reaches(caller, site, callee, candidates)` says whether a call
 /// marks a callee given the marks so far (`candidates`: how many functions the call may
 /// reach); `mark` records the mark with the call (file, line, caller's name).
@@ -948,6 +1029,12 @@ pub struct CrateNames {
     /// definition of the struct (`model: Seg<B::InnerBackend>`): a model read from one records no
     /// graph.
     pub(super) inner_fields: HashSet<String>,
+    /// burn: structs whose fields hold only plain tensors, host values and other such structs,
+    /// never a `Param` or a module of the framework (`struct Gpt2LinearLayer<B: Backend> { weights:
+    /// Tensor<B, 2>, bias: Tensor<B, 1> }`), in every definition: their tensors are constants, so a
+    /// forward pass through one records no graph state of its own. Empty when the crate asks a
+    /// tensor to require gradients anywhere (`require_grad()`).
+    pub(super) paramless_structs: HashSet<String>,
     /// The crate's integer constants and constant arrays, by name: the value of `const STEPS:
     /// usize = 8;`, the length of `const PROMPTS: [&str; 3] = [..];` (`None`: declared more than
     /// once with different values).
@@ -1338,10 +1425,15 @@ fn struct_fields<'a>(text: &'a str, out: &mut HashMap<&'a str, Option<Vec<&'a st
     }
 }
 
-/// The named fields of every struct of `text`, generic ones included, into `out` as
-/// `Struct.field` → whether its type names the inner backend (false once one definition's
-/// does not).
-fn inner_backend_fields(text: &str, out: &mut HashMap<String, bool>) {
+/// The named fields of every struct of `text`, generic ones included: into `typed` as
+/// (`Struct.field`, type text), and into `shapes` as the struct's header (its generics) and its
+/// fields' types, every definition's together.
+fn struct_shapes<'a>(
+    text: &'a str,
+    shapes: &mut HashMap<&'a str, (Vec<&'a str>, Vec<&'a str>)>,
+    typed: &mut Vec<(String, &'a str)>,
+    modules: &mut HashSet<&'a str>,
+) {
     let bytes = text.as_bytes();
     for at in memchr::memmem::find_iter(bytes, b"struct ") {
         if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
@@ -1353,6 +1445,11 @@ fn inner_backend_fields(text: &str, out: &mut HashMap<String, bool>) {
             continue;
         }
         let name = &rest[..len];
+        // `#[derive(Module, Debug)]` in the attributes before it (since the previous item).
+        let before = &text[text[..at].rfind(['}', ';']).map_or(0, |i| i + 1)..at];
+        if before.contains("derive(") && before.contains("Module") {
+            modules.insert(name);
+        }
         // Past the generics and `where` clause: the body's `{`, unless `;` or `(` comes first.
         let mut depth = 0usize;
         let Some(open) = rest[len..].char_indices().find_map(|(i, c)| match c {
@@ -1372,6 +1469,7 @@ fn inner_backend_fields(text: &str, out: &mut HashMap<String, bool>) {
         if open.1 != '{' {
             continue;
         }
+        let header = &rest[len..len + open.0];
         let body = &rest[len + open.0 + 1..];
         let mut depth = 0usize;
         let Some(end) = body.char_indices().find_map(|(i, c)| match c {
@@ -1401,8 +1499,13 @@ fn inner_backend_fields(text: &str, out: &mut HashMap<String, bool>) {
             if ident.is_empty() {
                 continue;
             }
-            let inner = names_inner_backend(field[colon + 1..].trim_start());
-            out.entry(format!("{name}.{ident}")).and_modify(|v| *v &= inner).or_insert(inner);
+            let ty = field[colon + 1..].trim_start();
+            typed.push((format!("{name}.{ident}"), ty));
+            let shape = shapes.entry(name).or_default();
+            shape.1.push(ty);
+            if shape.0.is_empty() {
+                shape.0.push(header);
+            }
         }
     }
 }
@@ -1505,6 +1608,64 @@ fn host_structs(structs: &HashMap<&str, Option<Vec<&str>>>) -> HashSet<String> {
     set.into_iter().map(str::to_string).collect()
 }
 
+/// The structs of `shapes` ((header, field types) by name, every definition's fields together)
+/// whose fields name only plain tensors, host types, containers, the struct's own type
+/// parameters and other such structs: see `CrateNames::paramless_structs`.
+fn paramless_structs(
+    shapes: &HashMap<&str, (Vec<&str>, Vec<&str>)>,
+    host_structs: &HashSet<String>,
+) -> HashSet<String> {
+    const PLAIN_TENSOR_WORDS: &[&str] = &["Tensor", "Int", "Bool", "Float", "PhantomData", "Device"];
+    fn words(t: &str) -> impl Iterator<Item = &str> {
+        t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+    }
+    let mut set: HashSet<&str> = shapes.keys().copied().collect();
+    loop {
+        let before = set.len();
+        let keep: Vec<&str> = set
+            .iter()
+            .copied()
+            .filter(|n| {
+                let (header, fields) = &shapes[n];
+                let own = |w: &str| header.iter().any(|h| words(h).any(|p| p == w));
+                fields.iter().all(|t| {
+                    words(t).all(|w| {
+                        rust::is_host_type(w)
+                            || CONTAINERS.contains(&w)
+                            || HOST_STD_TYPES.contains(&w)
+                            || PLAIN_TENSOR_WORDS.contains(&w)
+                            || crate::frameworks::common::PARAMETER_FREE_MODULES.contains(&w)
+                            || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                            || own(w)
+                            || set.contains(w)
+                            || host_structs.contains(w)
+                    })
+                })
+            })
+            .collect();
+        set = keep.into_iter().collect();
+        if set.len() == before {
+            break;
+        }
+    }
+    // Only those that hold a tensor, directly or through another: a trainer of host settings
+    // is not a model.
+    let mut models: HashSet<&str> = HashSet::default();
+    loop {
+        let before = models.len();
+        for n in &set {
+            if !models.contains(n) && shapes[n].1.iter().any(|t| words(t).any(|w| w == "Tensor" || models.contains(w)))
+            {
+                models.insert(n);
+            }
+        }
+        if models.len() == before {
+            break;
+        }
+    }
+    models.into_iter().map(str::to_string).collect()
+}
+
 /// Generic containers whose contents decide what they hold.
 const CONTAINERS: &[&str] = &["Vec", "Option", "Box", "VecDeque", "std", "vec", "collections", "boxed", "option"];
 
@@ -1569,7 +1730,13 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut plain = HashSet::default();
     let mut other = HashSet::default();
     let mut grads_fields = HashSet::default();
-    let mut inner: HashMap<String, bool> = HashMap::default();
+    let mut shapes: HashMap<&str, (Vec<&str>, Vec<&str>)> = HashMap::default();
+    let mut requires_grad = false;
+    // Structs that derive the framework's `Module`, and owners of a `forward` method: models.
+    let mut modules: HashSet<&str> = HashSet::default();
+    let mut optimized: HashSet<&str> = HashSet::default();
+    // Every struct field with its type's text, for the fields of plain-tensor structs.
+    let mut typed: Vec<(String, &str)> = Vec::new();
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
     // The tuple return types of each name's definitions, as written (`None`: one returns no
     // tuple). Their host masks are computed once the host structs are known.
@@ -1648,6 +1815,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 if !fns.contains(name) {
                     fns.insert(name.to_string());
                 }
+                if name == "forward"
+                    && let Some(owner) = impl_self_type(text, at)
+                {
+                    modules.insert(owner);
+                }
                 if let Some(&vocab) = TRAINING_CALL_NAMES.iter().find(|&&v| v == name)
                     && let Some(owner) = impl_self_type(text, at)
                 {
@@ -1656,7 +1828,17 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             }
         }
         struct_fields(text, &mut structs);
-        inner_backend_fields(text, &mut inner);
+        struct_shapes(text, &mut shapes, &mut typed, &mut modules);
+        requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
+        // `Optimizer<MpoDuals<B>, B>`, `OptimizerAdaptor<Adam, Duals<B>, B>`: a type an optimizer
+        // steps has parameters, whatever its fields look like.
+        for at in memchr::memmem::find_iter(bytes, b"Optimizer") {
+            let rest = &text[at..];
+            let line = &rest[..rest.find('\n').unwrap_or(rest.len()).min(160)];
+            optimized.extend(
+                line.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| w.starts_with(char::is_uppercase)),
+            );
+        }
         // `name: Type` declarations: `ident` `:` (not `::`) then a type's first identifier.
         for at in memchr::memchr_iter(b':', bytes) {
             if bytes.get(at + 1) == Some(&b':') || (at > 0 && bytes[at - 1] == b':') {
@@ -1706,11 +1888,27 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         }
     }
     let plain_fields = plain.difference(&other).cloned().collect();
-    let inner_fields = inner.into_iter().filter_map(|(field, inner)| inner.then_some(field)).collect();
+    let host_structs = host_structs(&structs);
+    // Models only: a buffer of plain tensors (a rollout buffer) is data, not an inert model.
+    let paramless_structs = if requires_grad {
+        HashSet::default()
+    } else {
+        let mut set = paramless_structs(&shapes, &host_structs);
+        set.retain(|s| modules.contains(s.as_str()));
+        set.retain(|s| !optimized.contains(s.as_str()));
+        set
+    };
+    // A field typed with the inner backend or by a plain-tensor struct (`block: Block<B>`), in
+    // every definition of its struct.
+    let mut untracked: HashMap<&str, bool> = HashMap::default();
+    for (field, ty) in &typed {
+        let u = names_inner_backend(ty) || paramless_structs.contains(&ty[..rust::ident_len(ty)]);
+        untracked.entry(field.as_str()).and_modify(|v| *v &= u).or_insert(u);
+    }
+    let inner_fields = untracked.into_iter().filter(|&(_, u)| u).map(|(field, _)| field.to_string()).collect();
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
-    let host_structs = host_structs(&structs);
     let tuple_fns = tuple_rets
         .into_iter()
         .filter_map(|(name, rets)| {
@@ -1727,6 +1925,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         fns,
         plain_fields,
         inner_fields,
+        paramless_structs,
         consts,
         grads_fields,
         plain_fns,

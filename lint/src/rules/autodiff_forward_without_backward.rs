@@ -2944,4 +2944,87 @@ impl<B: AutodiffBackend> Probe<B> {
         assert_ne!(same_head, FROZEN_FIELD.replace("FREEZE", "no_grad()"));
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &same_head), vec![24]);
     }
+
+    /// A model of plain tensors (constants, no `Param`) generating on an autodiff backend.
+    const PLAIN_TENSORS: &str = r#"
+use burn::prelude::*;
+type Backend = burn::backend::Autodiff<burn::backend::Wgpu>;
+#[derive(Module, Debug)]
+pub struct Layer<B: Backend> {
+    pub weights: WEIGHTS,
+    pub bias: Tensor<B, 1>,
+    pub act: Gelu,
+}
+#[derive(Module, Debug)]
+pub struct Gpt<B: Backend> {
+    pub blocks: Vec<Layer<B>>,
+}
+impl<B: Backend> Gpt<B> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        self.blocks.iter().fold(x, |x, l| l.act.forward(x.matmul(l.weights.clone())))
+    }
+    pub fn generate(&self, mut x: Tensor<B, 2>, n: usize) -> Vec<i32> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            x = self.forward(x);
+            out.push(x.clone().argmax(1).into_scalar().elem::<i32>());
+        }
+        out
+    }
+}
+fn main() {
+    let model: Gpt<Backend> = load_exploded(&Default::default());
+    println!("{:?}", model.generate(prompt(), 8));
+}
+"#;
+
+    #[test]
+    fn a_model_of_plain_tensors_records_no_graph() {
+        assert_eq!(
+            count("autodiff_forward_without_backward", None, &PLAIN_TENSORS.replace("WEIGHTS", "Tensor<B, 2>")),
+            0
+        );
+        let param = PLAIN_TENSORS.replace("WEIGHTS", "Param<Tensor<B, 2>>");
+        assert_eq!(count("autodiff_forward_without_backward", None, &param), 1);
+        // A crate that asks a tensor to require gradients may train plain fields.
+        let tracked = PLAIN_TENSORS
+            .replace("WEIGHTS", "Tensor<B, 2>")
+            .replace("fn main() {", "fn main() {\n    let w = w().require_grad();");
+        assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
+    }
+
+    /// burn 0.22: a reference model on the plain device beside a student on `device.autodiff()`,
+    /// scored after training.
+    const TWO_DEVICES: &str = r#"
+use burn::prelude::*;
+fn main() {
+    let device = Device::default();
+    let ad = device.autodiff();
+    let reference = Mlp::new(784, 1024, &REF_DEVICE).load_file("reference.bin", &recorder(), &REF_DEVICE).unwrap();
+    let mut student = Mlp::new(784, 128, &ad);
+    let mut opt = AdamConfig::new().init();
+    for (x, t) in batches(&ad) {
+        let loss = (student.forward(x) - t).powf_scalar(2.0).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &student);
+        student = opt.step(1e-3, student, grads);
+    }
+    let mut scores = Vec::new();
+    for x in &inputs(&device) {
+        scores.push(reference.forward(x.clone()).into_data());
+    }
+}
+"#;
+
+    #[test]
+    fn a_model_built_on_the_plain_device_beside_an_autodiff_one_records_no_graph() {
+        assert_eq!(count("autodiff_forward_without_backward", None, &TWO_DEVICES.replace("REF_DEVICE", "device")), 0);
+        assert_eq!(
+            crate::rules::testing::lines("autodiff_forward_without_backward", &TWO_DEVICES.replace("REF_DEVICE", "ad")),
+            vec![16]
+        );
+        // Built on the plain device, then moved to the autodiff one.
+        let forked = TWO_DEVICES.replace("REF_DEVICE", "device").replace(".unwrap();\n", ".unwrap().fork(&ad);\n");
+        assert_ne!(forked, TWO_DEVICES.replace("REF_DEVICE", "device"));
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &forked), vec![16]);
+    }
 }

@@ -82,7 +82,9 @@ impl Rule for GradsAllocatedInLoop {
         }
         // A function that a training loop calls once per step (`agent.learn()` from the episode
         // loop) allocates or copies the store on every step as well.
-        let Some((file, line, caller)) = f.per_step_from() else { return };
+        // Not one called once per epoch (around an inner loop that trains, inline or in a
+        // function it calls): that store is made once per epoch.
+        let Some((file, line, caller)) = f.per_iteration_from() else { return };
         let mut per_call: Vec<_> = [CallKind::AllocGrads, CallKind::GradsCopy]
             .into_iter()
             .flat_map(|k| f.calls_of(k))
@@ -314,5 +316,41 @@ mod tests {
         assert_eq!(count("grads_allocated_in_loop", None, NOT_STORES), 0);
         let long = NOT_STORES.replace("for _ in 0..3 {", "for _ in 0..3000 {");
         assert_eq!(count("grads_allocated_in_loop", None, &long), 1);
+    }
+
+    /// A checkpoint helper that copies the store, called once per epoch.
+    const EPOCH_HELPER: &str = r#"
+use dfdx::prelude::*;
+fn checkpoint(model: &M, grads: &Gradients<f32, Cpu>) -> Checkpoint {
+    Checkpoint { model: model.clone(), grads: grads.clone() }
+}
+fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)], epochs: usize) -> Option<Checkpoint> {
+    let mut grads = model.alloc_grads();
+    let mut last = None;
+    for _ in 0..epochs {
+        for (x, y) in data {
+            let loss = mse_loss(model.forward(x.trace(grads)), y.clone());
+            grads = loss.backward();
+            opt.update(model, &grads).unwrap();
+            model.zero_grads(&mut grads);
+            INNER
+        }
+        OUTER
+    }
+    last
+}
+"#;
+
+    #[test]
+    fn a_helper_called_once_per_epoch_copies_once_per_epoch() {
+        let call = "last = Some(checkpoint(model, &grads));";
+        assert_eq!(
+            count("grads_allocated_in_loop", None, &EPOCH_HELPER.replace("INNER", "").replace("OUTER", call)),
+            0
+        );
+        assert_eq!(
+            count("grads_allocated_in_loop", None, &EPOCH_HELPER.replace("INNER", call).replace("OUTER", "")),
+            1
+        );
     }
 }

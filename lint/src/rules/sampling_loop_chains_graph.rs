@@ -655,4 +655,18 @@ fn main() -> Result<()> {
         let lent = FROZEN_COPY.replace("LEND", "install_adapters(&mut copy, &varmap)?;");
         assert_eq!(super::super::testing::lines("sampling_loop_chains_graph", &lent), vec![26]);
     }
+
+    #[test]
+    fn a_loader_that_maps_its_weights_itself_builds_a_frozen_model() {
+        let loader = "fn load_copy(path: &str, dev: &Device) -> Result<Flow> {\n    let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[path], DType::F32, dev)? };\n    Flow::new(vb)\n}\n";
+        let src = FROZEN_COPY
+            .replace("fn main() -> Result<()> {", &format!("{loader}fn main() -> Result<()> {{"))
+            .replace(
+                "Flow::new(unsafe { VarBuilder::from_mmaped_safetensors(&[\"snap.safetensors\"], DType::F32, &dev)? })?",
+                "load_copy(\"snap.safetensors\", &dev)?",
+            )
+            .replace("LEND", "");
+        assert!(src.contains("load_copy(\"snap"));
+        assert_eq!(count("sampling_loop_chains_graph", None, &src), 0);
+    }
 }
