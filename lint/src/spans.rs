@@ -46,6 +46,19 @@ pub(crate) fn byte_range(span: proc_macro2::Span) -> Range<usize> {
 }
 
 /// The offset in the parsed text of a 1-based line and 0-based column in characters.
+/// Whether the current file's text in `range` (byte offsets past the file's offset, as
+/// [`byte_range`] gives them) contains `needle`; true when no file is set or the range is not
+/// in it (the caller then does the full work).
+pub(crate) fn text_contains(range: Range<usize>, needle: &str) -> bool {
+    FILE.with(|cell| match &*cell.borrow() {
+        Some((file, offset)) => file
+            .text
+            .get(offset + range.start..offset + range.end)
+            .is_none_or(|t| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some()),
+        None => true,
+    })
+}
+
 fn byte_at(file: &SourceFile, offset: usize, at: proc_macro2::LineColumn) -> usize {
     let text = &*file.text;
     let begin = file.line_start(at.line).unwrap_or(text.len()).max(offset).min(text.len());

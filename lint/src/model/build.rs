@@ -283,7 +283,14 @@ impl Items<'_> {
             b.g.autodiff = false;
         }
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
-        if self.autodiff_by_type() {
+        if self.autodiff_by_type()
+            && self.crate_fns.makes_autodiff_device
+            && crate::spans::text_contains(
+                crate::spans::byte_range(block.brace_token.span.open()).start
+                    ..crate::spans::byte_range(block.brace_token.span.close()).end,
+                ".autodiff()",
+            )
+        {
             b.devices = device_names(block);
         }
         for input in &sig.inputs {
@@ -713,7 +720,7 @@ impl Builder<'_> {
             // `model: Seg<B::InnerBackend>` in every declaration of the name: untracked.
             if !self.g.spec.inner_backend_names.is_empty()
                 && let Some(owner) = &self.g.owner
-                && self.crate_fns.inner_fields.contains(&format!("{owner}.{name}"))
+                && self.crate_fns.inner_fields.get(owner).is_some_and(|f| f.contains(&name.to_string()))
             {
                 self.g.inert_seeds.push(v);
             }
@@ -1400,8 +1407,9 @@ impl Builder<'_> {
                 !constructed_type(&i.expr).is_some_and(|t| rust::is_data_pipeline_type(&t))
                     && made_with_generic_args(&i.expr, &mut |a| self.generic_args_autodiff(a) == Some(false))
             }) || matches!(&local.pat, Pat::Type(t) if mentions_inner_backend(&t.ty, self.g.spec))
-                || declared_type(&local.pat, init.map(|i| &*i.expr))
-                    .is_some_and(|t| self.crate_fns.paramless_structs.contains(&t))
+                || (!self.crate_fns.paramless_structs.is_empty()
+                    && declared_type(&local.pat, init.map(|i| &*i.expr))
+                        .is_some_and(|t| self.crate_fns.paramless_structs.contains(&t)))
                 || on_plain_device);
         let closure = match init.map(|i| strip_parens(&i.expr)) {
             Some(Expr::Closure(_)) => Some(self.g.closures.len()),

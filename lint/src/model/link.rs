@@ -1025,16 +1025,18 @@ pub struct CrateNames {
     /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
     /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
     pub(super) plain_fields: HashSet<String>,
-    /// Struct fields, as `Struct.field`, whose type names burn's inner backend in every
+    /// Struct fields, by struct, whose type names burn's inner backend in every
     /// definition of the struct (`model: Seg<B::InnerBackend>`): a model read from one records no
     /// graph.
-    pub(super) inner_fields: HashSet<String>,
+    pub(super) inner_fields: HashMap<String, HashSet<String>>,
     /// burn: structs whose fields hold only plain tensors, host values and other such structs,
     /// never a `Param` or a module of the framework (`struct Gpt2LinearLayer<B: Backend> { weights:
     /// Tensor<B, 2>, bias: Tensor<B, 1> }`), in every definition: their tensors are constants, so a
     /// forward pass through one records no graph state of its own. Empty when the crate asks a
     /// tensor to require gradients anywhere (`require_grad()`).
     pub(super) paramless_structs: HashSet<String>,
+    /// burn 0.22: some text of the crate calls `.autodiff()` (makes an autodiff device).
+    pub(super) makes_autodiff_device: bool,
     /// The crate's integer constants and constant arrays, by name: the value of `const STEPS:
     /// usize = 8;`, the length of `const PROMPTS: [&str; 3] = [..];` (`None`: declared more than
     /// once with different values).
@@ -1123,6 +1125,9 @@ fn const_at(text: &str, at: usize) -> Option<(&str, u64)> {
 /// brackets, or the end of the line) names burn's inner backend (`Seg<B::InnerBackend>`,
 /// `Tensor<B::InnerBackend, 2>`, `<B as AutodiffBackend>::InnerModule`).
 fn names_inner_backend(ty: &str) -> bool {
+    if memchr::memmem::find(ty.as_bytes(), b"Inner").is_none() {
+        return false;
+    }
     let mut depth = 0usize;
     let end = ty
         .char_indices()
@@ -1426,12 +1431,12 @@ fn struct_fields<'a>(text: &'a str, out: &mut HashMap<&'a str, Option<Vec<&'a st
 }
 
 /// The named fields of every struct of `text`, generic ones included: into `typed` as
-/// (`Struct.field`, type text), and into `shapes` as the struct's header (its generics) and its
+/// (struct, field, type text), and into `shapes` as the struct's header (its generics) and its
 /// fields' types, every definition's together.
 fn struct_shapes<'a>(
     text: &'a str,
     shapes: &mut HashMap<&'a str, (Vec<&'a str>, Vec<&'a str>)>,
-    typed: &mut Vec<(String, &'a str)>,
+    typed: &mut Vec<(&'a str, &'a str, &'a str)>,
     modules: &mut HashSet<&'a str>,
 ) {
     let bytes = text.as_bytes();
@@ -1500,7 +1505,7 @@ fn struct_shapes<'a>(
                 continue;
             }
             let ty = field[colon + 1..].trim_start();
-            typed.push((format!("{name}.{ident}"), ty));
+            typed.push((name, ident, ty));
             let shape = shapes.entry(name).or_default();
             shape.1.push(ty);
             if shape.0.is_empty() {
@@ -1732,11 +1737,12 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut grads_fields = HashSet::default();
     let mut shapes: HashMap<&str, (Vec<&str>, Vec<&str>)> = HashMap::default();
     let mut requires_grad = false;
+    let mut makes_autodiff_device = false;
     // Structs that derive the framework's `Module`, and owners of a `forward` method: models.
     let mut modules: HashSet<&str> = HashSet::default();
     let mut optimized: HashSet<&str> = HashSet::default();
     // Every struct field with its type's text, for the fields of plain-tensor structs.
-    let mut typed: Vec<(String, &str)> = Vec::new();
+    let mut typed: Vec<(&str, &str, &str)> = Vec::new();
     let (mut plain_fns, mut other_fns) = (HashSet::default(), HashSet::default());
     // The tuple return types of each name's definitions, as written (`None`: one returns no
     // tuple). Their host masks are computed once the host structs are known.
@@ -1830,6 +1836,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         struct_fields(text, &mut structs);
         struct_shapes(text, &mut shapes, &mut typed, &mut modules);
         requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
+        makes_autodiff_device |= memchr::memmem::find(bytes, b".autodiff()").is_some();
         // `Optimizer<MpoDuals<B>, B>`, `OptimizerAdaptor<Adam, Duals<B>, B>`: a type an optimizer
         // steps has parameters, whatever its fields look like.
         for at in memchr::memmem::find_iter(bytes, b"Optimizer") {
@@ -1900,12 +1907,15 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     };
     // A field typed with the inner backend or by a plain-tensor struct (`block: Block<B>`), in
     // every definition of its struct.
-    let mut untracked: HashMap<&str, bool> = HashMap::default();
-    for (field, ty) in &typed {
+    let mut untracked: HashMap<(&str, &str), bool> = HashMap::default();
+    for &(owner, field, ty) in &typed {
         let u = names_inner_backend(ty) || paramless_structs.contains(&ty[..rust::ident_len(ty)]);
-        untracked.entry(field.as_str()).and_modify(|v| *v &= u).or_insert(u);
+        untracked.entry((owner, field)).and_modify(|v| *v &= u).or_insert(u);
     }
-    let inner_fields = untracked.into_iter().filter(|&(_, u)| u).map(|(field, _)| field.to_string()).collect();
+    let mut inner_fields: HashMap<String, HashSet<String>> = HashMap::default();
+    for ((owner, field), _) in untracked.into_iter().filter(|&(_, u)| u) {
+        inner_fields.entry(owner.to_string()).or_default().insert(field.to_string());
+    }
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
@@ -1926,6 +1936,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         plain_fields,
         inner_fields,
         paramless_structs,
+        makes_autodiff_device,
         consts,
         grads_fields,
         plain_fns,
