@@ -45,6 +45,7 @@ pub(super) static SPEC: Spec = Spec {
         "Var::from_vec",
         "Var::from_slice",
     ],
+    grad_zero_in_place: None,
     frozen_constructors: &[
         "VarBuilder::from_mmaped_safetensors",
         "VarBuilder::from_buffered_safetensors",

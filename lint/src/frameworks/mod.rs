@@ -225,6 +225,9 @@ pub struct Spec {
     /// trainable variables (candle `VarBuilder::from_mmaped_safetensors`, `from_tensors`): a model
     /// built with one records no graph (a frozen copy for sampling, a pretrained backbone).
     pub frozen_constructors: &'static [&'static str],
+    /// A getter of a tensor's gradient and the in-place method that zeroes what it returns (tch
+    /// `v.grad().zero_()`): clearing gradients by hand, one variable at a time.
+    pub grad_zero_in_place: Option<(&'static str, &'static str)>,
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.
     pub detach_changes_type: bool,

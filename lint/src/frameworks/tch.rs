@@ -96,6 +96,7 @@ pub(super) static SPEC: Spec = Spec {
     ],
     trainable_constructors: &[],
     frozen_constructors: &[],
+    grad_zero_in_place: Some(("grad", "zero_")),
     detach_changes_type: false,
     host_number_types: &[],
     scalar_fix: "f64::try_from(&{})?",

@@ -413,6 +413,9 @@ struct Builder<'c> {
     /// device (`let ad = device.autodiff();`) and to a plain one (`device` of that call,
     /// `let device = Device::default();`). A model built with only plain ones records no graph.
     devices: Option<(Vec<String>, Vec<String>)>,
+    /// tch: locals bound to a tensor's gradient (`let mut g = v.grad();`), whose `zero_()`
+    /// clears it.
+    grad_locals: Vec<String>,
     /// Local bindings of a closure (`let update = |..| { ..backward.. };`): (binding, closure).
     closure_bindings: Vec<(BindingId, usize)>,
     /// Loop bindings that are elements of a `self` field (`block` in `for block in
@@ -598,6 +601,7 @@ impl Builder<'_> {
             closure_tails: Vec::new(),
             closure_state: None,
             devices: None,
+            grad_locals: Vec::new(),
             closure_bindings: Vec::new(),
             element_of: Vec::new(),
             unwrapped: Default::default(),
@@ -1391,6 +1395,14 @@ impl Builder<'_> {
         // Not a data pipeline made for the inner backend (`Batcher::<B::InnerBackend>::new(..)`
         // feeds a learner's validation): what a call it is handed returns is not a model made
         // untracked (`learner.fit(train, valid)` returns the trained autodiff model).
+        if let Some((getter, _)) = self.g.spec.grad_zero_in_place
+            && let (Pat::Ident(p), Some(i)) = (strip_pat_type(&local.pat), init)
+            && let Expr::MethodCall(g) = strip_try(&i.expr)
+            && g.method == getter
+            && g.args.is_empty()
+        {
+            self.grad_locals.push(p.ident.to_string());
+        }
         // burn 0.22: `let teacher = Mlp::new(.., &device)` beside `let ad = device.autodiff();`.
         // `let model = model.fork(&ad);`: whatever it was built from, it is on the autodiff device.
         let on_autodiff_device = init.and_then(|i| self.device_mentions(&i.expr)).is_some_and(|(_, ad)| ad);
@@ -1983,6 +1995,10 @@ impl Builder<'_> {
     /// Records variables created in a store, when `first` (the first argument) or `receiver`
     /// names a store path.
     fn note_var_creation(&mut self, span: Span, root: super::graph::VarRoot) {
+        // Made only when missing (`if self.head.is_none() { .. }`): once, not per call.
+        if self.lazy_init > 0 {
+            return;
+        }
         let closure = self.closure_stack.last().map(|&(c, _, _)| c);
         let in_loop = self.cur_loop();
         self.g.var_creations.push(super::graph::VarCreation { span, in_loop, closure, root });
@@ -2332,6 +2348,23 @@ impl Builder<'_> {
             self.exprs(m.args.iter(), false);
             self.record_call(TrainingCallKind::Clear, span(self), receiver_text());
             return true;
+        }
+        // tch `v.grad().zero_()`, `let mut g = v.grad(); g.zero_()`: one variable's gradient
+        // cleared by hand.
+        if let Some((getter, zero)) = spec.grad_zero_in_place
+            && name == zero
+            && argc == 0
+        {
+            let by_hand = match strip_parens(&m.receiver) {
+                Expr::MethodCall(g) => g.method == getter && g.args.is_empty(),
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.grad_locals.contains(&i.to_string())),
+                _ => false,
+            };
+            if by_hand {
+                self.expr(&m.receiver);
+                self.record_call(TrainingCallKind::Clear, span(self), receiver_text());
+                return true;
+            }
         }
         if spec.fresh_tape_methods.contains(&name) {
             // A tape with a fresh gradient store: this iteration's gradients start from zero.
@@ -3096,6 +3129,12 @@ impl Builder<'_> {
     }
 
     fn if_expr(&mut self, i: &syn::ExprIf) -> Val {
+        // tch `if g.defined() { g.zero_(); }`: a gradient is undefined only before the first
+        // backward, so what clears it whenever it exists runs on every step that needs it.
+        if i.else_branch.is_none() && self.tests_grad_defined(&i.cond) {
+            self.expr(&i.cond);
+            return self.block(&i.then_branch);
+        }
         let mark = self.env.len();
         self.expr(&i.cond);
         let after_cond: Vec<_> = self.env[..mark.min(self.env.len())].to_vec();
@@ -3137,7 +3176,11 @@ impl Builder<'_> {
         let then_id = self.next_branch + 1;
         let leaves = leaves_function(&i.then_branch);
         self.leaving += usize::from(leaves);
+        // `if self.head.is_none() { self.head = Some(nn::linear(..)) }`: made once, when missing.
+        let lazy = is_none_test(&i.cond);
+        self.lazy_init += usize::from(lazy);
         let then = self.branch(|s| s.block(&i.then_branch));
+        self.lazy_init -= usize::from(lazy);
         self.leaving -= usize::from(leaves);
         self.env.truncate(mark);
         let after_then = std::mem::replace(&mut self.env, after_cond.clone());
@@ -3156,6 +3199,20 @@ impl Builder<'_> {
         let span = self.span(i.if_token.span);
         self.merge(&[after_then, after_else], span.clone());
         self.combine(vec![(then, span.clone()), (els, span)], false)
+    }
+
+    /// tch: whether `cond` is `g.defined()` for a gradient (`v.grad().defined()`, or a local
+    /// bound to one).
+    fn tests_grad_defined(&self, cond: &Expr) -> bool {
+        let Some((getter, _)) = self.g.spec.grad_zero_in_place else { return false };
+        let Expr::MethodCall(m) = strip_parens(cond) else { return false };
+        m.method == "defined"
+            && m.args.is_empty()
+            && match strip_parens(&m.receiver) {
+                Expr::MethodCall(g) => g.method == getter && g.args.is_empty(),
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.grad_locals.contains(&i.to_string())),
+                _ => false,
+            }
     }
 
     fn match_expr(&mut self, m: &syn::ExprMatch) -> Val {
@@ -3734,6 +3791,18 @@ fn device_names(body: &Block) -> Option<(Vec<String>, Vec<String>)> {
         d.plain.retain(|p| !d.autodiff.contains(p));
         (d.autodiff, d.plain)
     })
+}
+
+/// `x.is_none()`, `self.head.is_none()`, `let None = x`: a test that a value is still missing.
+fn is_none_test(cond: &Expr) -> bool {
+    match strip_parens(cond) {
+        Expr::MethodCall(m) => m.method == "is_none" && m.args.is_empty(),
+        Expr::Let(l) => {
+            matches!(&*l.pat, Pat::Ident(p) if p.ident == "None")
+                || matches!(&*l.pat, Pat::Path(p) if p.path.is_ident("None"))
+        }
+        _ => false,
+    }
 }
 
 /// Whether a loop body ends with an unconditional `break` and holds no `continue` (in nested

@@ -74,7 +74,13 @@ literal bound of at most 256 iterations is left alone; longer ones (timing loops
 `PROMPTS.iter()`). A
 call through a type parameter (`self.agent.update(batch)` with `agent: A`) reaches the trait's
 methods only, and when no type of the crate implements the method (a library's trainer, whose
-users write the agents), its loop is left alone: their `update` may run backward. A model handed over untracked (`model.valid()`,
+users write the agents), its loop is left alone: their `update` may run backward. A model of
+plain tensors (a `Module` whose weights are `Tensor` fields, no `Param`: constants, as when
+weights are loaded with `Tensor::from_data`) records no graph of its own, unless the crate asks a
+tensor to `require_grad()` or steps the type with an optimizer; neither does a struct field every
+write of which is an untracked model (`Self { backbone: load(..).no_grad(), .. }`), nor, with
+burn 0.22, a model built on the plain device in a function that also makes `device.autodiff()`
+(`Mlp::new(.., &device)`; `.fork(&ad)` makes it tracked). A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
 reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter, a local or a struct field whose type names the inner backend (`model:
 &Lm<B::InnerBackend>`). A model's own methods that return what they compute

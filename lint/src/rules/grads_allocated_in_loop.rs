@@ -20,8 +20,11 @@ inside a loop that runs backward, or in a function that such a loop calls on eve
 agent's `learn` or `act`, directly or through other calls). A store is recognised by what it is, whatever its name: a
 binding made by `alloc_grads()`, a binding, parameter or field declared as `Gradients<..>`, or a
 value handed to `trace(..)`/`traced(..)` (`model.forward(x.trace(zeroed.clone()))`). Not
-flagged: a store made once per epoch around an inner loop that trains, and one made only when
-none is kept yet (`self.grads.take().unwrap_or_else(|| self.net.alloc_grads())`).
+flagged: a store made once per epoch around an inner loop that trains (also in a function called
+once per epoch, or per setting of a sweep that trains through another function), one made only
+when none is kept yet (`self.grads.take().unwrap_or_else(|| self.net.alloc_grads())`, `if
+self.grads.is_none() { .. }`), a value of another type named like one (`episode_grads:
+GradStats`), and a test's loop of at most 256 literal iterations.
 
 ### Why is this bad?
 A `Gradients` store holds one buffer per parameter: allocating or cloning it every iteration

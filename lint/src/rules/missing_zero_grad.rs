@@ -17,7 +17,8 @@ Where gradients accumulate until cleared (tch, dfdx), finds a training iteration
 backward and steps the optimizer with no gradient clearing on the path of every step:
 no `opt.zero_grad()` (tch), no `model.zero_grads(&mut grads)` (dfdx), no combined call that
 clears (`opt.backward_step(&loss)` in tch), no clearing of each variable of the store (`for mut
-v in vs.trainable_variables() { v.zero_grad(); }`). A closure bound to a local that runs backward
+v in vs.trainable_variables() { v.zero_grad(); }`, or by hand: `v.grad().zero_()`, also behind `if
+g.defined()`). A closure bound to a local that runs backward
 and steps (`let mut fit_batch = |x, y| { ..; loss.backward(); opt.step() };`) is an iteration
 wherever a loop calls it.
 
@@ -369,5 +370,36 @@ fn main() {
         assert_eq!(crate::rules::testing::lines("missing_zero_grad", &src), vec![15]);
         let cleared = CLOSURE_STEP.replace("CLEAR", "opt.zero_grad();");
         assert_eq!(count("missing_zero_grad", None, &cleared), 0);
+    }
+
+    /// Gradients cleared by hand, one variable at a time (as PyTorch's `p.grad.zero_()`).
+    const BY_HAND: &str = r#"
+use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
+fn main() -> anyhow::Result<()> {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let net = nn::seq().add(nn::linear(vs.root() / "a", 10, 10, Default::default()));
+    let mut opt = nn::Sgd::default().build(&vs, 1e-2)?;
+    for _ in 0..100_000 {
+        for v in vs.trainable_variables() {
+            let mut g = v.grad();
+            if g.defined() {
+                CLEAR
+            }
+        }
+        let x = Tensor::randn([8, 10], (Kind::Float, Device::Cpu));
+        let loss = net.forward(&x).mse_loss(&x, tch::Reduction::Mean);
+        loss.backward();
+        opt.step();
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_gradient_zeroed_in_place_is_cleared() {
+        assert_eq!(count("missing_zero_grad", None, &BY_HAND.replace("CLEAR", "let _ = g.zero_();")), 0);
+        assert_eq!(count("missing_zero_grad", None, &BY_HAND.replace("CLEAR", "let _ = v.grad().zero_();")), 0);
+        // Read, not cleared: the gradients pile up.
+        assert_eq!(count("missing_zero_grad", None, &BY_HAND.replace("CLEAR", "println!(\"{}\", g.norm());")), 1);
     }
 }

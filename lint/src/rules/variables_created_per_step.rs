@@ -22,6 +22,9 @@ Finds layers and variables created in a variable store that outlives the step
 - in a function a training loop reaches (an evaluation every few epochs), with the store kept in
   a field of `self`: every call adds a model's worth of variables.
 
+A layer made only when it is missing (`if self.head.is_none() { self.head = Some(nn::linear(..)) }`,
+`if let None = self.head`) is made once and is not reported.
+
 ### Why is this bad?
 A tch `VarStore` keeps every variable created in it: a second `nn::linear(vs.root() / "fc", ..)`
 does not reuse `fc`, it adds `fc__1`, then `fc__2`, … So memory grows every step, the optimizer
@@ -329,5 +332,38 @@ fn train(vs: &nn::VarStore, net: &Net, evaluator: &Evaluator, data: &[Tensor]) {
             .replace("        }\n    }\n}\n", "        }\n    }\n    println!(\"{}\", evaluator.pit());\n}\n");
         assert!(once.contains("    }\n    println!(\"{}\", evaluator.pit());\n}"), "{once}");
         assert_eq!(count("variables_created_per_step", None, &once), 0);
+    }
+
+    /// A head created on the first forward, when its input width is known.
+    const LAZY_HEAD: &str = r#"
+use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
+struct Lazy { root: nn::Path<'static>, head: Option<nn::Linear> }
+impl Lazy {
+    fn forward(&mut self, feats: &Tensor) -> Tensor {
+        if TEST {
+            self.head = Some(nn::linear(&self.root / "head", feats.size()[1], 5, Default::default()));
+        }
+        self.head.as_ref().unwrap().forward(feats)
+    }
+}
+fn main() -> anyhow::Result<()> {
+    let vs: &'static nn::VarStore = Box::leak(Box::new(nn::VarStore::new(Device::Cpu)));
+    let mut clf = Lazy { root: vs.root(), head: None };
+    let mut opt = nn::Adam::default().build(vs, 1e-3)?;
+    for _ in 0..100_000 {
+        let x = Tensor::randn([32, 300], (Kind::Float, Device::Cpu));
+        let loss = clf.forward(&x).mean(Kind::Float);
+        opt.backward_step(&loss);
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_variable_made_only_when_missing_is_made_once() {
+        assert_eq!(count("variables_created_per_step", None, &LAZY_HEAD.replace("TEST", "self.head.is_none()")), 0);
+        assert_eq!(count("variables_created_per_step", None, &LAZY_HEAD.replace("TEST", "let None = self.head")), 0);
+        // Made on every call that asks for a new head.
+        assert_eq!(count("variables_created_per_step", None, &LAZY_HEAD.replace("TEST", "feats.size()[1] > 0")), 1);
     }
 }
