@@ -1918,6 +1918,26 @@ impl Builder<'_> {
             .iter()
             .find(|v| v.kind == CallKind::Forward && v.closure == Some(closure) && v.in_loop != here)
             .cloned();
+        // dfdx: a store the closure allocates or copies is made on every call, here.
+        let stores: Vec<super::graph::VocabCall> = self
+            .g
+            .vocab_calls
+            .iter()
+            .filter(|v| {
+                matches!(v.kind, CallKind::AllocGrads | CallKind::GradsCopy)
+                    && v.closure == Some(closure)
+                    && v.in_loop != here
+                    && !v.lazy
+            })
+            .cloned()
+            .collect();
+        for mut v in stores {
+            v.span = span.clone();
+            v.in_loop = here;
+            v.path = self.path.clone();
+            v.closure = self.closure_stack.last().map(|&(c, _, _)| c);
+            self.g.vocab_calls.push(v);
+        }
         if let Some(mut v) = forward {
             self.mark_forward();
             v.span = span.clone();
@@ -2439,7 +2459,16 @@ impl Builder<'_> {
             return Val { reads: vec![n], producer: Producer::Derived, op: false };
         }
         let moves = common::MOVE_METHODS.contains(&name.as_str());
-        if moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name) {
+        // `stats.add(loss.clone())` with `stats: EpochStats` and `impl EpochStats { fn add(..) }`:
+        // the crate's method, though tensors have one of that name.
+        let crate_method_of_receiver = !self.crate_fns.tensor_name_owners.is_empty()
+            && self.crate_fns.tensor_name_owners.get(&name).is_some_and(|owners| {
+                self.binding_ref(&m.receiver)
+                    .is_some_and(|b| !b.ty_guessed && b.ty.as_ref().is_some_and(|t| owners.contains(t)))
+            });
+        if !crate_method_of_receiver
+            && (moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name))
+        {
             if !moves {
                 let param_ops = self.param_op_mask(&recv);
                 if (param_ops != 0 || self.after_backward()) && !frameworks::is_untracked_method(&name) {

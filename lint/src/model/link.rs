@@ -1076,6 +1076,10 @@ pub struct CrateNames {
     /// define a method of that name (`impl<B> Trainer<B> { fn step(&self, ..) }`). A call of it on
     /// a value of such a type is the crate's own method, not the framework's.
     pub(super) vocab_owners: HashMap<&'static str, HashSet<String>>,
+    /// For tensor-method names (`add`, `sub`, ..): the crate's types that define a method of that
+    /// name (`impl EpochStats { fn add(&mut self, l: Tensor<B, 1>) }`). A call of it on a value of
+    /// such a type is the crate's method, not a tensor operation.
+    pub(super) tensor_name_owners: HashMap<String, HashSet<String>>,
 }
 
 impl CrateNames {
@@ -1738,6 +1742,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut shapes: HashMap<&str, (Vec<&str>, Vec<&str>)> = HashMap::default();
     let mut requires_grad = false;
     let mut makes_autodiff_device = false;
+    let mut tensor_name_owners: HashMap<String, HashSet<String>> = HashMap::default();
     // Structs that derive the framework's `Module`, and owners of a `forward` method: models.
     let mut modules: HashSet<&str> = HashSet::default();
     let mut optimized: HashSet<&str> = HashSet::default();
@@ -1825,6 +1830,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     && let Some(owner) = impl_self_type(text, at)
                 {
                     modules.insert(owner);
+                }
+                if crate::frameworks::common::is_tensor_method(name)
+                    && let Some(owner) = impl_self_type(text, at)
+                {
+                    tensor_name_owners.entry(name.to_string()).or_default().insert(owner.to_string());
                 }
                 if let Some(&vocab) = TRAINING_CALL_NAMES.iter().find(|&&v| v == name)
                     && let Some(owner) = impl_self_type(text, at)
@@ -1946,6 +1956,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         tuple_fns,
         alias_names,
         vocab_owners,
+        tensor_name_owners,
     }
 }
 

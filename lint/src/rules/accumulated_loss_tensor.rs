@@ -540,4 +540,36 @@ fn main() -> Result<()> {
         assert_ne!(trainable, KEYED);
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &trainable), vec![20]);
     }
+
+    /// A stats struct of the crate with its own `add`, folding each step's loss.
+    const STATS_ADD: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct EpochStats<B: Backend> { sum: Option<Tensor<B, 1>>, n: usize }
+impl<B: Backend> EpochStats<B> {
+    pub fn new() -> Self { Self { sum: None, n: 0 } }
+    pub fn add(&mut self, l: Tensor<B, 1>) {
+        self.sum = Some(match self.sum.take() { Some(s) => s + l, None => l });
+        self.n += 1;
+    }
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Tensor<B, 2>], optim: &mut Adam) -> Net<B> {
+    let mut stats = EpochStats::<B>::new();
+    for x in data {
+        let loss = model.forward(x.clone()).mean();
+        stats.add(LOSS);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+    }
+    model
+}
+"#;
+
+    #[test]
+    fn a_crate_method_named_like_a_tensor_op_is_the_crates() {
+        assert_eq!(
+            crate::rules::testing::lines("accumulated_loss_tensor", &STATS_ADD.replace("LOSS", "loss.clone()")),
+            vec![15]
+        );
+        assert_eq!(count("accumulated_loss_tensor", None, &STATS_ADD.replace("LOSS", "loss.clone().detach()")), 0);
+    }
 }

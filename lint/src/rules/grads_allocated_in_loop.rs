@@ -356,4 +356,31 @@ fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)], epochs: usize) -> Option<Che
             1
         );
     }
+
+    /// A bound closure that allocates a store, called once per batch.
+    const CLOSURE_ALLOC: &str = r#"
+use dfdx::prelude::*;
+fn main() {
+    let dev: Cpu = Default::default();
+    let mut m = dev.build_module::<Arch, f32>();
+    let mut opt = Adam::new(&m, AdamConfig::default());
+    STORE
+    let mut fit_batch = |x: X, y: Y| {
+        let loss = mse_loss(m.forward_mut(x.traced(GRADS)), y);
+        let g = loss.backward();
+        opt.update(&mut m, &g).unwrap();
+    };
+    for _ in 0..100_000 {
+        fit_batch(dev.sample_normal(), dev.sample_normal());
+    }
+}
+"#;
+
+    #[test]
+    fn a_closure_that_allocates_allocates_where_it_is_called() {
+        let fresh = CLOSURE_ALLOC.replace("STORE", "").replace("GRADS", "m.alloc_grads()");
+        assert_eq!(crate::rules::testing::lines("grads_allocated_in_loop", &fresh), vec![14]);
+        let reused = CLOSURE_ALLOC.replace("STORE", "let mut grads = m.alloc_grads();").replace("GRADS", "grads");
+        assert_eq!(count("grads_allocated_in_loop", None, &reused), 0);
+    }
 }
