@@ -41,6 +41,7 @@ pub(super) static SPEC: Spec = Spec {
     var_builders: &[],
     var_methods: &[],
     trainable_constructors: &[],
+    frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],
     detach_changes_type: true,

@@ -228,6 +228,9 @@ pub struct Spec {
     /// A getter of a tensor's gradient and the in-place method that zeroes what it returns (tch
     /// `v.grad().zero_()`): clearing gradients by hand, one variable at a time.
     pub grad_zero_in_place: Option<(&'static str, &'static str)>,
+    /// Library methods that load a model's weights from files as plain tensors (candle
+    /// transformers' `sd_config.build_unet(path, ..)`): frozen, as [`Spec::frozen_constructors`].
+    pub frozen_methods: &'static [&'static str],
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.
     pub detach_changes_type: bool,

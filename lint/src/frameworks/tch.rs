@@ -27,6 +27,8 @@ pub(super) static SPEC: Spec = Spec {
     cut_methods: &[
         "detach",
         "detach_",
+        // PyTorch's `.data`: the same storage without autograd history.
+        "data",
         "double_value",
         "int64_value",
         "f_double_value",
@@ -96,6 +98,7 @@ pub(super) static SPEC: Spec = Spec {
     ],
     trainable_constructors: &[],
     frozen_constructors: &[],
+    frozen_methods: &[],
     grad_zero_in_place: Some(("grad", "zero_")),
     detach_changes_type: false,
     host_number_types: &[],

@@ -2427,6 +2427,12 @@ impl Builder<'_> {
             self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..recv };
         }
+        // `sd_config.build_unet(path, ..)`: a library loader of plain weights (not the crate's own).
+        if self.g.spec.frozen_methods.contains(&name.as_str()) && !self.crate_fns.fns.contains(&name) {
+            let args = self.exprs(m.args.iter(), false);
+            self.g.untracks_models = true;
+            return Val { producer: Producer::InertModel, ..args };
+        }
         if name == common::AUTODIFF_DEVICE_METHOD && argc == 0 {
             // burn 0.22: `device.autodiff()` makes an autodiff device.
             self.g.autodiff = true;
@@ -3834,7 +3840,7 @@ fn is_none_test(cond: &Expr) -> bool {
     }
 }
 
-/// Whether a loop body ends with an unconditional `break` and holds no `continue` (in nested
+/// Whether a loop body ends with an unconditional `break` or `return` and holds no `continue` (in nested
 /// loops and closures included, to stay simple): its loop runs the body at most once.
 fn runs_once(body: &Block) -> bool {
     struct Continue(bool);
@@ -3843,7 +3849,7 @@ fn runs_once(body: &Block) -> bool {
             self.0 = true;
         }
     }
-    let ends_with_break = matches!(body.stmts.last(), Some(Stmt::Expr(Expr::Break(_), _)));
+    let ends_with_break = matches!(body.stmts.last(), Some(Stmt::Expr(Expr::Break(_) | Expr::Return(_), _)));
     if !ends_with_break {
         return false;
     }

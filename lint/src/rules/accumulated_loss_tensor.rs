@@ -572,4 +572,28 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Tensor<B, 2>], optim
         );
         assert_eq!(count("accumulated_loss_tensor", None, &STATS_ADD.replace("LOSS", "loss.clone().detach()")), 0);
     }
+
+    /// tch: a running sum of PyTorch's `.data` (no autograd history).
+    const TCH_DATA: &str = r#"
+use tch::{nn, nn::Module, nn::OptimizerConfig, Device, Kind, Tensor};
+fn main() -> anyhow::Result<()> {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let net = nn::linear(vs.root() / "a", 10, 1, Default::default());
+    let mut opt = nn::Sgd::default().build(&vs, 1e-2)?;
+    let mut running = Tensor::zeros([], (Kind::Float, Device::Cpu));
+    for _ in 0..10_000 {
+        let x = Tensor::randn([8, 10], (Kind::Float, Device::Cpu));
+        let loss = net.forward(&x).mean(Kind::Float);
+        opt.backward_step(&loss);
+        running = running + LOSS;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn tchs_data_has_no_autograd_history() {
+        assert_eq!(count("accumulated_loss_tensor", None, &TCH_DATA.replace("LOSS", "loss.data()")), 0);
+        assert_eq!(count("accumulated_loss_tensor", None, &TCH_DATA.replace("LOSS", "loss.shallow_clone()")), 1);
+    }
 }

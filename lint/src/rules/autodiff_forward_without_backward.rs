@@ -26,7 +26,7 @@ call (sampling after training). A loop that follows every backward of its functi
 nothing calls once per training step (`let model = train(..);` and then an evaluation loop in
 `main`), is reported: no backward follows its forwards. The closure of an iterator method is a
 loop body (`batches.iter().map(|b| model.forward(b.clone()))`, rayon's `par_iter().for_each(..)`),
-and a loop whose body runs at most once (`for x in loader.iter() { ..; break; }`, `0..1`,
+and a loop whose body runs at most once (`for x in loader.iter() { ..; break; }`, or `return ..;`, `0..1`,
 `.take(1)`) is not a loop. The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
 step in runner.take(n)`). A function whose every backward waits for a warm-up (`fn
 step_once(&mut self) { self.agent.act(..); self.agent.observe(..) }`) hands its forwards to the
@@ -2900,6 +2900,8 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[Tensor<B, 2>], optim
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![13]);
         let looping = BOUNDED.replace("        break;\n", "");
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &looping), vec![20]);
+        let returning = BOUNDED.replace("        break;\n", "        return model;\n");
+        assert_eq!(count("autodiff_forward_without_backward", None, &returning), 0);
     }
 
     /// A backbone frozen when the struct is built, and per-head metrics in a training step.

@@ -94,9 +94,12 @@ impl Rule for MissingZeroGrad {
                 };
                 // `for mut v in vs.trainable_variables() { v.zero_grad(); }` clears what every
                 // optimizer on the store steps, wherever the loop around it runs.
+                // Also written as an iterator method (`vs.trainable_variables().iter_mut()
+                // .for_each(|v| v.zero_grad())`), whose closure is a branch of its own in the loop.
                 let clears_variables = |c: &TrainingCall| {
+                    let path = c.path();
                     c.in_loop().is_some_and(|l| f.loop_over_variables(l))
-                        && c.path().split_last().is_some_and(|(_, outer)| step.path().starts_with(outer))
+                        && (1..=2.min(path.len())).any(|k| step.path().starts_with(&path[..path.len() - k]))
                 };
                 let cleared = clears
                     .iter()
@@ -401,5 +404,17 @@ fn main() -> anyhow::Result<()> {
         assert_eq!(count("missing_zero_grad", None, &BY_HAND.replace("CLEAR", "let _ = v.grad().zero_();")), 0);
         // Read, not cleared: the gradients pile up.
         assert_eq!(count("missing_zero_grad", None, &BY_HAND.replace("CLEAR", "println!(\"{}\", g.norm());")), 1);
+    }
+
+    #[test]
+    fn clearing_every_variable_through_an_iterator_method_clears() {
+        let src = BY_HAND.replace(
+            "        for v in vs.trainable_variables() {\n            let mut g = v.grad();\n            if g.defined() {\n                CLEAR\n            }\n        }\n",
+            "        vs.trainable_variables().iter_mut().for_each(|v| v.zero_grad());\n",
+        );
+        assert!(src.contains("for_each(|v| v.zero_grad())"));
+        assert_eq!(count("missing_zero_grad", None, &src), 0);
+        let other = src.replace("v.zero_grad()", "println!(\"{}\", v.norm())");
+        assert_eq!(count("missing_zero_grad", None, &other), 1);
     }
 }

@@ -669,4 +669,16 @@ fn main() -> Result<()> {
         assert!(src.contains("load_copy(\"snap"));
         assert_eq!(count("sampling_loop_chains_graph", None, &src), 0);
     }
+
+    #[test]
+    fn a_library_loader_of_weights_files_builds_a_frozen_model() {
+        let src = FROZEN_COPY
+            .replace(
+                "Flow::new(unsafe { VarBuilder::from_mmaped_safetensors(&[\"snap.safetensors\"], DType::F32, &dev)? })?",
+                "sd_config.build_unet(\"unet.safetensors\", &dev, 4, false, DType::F32)?",
+            )
+            .replace("LEND", "");
+        assert!(src.contains("build_unet"));
+        assert_eq!(count("sampling_loop_chains_graph", None, &src), 0);
+    }
 }
