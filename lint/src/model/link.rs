@@ -1076,7 +1076,7 @@ pub struct CrateNames {
     /// define a method of that name (`impl<B> Trainer<B> { fn step(&self, ..) }`). A call of it on
     /// a value of such a type is the crate's own method, not the framework's.
     pub(super) vocab_owners: HashMap<&'static str, HashSet<String>>,
-    /// For tensor-method names (`add`, `sub`, ..): the crate's types that define a method of that
+    /// For the additive tensor-method names (`add`, `sub`, `lerp`): the crate's types that define a method of that
     /// name (`impl EpochStats { fn add(&mut self, l: Tensor<B, 1>) }`). A call of it on a value of
     /// such a type is the crate's method, not a tensor operation.
     pub(super) tensor_name_owners: HashMap<String, HashSet<String>>,
@@ -1831,7 +1831,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 {
                     modules.insert(owner);
                 }
-                if crate::frameworks::common::is_tensor_method(name)
+                if crate::frameworks::common::ADDITIVE_METHODS.contains(&name)
                     && let Some(owner) = impl_self_type(text, at)
                 {
                     tensor_name_owners.entry(name.to_string()).or_default().insert(owner.to_string());
