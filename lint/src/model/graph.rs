@@ -1197,7 +1197,7 @@ impl FnModel {
     }
 
     /// Whether loop `l` runs forward passes and every one is on a model made inert (built from
-    /// plain weights, `valid()`): none of them records a graph.
+    /// plain weights, `valid()`) and reads no graph-carrying input: none of them records a graph.
     pub fn only_inert_forwards_in(&self, l: LoopId) -> bool {
         let mut any = false;
         for n in self.graph.node_indices() {
@@ -1206,6 +1206,15 @@ impl FnModel {
             {
                 let inert = |v: NodeIndex| self.taint(v).has(Taint::INERT_MODEL);
                 if !receiver.is_some_and(|r| inert(r) || self.receiver_root(r).is_some_and(inert)) {
+                    return false;
+                }
+                // A frozen model handed graph-carrying inputs (a trainable embedding as the
+                // conditioning) records a graph all the same.
+                if self
+                    .graph
+                    .neighbors_directed(n, Direction::Incoming)
+                    .any(|m| self.taint(m).has(Taint::GRAPH) || self.taint(m).has(Taint::TRAINABLE))
+                {
                     return false;
                 }
                 any = true;
@@ -1618,7 +1627,17 @@ impl FnModel {
                     NodeKind::Value(Producer::InertModel) => node.taint.union(Taint::INERT_MODEL),
                     NodeKind::Value(Producer::Forward { receiver }) => {
                         let inert = receiver.is_some_and(|r| self.graph[r].taint.has(Taint::INERT_MODEL));
-                        if inert { node.taint } else { node.taint.union(Taint::GRAPH) }
+                        // A model that records nothing of its own still carries the graph of
+                        // what it is handed (candle: a frozen UNet conditioned on a trainable
+                        // embedding).
+                        let handed_graph = inert
+                            && self.graph.edges_directed(n, Direction::Incoming).any(|e| {
+                                Some(e.source()) != receiver && {
+                                    let t = self.graph[e.source()].taint;
+                                    t.has(Taint::GRAPH) || t.has(Taint::TRAINABLE)
+                                }
+                            });
+                        if inert && !handed_graph { node.taint } else { node.taint.union(Taint::GRAPH) }
                     }
                 };
                 if new != self.graph[n].taint {

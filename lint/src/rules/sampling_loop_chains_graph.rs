@@ -681,4 +681,39 @@ fn main() -> Result<()> {
         assert!(src.contains("build_unet"));
         assert_eq!(count("sampling_loop_chains_graph", None, &src), 0);
     }
+
+    /// Textual inversion: a frozen UNet sampled during training, conditioned on the trainable
+    /// token embedding.
+    const FROZEN_CONDITIONED: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let unet = sd.build_unet("unet.safetensors", &dev, 4, false, DType::F32)?;
+    let token = Var::randn(0f32, 0.02, 768, &dev)?;
+    let mut opt = AdamW::new(vec![token.clone()], ParamsAdamW::default())?;
+    for step in 0..3000usize {
+        let loss = unet.forward(&noisy(step)?, 0.5, &token.as_tensor().unsqueeze(0)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        if step % 500 == 0 {
+            let cond = COND;
+            let mut x = Tensor::randn(0f32, 1., (1, 4, 64, 64), &dev)?;
+            for t in 0..25 {
+                let eps = unet.forward(&x, t as f64, &cond)?;
+                x = (&x - (eps * 0.04)?)?;
+            }
+            save(&x)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_frozen_model_handed_a_trainable_input_chains_its_graph() {
+        let live = FROZEN_CONDITIONED.replace("COND", "token.as_tensor().unsqueeze(0)?");
+        assert_eq!(super::super::testing::lines("sampling_loop_chains_graph", &live), vec![17]);
+        let detached = FROZEN_CONDITIONED.replace("COND", "token.as_tensor().detach().unsqueeze(0)?");
+        assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+    }
 }
