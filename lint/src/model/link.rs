@@ -791,7 +791,7 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
     mark_callees(
         files,
         resolved,
-        |g, site, c, candidates| {
+        |_, g, site, c, candidates| {
             // Explicit generic arguments say which backend; otherwise the caller's own.
             let autodiff = site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site));
             // A call through a type parameter (`M::soft_update(..)` with `M: Model<B>`) hands
@@ -890,7 +890,7 @@ fn mark_per_step(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnI
     mark_callees(
         files,
         resolved,
-        |g, site, c, _| {
+        |_, g, site, c, _| {
             let in_step = g.per_step_from.is_some() || site.in_loop.is_some_and(|l| g.loop_or_outer_runs_backward(l));
             in_step && c.per_step_from.is_none()
         },
@@ -941,36 +941,19 @@ fn mark_per_iteration(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &
         }
         None
     };
-    loop {
-        let mut made: Vec<(FnId, (std::path::PathBuf, usize, String))> = Vec::new();
-        let mut marked: HashSet<FnId> = HashSet::default();
-        for (caller, ci, callees) in resolved {
-            let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
-            let site = &g.call_sites[*ci];
+    mark_callees(
+        files,
+        resolved,
+        |caller, g, site, c, _| {
             let innermost = site
                 .in_loop
                 .and_then(|l| training_loop(g, l))
-                .is_some_and(|t| !g.has_inner_training_loop(t) && !outer.contains(&(*caller, t)));
+                .is_some_and(|t| !g.has_inner_training_loop(t) && !outer.contains(&(caller, t)));
             let in_step = innermost || (site.in_loop.is_none() && g.per_iteration_from.is_some());
-            if !in_step {
-                continue;
-            }
-            for callee in callees {
-                let c = &files[callee.0].1[callee.1];
-                if callee == caller || c.per_iteration_from.is_some() || !marked.insert(*callee) {
-                    continue;
-                }
-                let (line, _) = file.line_col(site.span.start);
-                made.push((*callee, (file.path().to_path_buf(), line, g.name())));
-            }
-        }
-        if made.is_empty() {
-            return;
-        }
-        for ((fi, gi), from) in made {
-            files[fi].1[gi].per_iteration_from = Some(from);
-        }
-    }
+            in_step && c.per_iteration_from.is_none()
+        },
+        |c, from| c.per_iteration_from = Some(from),
+    );
 }
 
 /// Marks callees to a fixpoint: `reaches(caller, site, callee, candidates)` says whether a call
@@ -979,7 +962,7 @@ fn mark_per_iteration(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &
 fn mark_callees(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
     resolved: &[(FnId, usize, Vec<FnId>)],
-    reaches: impl Fn(&FnModel, &super::graph::CallSite, &FnModel, usize) -> bool,
+    reaches: impl Fn(FnId, &FnModel, &super::graph::CallSite, &FnModel, usize) -> bool,
     mark: impl Fn(&mut FnModel, (std::path::PathBuf, usize, String)),
 ) {
     loop {
@@ -990,7 +973,7 @@ fn mark_callees(
             let site = &g.call_sites[*ci];
             for callee in callees {
                 let c = &files[callee.0].1[callee.1];
-                if callee == caller || !reaches(g, site, c, callees.len()) || !marked.insert(*callee) {
+                if callee == caller || !reaches(*caller, g, site, c, callees.len()) || !marked.insert(*callee) {
                     continue;
                 }
                 let (line, _) = file.line_col(site.span.start);
@@ -1391,19 +1374,22 @@ fn return_head(ret: &str) -> Option<&str> {
 
 /// The field types of every non-generic `struct Name { .. }` and `struct Name(..);` in `text`,
 /// as written, into `out` (a generic struct is `None`: its parameters may be tensors).
-fn struct_fields<'a>(text: &'a str, out: &mut HashMap<&'a str, Option<Vec<&'a str>>>) {
+/// Every `struct Name` of `text`: (byte of the keyword, the name, the text after the name).
+fn structs_of(text: &str) -> impl Iterator<Item = (usize, &str, &str)> {
     let bytes = text.as_bytes();
-    for at in memchr::memmem::find_iter(bytes, b"struct ") {
+    memchr::memmem::find_iter(bytes, b"struct ").filter_map(move |at| {
         if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
-            continue;
+            return None;
         }
         let rest = &text[at + 7..];
         let len = rust::ident_len(rest);
-        if len == 0 {
-            continue;
-        }
-        let name = &rest[..len];
-        let after = rest[len..].trim_start();
+        (len > 0).then(|| (at, &rest[..len], &rest[len..]))
+    })
+}
+
+fn struct_fields<'a>(text: &'a str, out: &mut HashMap<&'a str, Option<Vec<&'a str>>>) {
+    for (_, name, after) in structs_of(text) {
+        let after = after.trim_start();
         let fields = match after.as_bytes().first() {
             Some(&open @ (b'{' | b'(')) => {
                 let close = if open == b'{' { b'}' } else { b')' };
@@ -1443,17 +1429,7 @@ fn struct_shapes<'a>(
     typed: &mut Vec<(&'a str, &'a str, &'a str)>,
     modules: &mut HashSet<&'a str>,
 ) {
-    let bytes = text.as_bytes();
-    for at in memchr::memmem::find_iter(bytes, b"struct ") {
-        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
-            continue;
-        }
-        let rest = &text[at + 7..];
-        let len = rust::ident_len(rest);
-        if len == 0 {
-            continue;
-        }
-        let name = &rest[..len];
+    for (at, name, after) in structs_of(text) {
         // `#[derive(Module, Debug)]` in the attributes before it (since the previous item).
         let before = &text[text[..at].rfind(['}', ';']).map_or(0, |i| i + 1)..at];
         if before.contains("derive(") && before.contains("Module") {
@@ -1461,7 +1437,7 @@ fn struct_shapes<'a>(
         }
         // Past the generics and `where` clause: the body's `{`, unless `;` or `(` comes first.
         let mut depth = 0usize;
-        let Some(open) = rest[len..].char_indices().find_map(|(i, c)| match c {
+        let Some(open) = after.char_indices().find_map(|(i, c)| match c {
             '<' => {
                 depth += 1;
                 None
@@ -1478,8 +1454,8 @@ fn struct_shapes<'a>(
         if open.1 != '{' {
             continue;
         }
-        let header = &rest[len..len + open.0];
-        let body = &rest[len + open.0 + 1..];
+        let header = &after[..open.0];
+        let body = &after[open.0 + 1..];
         let mut depth = 0usize;
         let Some(end) = body.char_indices().find_map(|(i, c)| match c {
             '{' => {
