@@ -1108,6 +1108,22 @@ fn const_at(text: &str, at: usize) -> Option<(&str, u64)> {
     Some((name, int(value)?))
 }
 
+/// The first of `stops` in `s` outside angle brackets (`<..>`), with its byte position.
+fn first_outside_angles(s: &str, stops: &[char]) -> Option<(usize, char)> {
+    let mut depth = 0usize;
+    s.char_indices().find(|&(_, c)| match c {
+        '<' => {
+            depth += 1;
+            false
+        }
+        '>' => {
+            depth = depth.saturating_sub(1);
+            false
+        }
+        c => depth == 0 && stops.contains(&c),
+    })
+}
+
 /// Whether the type that `ty` starts with (up to a `,`, `)`, `;`, `{` or `=` outside angle
 /// brackets, or the end of the line) names burn's inner backend (`Seg<B::InnerBackend>`,
 /// `Tensor<B::InnerBackend, 2>`, `<B as AutodiffBackend>::InnerModule`).
@@ -1115,23 +1131,7 @@ fn names_inner_backend(ty: &str) -> bool {
     if memchr::memmem::find(ty.as_bytes(), b"Inner").is_none() {
         return false;
     }
-    let mut depth = 0usize;
-    let end = ty
-        .char_indices()
-        .find(|&(_, c)| match c {
-            '<' => {
-                depth += 1;
-                false
-            }
-            '>' => {
-                depth = depth.saturating_sub(1);
-                false
-            }
-            ',' | ')' => depth == 0,
-            ';' | '{' | '=' | '\n' => true,
-            _ => false,
-        })
-        .map_or(ty.len(), |(i, _)| i);
+    let end = first_outside_angles(ty, &[',', ')', ';', '{', '=', '\n']).map_or(ty.len(), |(i, _)| i);
     let ty = &ty[..end];
     ["InnerBackend", "InnerModule"].iter().any(|n| {
         memchr::memmem::find_iter(ty.as_bytes(), n.as_bytes())
@@ -1436,19 +1436,7 @@ fn struct_shapes<'a>(
             modules.insert(name);
         }
         // Past the generics and `where` clause: the body's `{`, unless `;` or `(` comes first.
-        let mut depth = 0usize;
-        let Some(open) = after.char_indices().find_map(|(i, c)| match c {
-            '<' => {
-                depth += 1;
-                None
-            }
-            '>' => {
-                depth = depth.saturating_sub(1);
-                None
-            }
-            '{' | ';' | '(' if depth == 0 => Some((i, c)),
-            _ => None,
-        }) else {
+        let Some(open) = first_outside_angles(after, &['{', ';', '(']) else {
             continue;
         };
         if open.1 != '{' {
