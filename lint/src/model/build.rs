@@ -2631,13 +2631,36 @@ impl Builder<'_> {
 
     /// An argument of a call of the crate: its value, and the closure it is written as, if any
     /// (`&mut |o| agent.act(o)`), into `closures` as (argument index, closure).
-    fn arg(&mut self, i: usize, a: &Expr, closures: &mut Vec<(usize, usize)>) -> (Val, Span) {
+    /// A local bound to a closure (`let step = |m, loss| ..; run_epoch(m, data, &mut step)`)
+    /// counts as that closure; a function named by its path (`run_epoch(m, data, sgd_step)`) goes
+    /// into `fns` as (argument index, name).
+    fn arg(
+        &mut self,
+        i: usize,
+        a: &Expr,
+        closures: &mut Vec<(usize, usize)>,
+        fns: &mut Vec<(usize, String)>,
+    ) -> (Val, Span) {
         let mut e = strip_parens(a);
         while let Expr::Reference(r) = e {
             e = strip_parens(&r.expr);
         }
-        if matches!(e, Expr::Closure(_)) {
-            closures.push((i, self.g.closures.len()));
+        match e {
+            Expr::Closure(_) => closures.push((i, self.g.closures.len())),
+            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                let id = p.path.get_ident().map(ToString::to_string).unwrap_or_default();
+                match self.lookup(&id) {
+                    Some(slot) => {
+                        let b = self.env[slot].0;
+                        if let Some(&(_, c)) = self.closure_bindings.iter().find(|(cb, _)| *cb == b) {
+                            closures.push((i, c));
+                        }
+                    }
+                    None if self.crate_fns.fns.contains(id.as_str()) => fns.push((i, id)),
+                    None => {}
+                }
+            }
+            _ => {}
         }
         (self.expr(a), self.cheap(a))
     }
@@ -2646,9 +2669,9 @@ impl Builder<'_> {
     fn crate_method_call(&mut self, m: &syn::ExprMethodCall, name: String, recv: Val, recv_span: Span) -> Val {
         let receiver_self = is_self(&m.receiver);
         let receiver = self.materialize(recv.clone(), recv_span);
-        let mut closure_args = Vec::new();
+        let (mut closure_args, mut fn_args) = (Vec::new(), Vec::new());
         let args: Vec<(Val, Span)> =
-            m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
+            m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args, &mut fn_args)).collect();
         let span = self.span(m.method.span());
         let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
         // `agent.update(batch)` with `agent: &mut A`, `A` a type parameter: any impl of the
@@ -2667,6 +2690,7 @@ impl Builder<'_> {
         let receiver_field_owner = receiver_field.as_ref().and_then(|_| self.field_owner(&m.receiver));
         if let Some(site) = self.g.call_sites.last_mut() {
             site.closure_args = closure_args;
+            site.fn_args = fn_args;
             site.receiver_type = receiver_type;
             site.receiver_type_guessed = receiver_type_guessed;
             site.receiver_field = receiver_field;
@@ -2831,6 +2855,7 @@ impl Builder<'_> {
             receiver_field_owner: None,
             type_param_dispatch: false,
             closure_args: Vec::new(),
+            fn_args: Vec::new(),
             closure: self.closure_stack.last().map(|&(c, _, _)| c),
             args: arg_values,
             result,
@@ -2898,8 +2923,20 @@ impl Builder<'_> {
             if self.g.bindings[b].kind == BindingKind::Param
                 && let Some(index) = self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))
             {
+                // Its result gets a node of its own: a crate function handed in that runs backward
+                // returns what training made of its arguments (set by the crate-level pass).
                 let in_loop = self.cur_loop();
-                self.g.param_calls.push((index, in_loop));
+                let call_span = self.between(first_token(&c.func), c.paren_token.span.close());
+                let args = self.exprs(c.args.iter(), true);
+                let result = self.value_node(args, span);
+                self.g.param_calls.push(super::graph::ParamCall {
+                    param: index,
+                    in_loop,
+                    span: call_span,
+                    path: self.path.clone(),
+                    result,
+                });
+                return Val { reads: vec![result], producer: Producer::Derived, op: false };
             }
         }
         let Expr::Path(p) = &*c.func else {
@@ -3060,9 +3097,9 @@ impl Builder<'_> {
             return self.exprs(c.args.iter(), true);
         }
         // Possibly a function of this crate (`compute_loss(..)`, `Self::helper(..)`).
-        let mut closure_args = Vec::new();
+        let (mut closure_args, mut fn_args) = (Vec::new(), Vec::new());
         let args: Vec<(Val, Span)> =
-            c.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
+            c.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args, &mut fn_args)).collect();
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
         // `M::f(..)` or `<M as Trait>::f(..)` with `M` a type parameter: any impl of the crate.
@@ -3076,6 +3113,7 @@ impl Builder<'_> {
         if let Some(site) = self.g.call_sites.last_mut() {
             site.type_param_dispatch = dispatched;
             site.closure_args = closure_args;
+            site.fn_args = fn_args;
         }
         self.note_bool_literals(c.args.iter());
         self.note_mut_refs(c.args.iter());

@@ -562,7 +562,7 @@ pub struct FnModel {
     pub(super) presence_ifs: Vec<(usize, BindingId)>,
     /// Calls of a parameter (`policy(&obs)` with `policy: &mut impl FnMut(..)`): the parameter's
     /// index and the innermost loop around the call.
-    pub(super) param_calls: Vec<(usize, Option<LoopId>)>,
+    pub(super) param_calls: Vec<ParamCall>,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -591,6 +591,21 @@ pub struct ArgValue {
     pub(super) bool_literal: Option<bool>,
     /// The argument is written `&mut place`: the binding the callee may change.
     pub(super) mut_ref: Option<BindingId>,
+}
+
+/// A call of a parameter (`apply(model, loss)` with `apply: F`, `F: FnMut(..)`, or a `fn(..)`
+/// pointer): what the caller hands in runs here.
+#[derive(Debug, Clone)]
+pub struct ParamCall {
+    /// The parameter's index.
+    pub(super) param: usize,
+    /// The innermost loop around the call.
+    pub(super) in_loop: Option<LoopId>,
+    pub(super) span: Span,
+    /// Branches between the innermost loop body and the call (see `TrainingCall::path`).
+    pub(super) path: Vec<usize>,
+    /// The value node of the call's result.
+    pub(super) result: NodeIndex,
 }
 
 /// A call that may reach one of the crate's own functions.
@@ -622,6 +637,9 @@ pub struct CallSite {
     pub(super) type_param_dispatch: bool,
     /// Arguments written as closures (`&mut |o| agent.act(o)`): (argument index, closure).
     pub(super) closure_args: Vec<(usize, usize)>,
+    /// Arguments written as the path of a function of the crate (`run_epoch(m, data, sgd_step)`):
+    /// (argument index, name).
+    pub(super) fn_args: Vec<(usize, String)>,
     /// The innermost closure of the body the call is in.
     pub(super) closure: Option<usize>,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.

@@ -216,6 +216,9 @@ pub fn link(
     let mut summaries: Vec<Option<Summary>> = vec![None; callees.len()];
     let slot = |id: &FnId| callees.binary_search(id).expect("a callee");
     for _ in 0..MAX_ROUNDS {
+        for (fi, gi) in mark_callback_backwards(files, &resolved) {
+            files[fi].1[gi].propagate();
+        }
         let mut changed: Vec<FnId> = Vec::new();
         for (k, &id) in callees.iter().enumerate() {
             let s = summarize(&files[id.0].1[id.1], &files[id.0].0);
@@ -2280,8 +2283,12 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         .flatten()
         .map(|e| super::graph::At(file.clone(), file.line(e.span.start)));
     let samples = sample_at.is_some();
-    let mut calls_params_in_loop: Vec<usize> =
-        g.param_calls.iter().filter(|(_, l)| l.is_some_and(|l| !g.loops[l].runs_backward)).map(|&(p, _)| p).collect();
+    let mut calls_params_in_loop: Vec<usize> = g
+        .param_calls
+        .iter()
+        .filter(|c| c.in_loop.is_some_and(|l| !g.loops[l].runs_backward))
+        .map(|c| c.param)
+        .collect();
     calls_params_in_loop.dedup();
     let forward_via = if sample_at.is_some() { None } else { forward_via };
     let forward_at = sample_at.or(forward_at);
@@ -2323,6 +2330,77 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         param_ops: g.param_ops,
         stores,
     }
+}
+
+/// A function that calls a parameter in a loop (`fn run_epoch<F: FnMut(Reg<B>, Tensor<B, 1>) ->
+/// Reg<B>>(.., apply: F) { for x in data { ..forward..; model = apply(model, loss) } }`) runs
+/// backward there when a caller hands it a closure (`|m, loss| { loss.backward(); .. }`, also
+/// bound to a local first) or a function of the crate (`sgd_step`) that runs backward: the call
+/// counts as a backward of the callee's loop.
+/// Returns the functions changed.
+fn mark_callback_backwards(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    resolved: &[(FnId, usize, Vec<FnId>)],
+) -> Vec<FnId> {
+    let runs_backward = |g: &FnModel| g.calls.iter().any(|c| c.kind == TrainingCallKind::Backward);
+    let mut marks: Vec<(FnId, usize, String)> = Vec::new();
+    for (caller, ci, candidates) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[ci.to_owned()];
+        if site.closure_args.is_empty() && site.fn_args.is_empty() {
+            continue;
+        }
+        let mut backward_args: Vec<(usize, String)> = site
+            .closure_args
+            .iter()
+            .filter(|&&(_, c)| g.closures.get(c).is_some_and(|s| s.runs_backward))
+            .map(|&(arg, _)| (arg, "closure".to_string()))
+            .collect();
+        for (arg, name) in &site.fn_args {
+            let named = files
+                .iter()
+                .flat_map(|(_, graphs)| graphs.iter())
+                .any(|f| !f.has_self && f.owner.is_none() && f.ident == *name && runs_backward(f));
+            if named {
+                backward_args.push((*arg, name.clone()));
+            }
+        }
+        for &callee in candidates {
+            for (arg, name) in &backward_args {
+                marks.push((callee, *arg, name.clone()));
+            }
+        }
+    }
+    let mut changed = Vec::new();
+    for (callee, arg, name) in marks {
+        let g = &mut files[callee.0].1[callee.1];
+        let calls: Vec<super::graph::ParamCall> = g.param_calls.iter().filter(|c| c.param == arg).cloned().collect();
+        for c in calls {
+            if g.calls.iter().any(|t| t.kind == TrainingCallKind::Backward && t.span == c.span) {
+                continue;
+            }
+            g.graph[c.result].kind = NodeKind::Value(super::graph::Producer::Plain);
+            g.seeds.retain(|&n| n != c.result);
+            changed.push(callee);
+            let waits_for_size = g.waits_for_size(&c.path);
+            g.calls.push(TrainingCall {
+                kind: TrainingCallKind::Backward,
+                span: c.span.clone(),
+                receiver: format!("{name}()"),
+                in_loop: c.in_loop,
+                path: c.path.clone(),
+                waits_for_size,
+            });
+            let mut l = c.in_loop;
+            while let Some(id) = l {
+                g.loops[id].runs_backward = true;
+                l = g.loops[id].parent;
+            }
+        }
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    changed
 }
 
 /// Whether the value of parameter `param` flows into a `self` field or another parameter: that
@@ -2418,6 +2496,9 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     };
     if s.runs_backward {
         add_call(g, TrainingCallKind::Backward);
+        if let Some(c) = site.closure {
+            g.closures[c].runs_backward = true;
+        }
         let mut l = site.in_loop;
         while let Some(id) = l {
             g.loops[id].runs_backward = true;

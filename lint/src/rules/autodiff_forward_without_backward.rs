@@ -2062,6 +2062,64 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, env: &mut Env, optim: &mut A
         assert_eq!(count("autodiff_forward_without_backward", None, &once), 0);
     }
 
+    /// The backward runs in what the caller hands in: a closure, a closure bound to a local, or a
+    /// function of the crate. The helper's loop is a training loop.
+    const CALLBACK: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn run_epoch<B: AutodiffBackend, F>(mut model: Reg<B>, data: &[Batch<B>], mut apply: F) -> (Reg<B>, f32)
+where
+    F: FnMut(Reg<B>, Tensor<B, 1>) -> Reg<B>,
+{
+    let mut total = 0.0;
+    for batch in data {
+        let loss = model.forward(batch.x.clone()).sub(batch.y.clone()).powf_scalar(2.0).mean();
+        total += loss.clone().into_scalar().elem::<f32>();
+        model = apply(model, loss);
+    }
+    (model, total)
+}
+fn sgd_step<B: AutodiffBackend>(model: Reg<B>, loss: Tensor<B, 1>) -> Reg<B> {
+    let grads = GradientsParams::from_grads(loss.backward(), &model);
+    OPTIM.step(1e-3, model, grads)
+}
+fn log_only<B: AutodiffBackend>(model: Reg<B>, loss: Tensor<B, 1>) -> Reg<B> {
+    println!("{}", loss.into_scalar());
+    model
+}
+pub fn train<B: AutodiffBackend>(mut model: Reg<B>, data: Vec<Batch<B>>, optim: &mut Adam) {
+    for epoch in 0..100 {
+        HANDED
+        model = m;
+        println!("{epoch} {l}");
+    }
+}
+"#;
+
+    #[test]
+    fn a_loop_whose_callback_runs_backward_is_a_training_loop() {
+        let closure = "let (m, l) = run_epoch(model, &data, |m, loss| { let g = GradientsParams::from_grads(loss.backward(), &m); optim.step(1e-3, m, g) });";
+        let bound = "let step = |m, loss: Tensor<B, 1>| { let g = GradientsParams::from_grads(loss.backward(), &m); optim.step(1e-3, m, g) };\n        let (m, l) = run_epoch(model, &data, step);";
+        let function = "let (m, l) = run_epoch(model, &data, sgd_step);";
+        for handed in [closure, bound, function] {
+            let src = CALLBACK.replace("HANDED", handed);
+            assert_eq!(
+                crate::rules::testing::messages("autodiff_forward_without_backward", &src),
+                Vec::<String>::new(),
+                "{handed}"
+            );
+            // The folded model is what training returned, not a graph.
+            assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{handed}");
+        }
+        // A callback that only logs: the loop runs no backward.
+        let logs = CALLBACK.replace("HANDED", "let (m, l) = run_epoch(model, &data, log_only);");
+        assert_eq!(count("autodiff_forward_without_backward", None, &logs), 1);
+        let logs = CALLBACK.replace(
+            "HANDED",
+            "let (m, l) = run_epoch(model, &data, |m, loss| { println!(\"{}\", loss.into_scalar()); m });",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &logs), 1);
+    }
+
     const PREVIEW: &str = r#"
 use burn::tensor::backend::AutodiffBackend;
 pub fn train<B: AutodiffBackend>(mut generator: Generator<B>, loader: Loader<B>, optim: &mut Adam) {
