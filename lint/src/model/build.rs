@@ -565,6 +565,7 @@ impl Builder<'_> {
                 flag_ifs: Vec::new(),
                 presence_ifs: Vec::new(),
                 param_calls: Vec::new(),
+                branch_writes: Vec::new(),
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
@@ -745,6 +746,9 @@ impl Builder<'_> {
             self.g.graph[value].kind = NodeKind::Value(Producer::Plain);
         }
         let new = self.add_node(NodeKind::Version(id), span.clone());
+        if !self.path.is_empty() {
+            self.g.branch_writes.push((new, self.path.clone()));
+        }
         self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), through: None });
         if keep_old {
             self.g.graph.add_edge(old, new, Edge::StoredInto { how: Store::Merge, span, through: None });

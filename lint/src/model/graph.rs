@@ -563,6 +563,10 @@ pub struct FnModel {
     /// Calls of a parameter (`policy(&obs)` with `policy: &mut impl FnMut(..)`): the parameter's
     /// index and the innermost loop around the call.
     pub(super) param_calls: Vec<ParamCall>,
+    /// Writes made inside a branch of their loop body (`if step % 2000 == 0 { running = zeros }`):
+    /// the version written, and the branches between the loop body and the write (see
+    /// `TrainingCall::path`). A write not listed runs on every pass of its loop body.
+    pub(super) branch_writes: Vec<(NodeIndex, Vec<usize>)>,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -1794,6 +1798,22 @@ impl FnModel {
                 && self.binding_of(target) == Some(binding)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
+        })
+    }
+
+    /// Whether `binding` is cut or replaced with a value without a graph within `iteration` on
+    /// every pass that writes version `written` (its write's branches include the cut's): not
+    /// only now and then (`if step % 2000 == 0 { running = zeros }`).
+    pub fn cut_whenever(&self, binding: BindingId, iteration: Iteration, written: NodeIndex) -> bool {
+        let path =
+            |v: NodeIndex| self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |(_, p)| p.as_slice());
+        let at = path(written);
+        self.stores().any(|(_, value, target, how, _)| {
+            matches!(how, Store::Assign | Store::Fold | Store::Let)
+                && self.binding_of(target) == Some(binding)
+                && !self.graph[value].taint.has(Taint::GRAPH)
+                && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
+                && at.starts_with(path(target))
         })
     }
 

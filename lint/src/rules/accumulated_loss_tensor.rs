@@ -37,7 +37,8 @@ Not flagged: sums of host scalars, sums of detached tensors, a loss summed over 
 of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
 accumulation whose sum the backward runs on and empties (`acc.take().unwrap().backward()`), and a value cut
 or replaced once per training iteration (truncated backpropagation through time: `h = h.detach();`
-at the top of each chunk).
+at the top of each chunk). A sum of losses emptied only now and then (`if step % 2000 == 0 {
+running = zeros }`) is reported: every summand's graph stays alive until the reset.
 
 ### Example
 ```rust
@@ -79,8 +80,12 @@ impl Rule for AccumulatedLossTensor {
             }
             let recurrent = f.feeds_forward(value, binding);
             // Cut or replaced once per training iteration: the chain through it is bounded by
-            // one iteration (truncated backpropagation through time).
-            if f.cut_within(binding, iteration) {
+            // one iteration (truncated backpropagation through time, also every k steps). A sum
+            // of losses emptied only now and then (`if step % 2000 == 0 { log; running = zeros
+            // }`) keeps every summand's graph until then.
+            let cut =
+                if recurrent { f.cut_within(binding, iteration) } else { f.cut_whenever(binding, iteration, target) };
+            if cut {
                 continue;
             }
             // Deliberate gradient accumulation: the sum is what a backward of this iteration
@@ -459,6 +464,36 @@ fn fit(model: &Sequential, opt: &mut AdamW, data: &[(Tensor, Tensor)]) -> Result
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![12]);
         let detached = STEP_RETURNS_LOSS.replace("RETURNED", "l.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
+    /// A running loss logged and emptied every `k` steps: the graphs of every step since the last
+    /// reset stay alive until then.
+    const PERIODIC_RESET: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{loss, Module, Optimizer};
+pub fn fit(model: &Mlp, opt: &mut candle_nn::AdamW, dev: &Device) -> Result<()> {
+    let mut running = Tensor::zeros((), DType::F32, dev)?;
+    for step in 1..=200_000usize {
+        let (x, y) = batch(step, dev)?;
+        let l = loss::mse(&model.forward(&x)?, &y)?;
+        opt.backward_step(&l)?;
+        running = running.add(&l)?;
+        RESET
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_sum_emptied_only_now_and_then_is_reported() {
+        let periodic = PERIODIC_RESET.replace(
+            "RESET",
+            "if step % 2000 == 0 { println!(\"{}\", running.to_scalar::<f32>()?); running = Tensor::zeros((), DType::F32, dev)?; }",
+        );
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &periodic), vec![10]);
+        // Emptied on every step: nothing outlives the step.
+        let every = PERIODIC_RESET.replace("RESET", "running = Tensor::zeros((), DType::F32, dev)?;");
+        assert_eq!(count("accumulated_loss_tensor", None, &every), 0);
     }
 
     /// A metrics meter keeps its running sum in an `Option` field, updated by a method called
