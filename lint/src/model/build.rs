@@ -322,6 +322,10 @@ impl Items<'_> {
                     let inner = b.g.autodiff
                         && self.autodiff_by_type()
                         && (mentions_inner_backend(&pt.ty, self.spec) || self.paramless(type_name(&pt.ty).as_deref()));
+                    // `dev: &B::Device`, `steps: usize`: a parameter that holds no model.
+                    if type_is_plain(&pt.ty) || type_is_device(&pt.ty) {
+                        b.g.plain_params |= 1u64.checked_shl(b.g.params.len() as u32).unwrap_or(0);
+                    }
                     for ident in names {
                         let span = b.span(ident.span());
                         let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
@@ -429,6 +433,9 @@ struct Builder<'c> {
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
+    /// `if flag { .. }` blocks on a local `bool`: the binding, its version, the block's branch id
+    /// and the path around the `if` (see `FnModel::branch_aliases`).
+    bool_ifs: Vec<(BindingId, NodeIndex, usize, Vec<usize>)>,
     no_grad: usize,
     has_self: bool,
     depth: usize,
@@ -566,6 +573,8 @@ impl Builder<'_> {
                 presence_ifs: Vec::new(),
                 param_calls: Vec::new(),
                 branch_writes: Vec::new(),
+                plain_params: 0,
+                branch_aliases: Vec::new(),
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
@@ -609,6 +618,7 @@ impl Builder<'_> {
             lazy_init: 0,
             path: Vec::new(),
             next_branch: 0,
+            bool_ifs: Vec::new(),
             no_grad: 0,
             has_self: false,
             depth: 0,
@@ -2416,6 +2426,15 @@ impl Builder<'_> {
             self.exprs(m.args.iter(), false);
             return Val { producer: Producer::Plain, ..recv };
         }
+        // `base.map(&mut Freeze)` with the crate's mapper setting `require_grad(false)`.
+        if name == "map"
+            && !self.crate_fns.freezing_mappers.is_empty()
+            && let [arg] = m.args.iter().collect::<Vec<_>>().as_slice()
+            && self.names_freezing_mapper(arg)
+        {
+            self.g.untracks_models = true;
+            return Val { producer: Producer::InertModel, ..recv };
+        }
         if specs.iter().any(|s| s.no_grad_models.contains(&name.as_str())) {
             self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..recv };
@@ -2703,6 +2722,30 @@ impl Builder<'_> {
             site.receiver_generic = receiver_generic;
         }
         result
+    }
+
+    /// `&mut Freeze`, `&mut Freeze::new()`, `&mut freeze` (a local of that type): one of the
+    /// crate's freezing `ModuleMapper`s (see `CrateNames::freezing_mappers`).
+    fn names_freezing_mapper(&self, arg: &Expr) -> bool {
+        let mut e = strip_parens(arg);
+        while let Expr::Reference(r) = e {
+            e = strip_parens(&r.expr);
+        }
+        let ty = match e {
+            Expr::Path(p) => match p.path.get_ident().and_then(|i| self.lookup(&i.to_string())) {
+                Some(slot) => self.g.bindings[self.env[slot].0].ty.clone(),
+                None => p.path.segments.last().map(|s| s.ident.to_string()),
+            },
+            Expr::Struct(st) => st.path.segments.last().map(|s| s.ident.to_string()),
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) if p.path.segments.len() >= 2 => {
+                    p.path.segments.iter().nth_back(1).map(|s| s.ident.to_string())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        ty.is_some_and(|t| self.crate_fns.freezing_mappers.contains(&t))
     }
 
     /// A method call's receiver's type, and whether it is a guess: its binding's, or what the
@@ -3013,7 +3056,13 @@ impl Builder<'_> {
             self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..args };
         }
-        if specs.iter().any(|s| s.is_cut_function(&last_two)) {
+        // `Tensor::detach(&next)`: a cutting method called with its receiver as the argument.
+        if specs.iter().any(|s| s.is_cut_function(&last_two))
+            || (segs.len() >= 2
+                && common::TENSOR_TYPES.contains(&ty)
+                && c.args.len() == 1
+                && specs.iter().any(|s| s.cut_methods.contains(&last)))
+        {
             self.exprs(c.args.iter(), false);
             return Val::plain();
         }
@@ -3253,6 +3302,22 @@ impl Builder<'_> {
         let then_id = self.next_branch + 1;
         let leaves = leaves_function(&i.then_branch);
         self.leaving += usize::from(leaves);
+        // `if boundary { opt.step() } .. if boundary { opt.zero_grad() }`: two blocks on the same
+        // local `bool` at the same depth run on the same iterations (the later one counts as the
+        // first's branch).
+        if i.else_branch.is_none()
+            && let Expr::Path(p) = strip_parens(&i.cond)
+            && let Some(id) = p.path.get_ident()
+            && let Some(slot) = self.lookup(&id.to_string())
+        {
+            let (b, version) = self.env[slot];
+            let earlier =
+                self.bool_ifs.iter().find(|&&(eb, ev, _, ref path)| eb == b && ev == version && *path == self.path);
+            match earlier {
+                Some(&(_, _, first, _)) => self.g.branch_aliases.push((then_id, first)),
+                None => self.bool_ifs.push((b, version, then_id, self.path.clone())),
+            }
+        }
         // `if self.head.is_none() { self.head = Some(nn::linear(..)) }`: made once, when missing.
         let lazy = is_none_test(&i.cond);
         self.lazy_init += usize::from(lazy);
@@ -3620,6 +3685,16 @@ fn type_is_tensor(ty: &syn::Type) -> bool {
                 _ => None,
             }) == Some(true)
         }
+        _ => false,
+    }
+}
+
+/// `&B::Device`, `Device<B>`, `&<Train as Backend>::Device`: a backend's device.
+fn type_is_device(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Reference(r) => type_is_device(&r.elem),
+        syn::Type::Paren(p) => type_is_device(&p.elem),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Device"),
         _ => false,
     }
 }
@@ -4272,6 +4347,11 @@ fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGener
             }),
             _ => false,
         },
+        // `Agent::<Ad> { policy, .. }`: a struct literal whose path states the backend.
+        Expr::Struct(st) => st.path.segments.iter().any(|s| match &s.arguments {
+            syn::PathArguments::AngleBracketed(a) => f(a),
+            _ => false,
+        }),
         _ => false,
     }
 }

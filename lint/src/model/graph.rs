@@ -567,6 +567,12 @@ pub struct FnModel {
     /// the version written, and the branches between the loop body and the write (see
     /// `TrainingCall::path`). A write not listed runs on every pass of its loop body.
     pub(super) branch_writes: Vec<(NodeIndex, Vec<usize>)>,
+    /// Parameters whose declared type holds no model (host values, a backend's device): bit `i`
+    /// for parameter `i` (the first 64).
+    pub(super) plain_params: u64,
+    /// Branches taken on exactly the iterations an earlier branch is (`if boundary { .. }`
+    /// twice on one local): (branch, the earlier branch).
+    pub(super) branch_aliases: Vec<(usize, usize)>,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -1799,6 +1805,22 @@ impl FnModel {
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
         })
+    }
+
+    /// Whether code on branch path `path` runs on every iteration where code on `at` does: `path`
+    /// is a prefix of `at`, once branches that repeat an earlier `if` on the same local `bool`
+    /// count as that earlier one.
+    pub fn runs_whenever(&self, path: &[usize], at: &[usize]) -> bool {
+        if at.starts_with(path) {
+            return true;
+        }
+        if self.branch_aliases.is_empty() {
+            return false;
+        }
+        let canonical = |p: &[usize]| -> Vec<usize> {
+            p.iter().map(|b| self.branch_aliases.iter().find(|(a, _)| a == b).map_or(*b, |&(_, first)| first)).collect()
+        };
+        canonical(at).starts_with(&canonical(path))
     }
 
     /// Whether `binding` is cut or replaced with a value without a graph within `iteration` on

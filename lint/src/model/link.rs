@@ -634,8 +634,12 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
                 inert_args.iter().any(|&i| i)
                     && callees.iter().all(|c| {
                         let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
+                        // A device or a host value beside the model holds no graph of its own
+                        // (`GameSession::new(&frozen, &dev)`).
+                        let plain = files[c.0].1[c.1].plain_params;
+                        let holds_model = |k: usize| plain.checked_shr(k as u32).is_none_or(|p| p & 1 == 0);
                         mask.iter().zip(&inert_args).any(|(&m, &i)| m && i)
-                            && mask.iter().zip(&inert_args).all(|(&m, &i)| !m || i)
+                            && mask.iter().zip(&inert_args).enumerate().all(|(k, (&m, &i))| !m || i || !holds_model(k))
                     })
             };
             let inert_result = (!returns_inert.is_empty()
@@ -1008,6 +1012,10 @@ pub struct CrateNames {
     /// Names after `fn`: only calls to these are recorded as call sites. Names in comments or
     /// strings only cost a few extra call sites.
     pub(super) fns: HashSet<String>,
+    /// burn: the crate's `ModuleMapper`s that freeze what they map (`impl<B: Backend>
+    /// ModuleMapper<B> for Freeze { .. t.set_require_grad(false) }`): `model.map(&mut Freeze)`
+    /// records no graph.
+    pub(super) freezing_mappers: HashSet<String>,
     /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
     /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
     pub(super) plain_fields: HashSet<String>,
@@ -1729,6 +1737,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut macros = HashSet::default();
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     let mut consts: HashMap<String, Option<u64>> = HashMap::default();
+    let mut freezing_mappers = HashSet::default();
     for text in texts {
         let bytes = text.as_bytes();
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
@@ -1813,6 +1822,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         struct_fields(text, &mut structs);
         struct_shapes(text, &mut shapes, &mut typed, &mut modules);
         requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
+        if requires_grad {
+            freezing_mappers.extend(freezing_mappers_of(text));
+        }
         makes_autodiff_device |= memchr::memmem::find(bytes, b".autodiff()").is_some();
         // `Optimizer<MpoDuals<B>, B>`, `OptimizerAdaptor<Adam, Duals<B>, B>`: a type an optimizer
         // steps has parameters, whatever its fields look like.
@@ -1907,6 +1919,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let return_types =
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     CrateNames {
+        freezing_mappers,
         host_structs,
         return_types,
         fns,
@@ -1925,6 +1938,40 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         vocab_owners,
         tensor_name_owners,
     }
+}
+
+/// The self types of `impl .. ModuleMapper<..> for X { .. }` blocks of `text` whose body sets
+/// `require_grad(false)` (and never `require_grad(true)`).
+fn freezing_mappers_of(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for at in memchr::memmem::find_iter(text.as_bytes(), b"ModuleMapper<") {
+        let rest = &text[at..];
+        let Some(for_at) = rest[..rest.find('{').unwrap_or(0)].find(" for ") else { continue };
+        let ty = rest[for_at + 5..].trim_start();
+        let ty = &ty[..rust::ident_len(ty)];
+        // The impl's body: up to its matching brace.
+        let Some(open) = rest.find('{') else { continue };
+        let mut depth = 0usize;
+        let mut end = rest.len();
+        for (i, c) in rest[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let body: String = rest[open..end].split_whitespace().collect();
+        if !ty.is_empty() && body.contains("require_grad(false)") && !body.contains("require_grad(true)") {
+            out.push(ty.to_string());
+        }
+    }
+    out
 }
 
 /// The names of the frameworks' training calls that crates also give their own trainers and

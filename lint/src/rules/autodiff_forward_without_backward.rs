@@ -34,7 +34,8 @@ loops that call it. A helper that sums its forwards into the value it returns, t
 backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`, also through further
 helpers that return what they compute from it), is judged at its callers: a validation loop calling it on the autodiff model is reported there. A forward in a closure handed to a crate function that calls it in a loop without
 backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
-training loop. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
+training loop. A loop that calls a callback parameter (`model = apply(model, loss)`) runs
+backward when a caller hands it a closure or a function of the crate that does. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
 forward only }`) is reported for the runs where the setting takes the forward's side.
 
 A rollout nested in a training loop is reported too when its outputs leave each step as host
@@ -60,7 +61,7 @@ loss) is taken for a guard. A forward that itself waits for the same threshold (
 self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
-Autodiff<Wgpu>;`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
+Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
 `Greedy::act`), a function's parameter types and the bounds of their type parameters (not a
 configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no value of type
 `S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
@@ -77,7 +78,9 @@ methods only, and when no type of the crate implements the method (a library's t
 users write the agents), its loop is left alone: their `update` may run backward. A model of
 plain tensors (a `Module` whose weights are `Tensor` fields, no `Param`: constants, as when
 weights are loaded with `Tensor::from_data`) records no graph of its own, unless the crate asks a
-tensor to `require_grad()` or steps the type with an optimizer; neither does a struct field every
+tensor to `require_grad()` or steps the type with an optimizer; nor does a model mapped by one of
+the crate's `ModuleMapper`s that sets `require_grad(false)` (`base.map(&mut Freeze)`), or a struct
+built from an untracked model and a device (`Session::new(&net.valid(), &dev)`); neither does a struct field every
 write of which is an untracked model (`Self { backbone: load(..).no_grad(), .. }`), nor, with
 burn 0.22, a model built on the plain device in a function that also makes `device.autodiff()`
 (`Mlp::new(.., &device)`; `.fork(&ad)` makes it tracked). A model handed over untracked (`model.valid()`,
@@ -2118,6 +2121,69 @@ pub fn train<B: AutodiffBackend>(mut model: Reg<B>, data: Vec<Batch<B>>, optim: 
             "let (m, l) = run_epoch(model, &data, |m, loss| { println!(\"{}\", loss.into_scalar()); m });",
         );
         assert_eq!(count("autodiff_forward_without_backward", None, &logs), 1);
+    }
+
+    /// A non-generic `main` that trains and then plays: the struct literal's path states the
+    /// autodiff backend; the play session is built either from the trained net or from a
+    /// `valid()` copy and a device; the base model frozen by the crate's mapper records nothing.
+    const SESSION: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::module::{ModuleMapper, ParamId};
+type Ad = Autodiff<NdArray>;
+pub struct Freeze;
+impl<B: Backend> ModuleMapper<B> for Freeze {
+    fn map_float<const D: usize>(&mut self, _id: ParamId, t: Tensor<B, D>) -> Tensor<B, D> {
+        t.set_require_grad(false)
+    }
+}
+pub struct Session<'a, B: Backend> { net: &'a Net<B>, dev: B::Device, moves: Vec<usize> }
+impl<'a, B: Backend> Session<'a, B> {
+    pub fn new(net: &'a Net<B>, dev: &B::Device) -> Self {
+        Self { net, dev: dev.clone(), moves: Vec::new() }
+    }
+    pub fn play_move(&mut self) {
+        let q = self.net.forward(board(&self.moves, &self.dev));
+        self.moves.push(q.argmax(1).into_scalar() as usize);
+    }
+}
+fn main() {
+    let dev = Default::default();
+    let mut agent = Agent::<Ad> { net: Net::new(&dev) };
+    let mut optim = SgdConfig::new().init();
+    for epoch in 0..1000 {
+        agent.train_on(&mut optim, &dev);
+    }
+    for game in 0..100_000 {
+        let mut session = Session::new(NET, &dev);
+        while session.moves.len() < 9 {
+            session.play_move();
+        }
+    }
+}
+impl<B: AutodiffBackend> Agent<B> {
+    fn train_on(&mut self, optim: &mut impl Optimizer<Net<B>, B>, dev: &B::Device) {
+        let loss = self.net.forward(batch(dev)).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+        self.net = optim.step(0.01, self.net.clone(), grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_struct_literal_states_the_backend_and_a_frozen_net_with_a_device_builds_a_frozen_session() {
+        let trained = SESSION.replace("NET", "&agent.net");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &trained), vec![31]);
+        // Without the turbofish nothing in `main` names a backend.
+        assert_eq!(count("autodiff_forward_without_backward", None, &trained.replace("Agent::<Ad> {", "Agent {")), 0);
+        // The session borrows an untracked copy; the device beside it holds no model.
+        let frozen = SESSION.replace("NET", "&agent.net.valid()");
+        assert_eq!(count("autodiff_forward_without_backward", None, &frozen), 0);
+        // Frozen by the crate's own mapper.
+        let mapped = SESSION.replace("NET", "&agent.net.clone().map(&mut Freeze)");
+        assert_eq!(count("autodiff_forward_without_backward", None, &mapped), 0);
+        // A mapper that does not freeze.
+        let thawing = mapped.replace("set_require_grad(false)", "set_require_grad(true)");
+        assert_eq!(count("autodiff_forward_without_backward", None, &thawing), 1);
     }
 
     const PREVIEW: &str = r#"

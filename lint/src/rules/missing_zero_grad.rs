@@ -103,7 +103,7 @@ impl Rule for MissingZeroGrad {
                 };
                 let cleared = clears
                     .iter()
-                    .any(|c| (step.path().starts_with(c.path()) && same_optimizer(c)) || clears_variables(c));
+                    .any(|c| (f.runs_whenever(c.path(), step.path()) && same_optimizer(c)) || clears_variables(c));
                 if cleared {
                     continue;
                 }
@@ -179,6 +179,35 @@ fn fit(model: &mut M, opt: &mut O, data: &[(X, Y)]) {
     #[test]
     fn reports_the_leak() {
         assert_eq!(count("missing_zero_grad", None, FAILS), 1);
+    }
+
+    /// Gradient accumulation: the step and the clear in two blocks on the same local `bool`.
+    const TWO_BLOCKS: &str = r#"
+use tch::nn::OptimizerConfig;
+fn train(net: &dyn tch::nn::Module, opt: &mut tch::nn::Optimizer, xs: &[tch::Tensor]) {
+    for (i, x) in xs.iter().enumerate() {
+        let loss = net.forward(x).mean(tch::Kind::Float) / 8.0;
+        loss.backward();
+        let boundary = (i + 1) % 8 == 0;
+        if boundary {
+            opt.step();
+        }
+        if i % 100 == 0 {
+            println!("{i}");
+        }
+        if CLEAR_ON {
+            opt.zero_grad();
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_clear_under_the_same_flag_as_the_step_clears_it() {
+        assert_eq!(count("missing_zero_grad", None, &TWO_BLOCKS.replace("CLEAR_ON", "boundary")), 0);
+        // Another flag: steps where it is false keep the gradients.
+        let other = TWO_BLOCKS.replace("CLEAR_ON", "i % 16 == 0");
+        assert_eq!(count("missing_zero_grad", None, &other), 1);
     }
 
     /// A unit test: one backward and two steps on an optimizer made in the test, no loop.

@@ -387,6 +387,11 @@ fn train(cx: &Linear, ch: &Linear, out: &Linear, opt: &mut candle_nn::AdamW, dat
             PREVIEW.replace("latents = (latents - noise * 0.1)?;", "latents = (latents - noise * 0.1)?.detach();");
         assert_ne!(detached, PREVIEW);
         assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+        // The same cut written as a path call.
+        let by_path = PREVIEW
+            .replace("latents = (latents - noise * 0.1)?;", "latents = Tensor::detach(&(latents - noise * 0.1)?);");
+        assert_ne!(by_path, PREVIEW);
+        assert_eq!(count("sampling_loop_chains_graph", None, &by_path), 0);
         // Only called after training: the weights may well be plain tensors (a loaded model).
         let after = PREVIEW
             .replace("        if i % 100 == 0 {\n            let preview = sample_preview(model, 50, init.clone())?;\n            save(&preview)?;\n        }\n", "")
