@@ -436,6 +436,11 @@ struct Builder<'c> {
     /// `if flag { .. }` blocks on a local `bool`: the binding, its version, the block's branch id
     /// and the path around the `if` (see `FnModel::branch_aliases`).
     bool_ifs: Vec<(BindingId, NodeIndex, usize, Vec<usize>)>,
+    /// candle: forward passes of models the crate does not define: (call, loop, receiver node,
+    /// the model's binding, a cache lent to it as `&mut`). See `finish`.
+    library_forwards: Vec<LibraryForward>,
+    /// Locals made as a disabled cache (`Cache::new(false, ..)`).
+    disabled_caches: Vec<BindingId>,
     no_grad: usize,
     has_self: bool,
     depth: usize,
@@ -619,6 +624,8 @@ impl Builder<'_> {
             path: Vec::new(),
             next_branch: 0,
             bool_ifs: Vec::new(),
+            library_forwards: Vec::new(),
+            disabled_caches: Vec::new(),
             no_grad: 0,
             has_self: false,
             depth: 0,
@@ -636,6 +643,28 @@ impl Builder<'_> {
 
     fn finish(mut self) -> FnModel {
         self.g.param_values = std::mem::take(&mut self.params);
+        // Forward passes of library models that keep a cache: one lent as `&mut cache`, or one the
+        // function resets (`model.clear_kv_cache()`). The cache starts afresh on every iteration
+        // when it is made or reset in the call's loop.
+        for LibraryForward { span, in_loop, receiver, model, lent_cache: lent } in
+            std::mem::take(&mut self.library_forwards)
+        {
+            let state = match lent {
+                Some(cache) if self.disabled_caches.contains(&cache) => continue,
+                Some(cache) => cache,
+                None if self.g.resets.iter().any(|&(b, _)| b == model) => model,
+                None => continue,
+            };
+            let fresh = in_loop.is_some_and(|l| self.g.loop_within(self.g.bindings[state].decl_loop, l))
+                || self.g.resets.iter().any(|&(b, l)| b == state && l == in_loop);
+            self.g.state_calls.push(super::graph::StateCall {
+                span,
+                in_loop,
+                receiver: Some(receiver),
+                callee: "forward".to_string(),
+                fresh_each_iteration: fresh,
+            });
+        }
         self.g.propagate();
         self.g
     }
@@ -1490,6 +1519,13 @@ impl Builder<'_> {
         let host = pat_is_host_scalar(&local.pat)
             || (matches!(strip_pat_type(&local.pat), Pat::Ident(_)) && init.is_some_and(|i| is_number(&i.expr)));
         let stated = declared_type(&local.pat, init.map(|i| &*i.expr));
+        // `Cache::new(false, ..)` (candle-transformers llama): a cache that keeps nothing.
+        let disabled_cache = init.is_some_and(|i| {
+            matches!(strip_try(&i.expr), Expr::Call(c)
+                if matches!(&*c.func, Expr::Path(p) if p.path.segments.len() >= 2
+                    && p.path.segments.iter().nth_back(1).is_some_and(|s| s.ident.to_string().ends_with("Cache")))
+                && matches!(c.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) if !b.value))
+        });
         let guessed = stated.is_none().then(|| init.and_then(|i| config_init_type(&i.expr))).flatten();
         let ty_guessed = guessed.is_some();
         let ty = stated
@@ -1528,6 +1564,9 @@ impl Builder<'_> {
                     ));
             let value = if host_elem || whole_host_struct { None } else { value };
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            if disabled_cache {
+                self.disabled_caches.push(self.g.bindings.len() - 1);
+            }
             if on_autodiff_device {
                 self.g.autodiff_bound.push(self.g.bindings.len() - 1);
             }
@@ -2586,10 +2625,33 @@ impl Builder<'_> {
     fn forward_call(&mut self, m: &syn::ExprMethodCall, recv: Val, recv_span: Span) -> Val {
         let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
         // candle: a forward the crate defines may keep a cache; the crate-level pass asks.
-        if !self.g.spec.trainable_constructors.is_empty() && self.crate_fns.fns.contains(&m.method.to_string()) {
+        let candle = !self.g.spec.trainable_constructors.is_empty();
+        let own = candle && self.crate_fns.fns.contains(&m.method.to_string());
+        if own {
             self.forward_site(m, &recv, &recv_span);
         }
-        self.forward_parts(span, recv, recv_span, m.args.iter())
+        // A library model's cache (candle-transformers): lent as `&mut cache`, or kept inside the
+        // model when the function resets it (`model.clear_kv_cache()`); see `finish`.
+        let lent_cache = if candle && !own {
+            m.args.iter().find_map(|a| {
+                let b = self.mut_ref(a)?;
+                let binding = &self.g.bindings[b];
+                let named = binding.ty.as_deref().is_some_and(|t| t.ends_with("Cache"))
+                    || binding.name.to_ascii_lowercase().contains("cache");
+                named.then_some(b)
+            })
+        } else {
+            None
+        };
+        let receiver_binding = if candle && !own { self.place_slot(&m.receiver).map(|s| self.env[s].0) } else { None };
+        let v = self.forward_parts(span.clone(), recv, recv_span, m.args.iter());
+        if let Producer::Forward { receiver: Some(receiver) } = v.producer
+            && let Some(model) = receiver_binding
+        {
+            let in_loop = self.cur_loop();
+            self.library_forwards.push(LibraryForward { span, in_loop, receiver, model, lent_cache });
+        }
+        v
     }
 
     /// Records `model.forward(..)` of a method the crate defines (see `FnModel::forward_sites`).
@@ -3687,6 +3749,17 @@ fn type_is_tensor(ty: &syn::Type) -> bool {
         }
         _ => false,
     }
+}
+
+/// candle: a forward pass of a model the crate does not define (see `Builder::finish`).
+struct LibraryForward {
+    span: Span,
+    in_loop: Option<LoopId>,
+    /// The receiver's node, and the model's binding.
+    receiver: NodeIndex,
+    model: BindingId,
+    /// A cache lent to it as `&mut`.
+    lent_cache: Option<BindingId>,
 }
 
 /// `&B::Device`, `Device<B>`, `&<Train as Backend>::Device`: a backend's device.

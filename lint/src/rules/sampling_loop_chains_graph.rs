@@ -31,7 +31,9 @@ function of the crate that returns such a builder or model, in the function or i
 hands it the model (tests, which build small models from a fresh `VarMap`, hand nothing on). So
 is a generation loop whose model keeps a graph-carrying value from call to call, built from what
 it kept before: a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
-`Mutex` or in a `&mut Cache` argument), found through the model's layers. A cache made afresh
+`Mutex` or in a `&mut Cache` argument), found through the model's layers; for a library's
+model (candle-transformers), a cache lent to its forward (`llama.forward(&x, pos, &mut cache)`,
+not one made with `Cache::new(false, ..)`) or one the function resets (`model.clear_kv_cache()`). A cache made afresh
 on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
 layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A method
 of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
@@ -398,6 +400,78 @@ fn train(cx: &Linear, ch: &Linear, out: &Linear, opt: &mut candle_nn::AdamW, dat
             .replace("    Ok(())\n}\n\"#", "    save(&sample_preview(model, 50, init.clone())?)?;\n    Ok(())\n}\n\"#");
         assert_ne!(after, PREVIEW);
         assert_eq!(count("sampling_loop_chains_graph", None, &after), 0);
+    }
+
+    /// Generation with a library model (candle-transformers) whose weights were loaded into a
+    /// `VarMap`: its cache is lent as `&mut cache`, or kept inside and reset by the caller.
+    const LIBRARY_CACHE: &str = r#"
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{VarBuilder, VarMap};
+use candle_transformers::models::llama::{Cache, Llama};
+use candle_transformers::models::mistral::Model;
+fn generate(cfg: &Config, dev: &Device, prompt: Vec<u32>) -> anyhow::Result<Vec<u32>> {
+    let mut varmap = VarMap::new();
+    let vb = BUILDER;
+    let llama = Llama::load(vb, cfg)?;
+    varmap.load("finetuned.safetensors")?;
+    let mut cache = Cache::new(ENABLED, DType::F32, cfg, dev)?;
+    let mut tokens = prompt;
+    let mut pos = 0;
+    for _ in 0..256 {
+        let input = Tensor::new(&tokens[pos..], dev)?.unsqueeze(0)?;
+        let logits = llama.forward(&input, pos, &mut cache)?;
+        pos = tokens.len();
+        tokens.push(argmax(&logits)?);
+    }
+    Ok(tokens)
+}
+pub struct TextGen { model: Model, dev: Device }
+impl TextGen {
+    pub fn new(cfg: &MistralConfig, dev: &Device) -> anyhow::Result<Self> {
+        let varmap = VarMap::new();
+        let model = Model::new(cfg, VarBuilder::from_varmap(&varmap, DType::F32, dev))?;
+        Ok(Self { model, dev: dev.clone() })
+    }
+    pub fn run(&mut self, mut tokens: Vec<u32>) -> anyhow::Result<Vec<u32>> {
+        self.model.clear_kv_cache();
+        for i in 0..256 {
+            let ctx = if i > 0 { &tokens[tokens.len() - 1..] } else { &tokens[..] };
+            let input = Tensor::new(ctx, &self.dev)?.unsqueeze(0)?;
+            let logits = self.model.forward(&input, tokens.len() - ctx.len())?;
+            tokens.push(argmax(&logits)?);
+        }
+        Ok(tokens)
+    }
+}
+pub fn serve(cfg: &MistralConfig, dev: &Device) -> anyhow::Result<()> {
+    let mut gen = TextGen::new(cfg, dev)?;
+    for line in std::io::stdin().lines() {
+        println!("{:?}", gen.run(encode(&line?))?);
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_library_models_cache_through_trainable_weights() {
+        let src = LIBRARY_CACHE
+            .replace("BUILDER", "VarBuilder::from_varmap(&varmap, DType::F32, dev)")
+            .replace("ENABLED", "true");
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &src), vec![16, 34]);
+        // Frozen weights: nothing is a `Var`.
+        let frozen = src.replace(
+            "VarBuilder::from_varmap(&varmap, DType::F32, dev)",
+            "unsafe { VarBuilder::from_mmaped_safetensors(&[\"w.safetensors\"], DType::F32, dev)? }",
+        );
+        assert_eq!(count("sampling_loop_chains_graph", None, &frozen), 0);
+        // The cache turned off: every step re-runs the host tokens.
+        let off = LIBRARY_CACHE
+            .replace("BUILDER", "VarBuilder::from_varmap(&varmap, DType::F32, dev)")
+            .replace("ENABLED", "false");
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &off), vec![34]);
+        // Reset on every step: nothing lasts.
+        let reset = src.replace("for i in 0..256 {\n", "for i in 0..256 {\n            self.model.clear_kv_cache();\n");
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &reset), vec![16]);
     }
 
     #[test]
