@@ -137,6 +137,13 @@ pub const PARAM_TYPES: &[&str] = &["Var", "Param"];
 /// Tensor types whose constructors make plain data.
 pub const TENSOR_TYPES: &[&str] = &["Tensor", "Array"];
 
+/// candle's recurrent cells (`candle_nn::rnn`): `cell.step(&x, &state)` runs one step of the
+/// cell, a forward pass.
+pub const RNN_CELL_TYPES: &[&str] = &["LSTM", "GRU"];
+
+/// The functions that make them (`candle_nn::lstm(..)`, `rnn::gru(..)`).
+pub const RNN_CELL_CONSTRUCTORS: &[&str] = &["lstm", "gru"];
+
 /// Tensor constructors that make plain data (observations, batches, constants).
 pub const DATA_CONSTRUCTORS: &[&str] = &[
     "new",

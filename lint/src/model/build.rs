@@ -439,6 +439,9 @@ struct Builder<'c> {
     /// candle: forward passes of models the crate does not define: (call, loop, receiver node,
     /// the model's binding, a cache lent to it as `&mut`). See `finish`.
     library_forwards: Vec<LibraryForward>,
+    /// Bindings of a `for` over a local's elements by `&mut` (`for s in states.iter_mut()`):
+    /// (element, the local). A write through the element (`*s = ..`) writes into the local.
+    mut_elements: Vec<(BindingId, BindingId)>,
     /// Locals made as a disabled cache (`Cache::new(false, ..)`).
     disabled_caches: Vec<BindingId>,
     no_grad: usize,
@@ -580,6 +583,7 @@ impl Builder<'_> {
                 branch_writes: Vec::new(),
                 plain_params: 0,
                 branch_aliases: Vec::new(),
+                handed_losses: Vec::new(),
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
@@ -625,6 +629,7 @@ impl Builder<'_> {
             next_branch: 0,
             bool_ifs: Vec::new(),
             library_forwards: Vec::new(),
+            mut_elements: Vec::new(),
             disabled_caches: Vec::new(),
             no_grad: 0,
             has_self: false,
@@ -925,6 +930,21 @@ impl Builder<'_> {
             Expr::Paren(p) => self.type_through_unwrap(&p.expr),
             Expr::Path(_) => self.declared_type_of(e),
             _ => None,
+        }
+    }
+
+    /// candle: a recurrent cell of `candle_nn::rnn` (a binding declared `LSTM` or `GRU`, or made
+    /// by `lstm(..)`/`gru(..)`; a field declared so): its `step(&x, &state)` is a forward pass.
+    fn is_rnn_cell(&self, receiver: &Expr) -> bool {
+        if self.g.spec.trainable_constructors.is_empty() {
+            return false;
+        }
+        match strip_place(receiver) {
+            Expr::Field(f) => match &f.member {
+                syn::Member::Named(n) => self.crate_fns.rnn_fields.contains(&n.to_string()),
+                syn::Member::Unnamed(_) => false,
+            },
+            e => self.declared_type_ref(e).is_some_and(|t| common::RNN_CELL_TYPES.contains(&t)),
         }
     }
 
@@ -1518,7 +1538,15 @@ impl Builder<'_> {
         pat_idents(&local.pat, &mut names);
         let host = pat_is_host_scalar(&local.pat)
             || (matches!(strip_pat_type(&local.pat), Pat::Ident(_)) && init.is_some_and(|i| is_number(&i.expr)));
-        let stated = declared_type(&local.pat, init.map(|i| &*i.expr));
+        // `let cell = lstm(12, 64, cfg, vb.pp("lstm"))?;`: candle's recurrent cell.
+        let stated = declared_type(&local.pat, init.map(|i| &*i.expr)).or_else(|| {
+            let Expr::Call(c) = strip_try(&init?.expr) else { return None };
+            let Expr::Path(p) = &*c.func else { return None };
+            let last = p.path.segments.last()?.ident.to_string();
+            let at = common::RNN_CELL_CONSTRUCTORS.iter().position(|&k| k == last)?;
+            (!self.g.spec.trainable_constructors.is_empty() && !self.crate_fns.fns.contains(&last))
+                .then(|| common::RNN_CELL_TYPES[at].to_string())
+        });
         // `Cache::new(false, ..)` (candle-transformers llama): a cache that keeps nothing.
         let disabled_cache = init.is_some_and(|i| {
             matches!(strip_try(&i.expr), Expr::Call(c)
@@ -1797,6 +1825,18 @@ impl Builder<'_> {
                 let alias =
                     !self.g.spec.trainable_constructors.is_empty() && root_is_self(&f.expr) && !is_range(&f.expr);
                 let alias_field = if alias { self_field_of(&f.expr) } else { None };
+                // `for s in states.iter_mut()`, `for s in &mut states`: each element is a place
+                // of the local `states`.
+                let mut_owner = match strip_parens(&f.expr) {
+                    Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => Some(&*m.receiver),
+                    Expr::Reference(r) if r.mutability.is_some() => Some(&*r.expr),
+                    _ => None,
+                }
+                .and_then(|e| match strip_parens(e) {
+                    Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
+                    _ => None,
+                })
+                .map(|slot| self.env[slot].0);
                 // `for x in loader.iter() { ..; break; }`, `for _ in 0..1`: a block that runs at
                 // most once, not a loop.
                 if literal_count == Some(1) || runs_once(&f.body) {
@@ -1814,6 +1854,9 @@ impl Builder<'_> {
                     let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.g.loops[id].pattern = first..s.g.bindings.len();
+                    if let Some(owner) = mut_owner {
+                        s.mut_elements.extend((first..s.g.bindings.len()).map(|b| (b, owner)));
+                    }
                     if alias {
                         s.g.guard_locals.extend((first..s.g.bindings.len()).map(|b| (b, None)));
                         if let Some(field) = &alias_field {
@@ -2171,6 +2214,19 @@ impl Builder<'_> {
         {
             self.g.field_writes.push((owner.clone(), field.to_string(), value));
         }
+        // `for s in states.iter_mut() { *s = cut(s) }`: the element written is part of `states`.
+        if !self.mut_elements.is_empty()
+            && let Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) = strip_parens(left)
+            && let Expr::Path(p) = strip_parens(expr)
+            && p.path.get_ident().is_some()
+        {
+            let elem = self.env[slot].0;
+            if let Some(&(_, owner)) = self.mut_elements.iter().find(|(e, _)| *e == elem)
+                && let Some(owner_slot) = self.env.iter().rposition(|(b, _)| *b == owner)
+            {
+                self.write(owner_slot, value, Store::Assign, span.clone(), true);
+            }
+        }
         self.write(slot, value, how, span, !whole);
     }
 
@@ -2517,6 +2573,7 @@ impl Builder<'_> {
         };
         if (frameworks::is_forward_method(&name) && !self.crate_fns.plain_fns.contains(&name) && !loss_module())
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
+            || (name == "step" && m.args.len() == 2 && self.is_rnn_cell(&m.receiver))
         {
             return self.forward_call(m, recv, recv_span);
         }

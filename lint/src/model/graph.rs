@@ -573,6 +573,10 @@ pub struct FnModel {
     /// Branches taken on exactly the iterations an earlier branch is (`if boundary { .. }`
     /// twice on one local): (branch, the earlier branch).
     pub(super) branch_aliases: Vec<(usize, usize)>,
+    /// Values handed to a function of the crate that backpropagates the parameter they become
+    /// (`trainer.step(&chunk)` with `fn step(&mut self, loss: &Tensor) { self.opt.backward_step(loss) }`):
+    /// losses of this function too, set by the crate-level pass.
+    pub(super) handed_losses: Vec<NodeIndex>,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -1192,7 +1196,7 @@ impl FnModel {
     /// `and_returns`, also the nodes the function's returned values are computed from.
     pub(super) fn upstream_of_losses(&self, and_returns: bool) -> Vec<bool> {
         let mut seen = vec![false; self.graph.node_count()];
-        let mut stack: Vec<NodeIndex> = self.losses.clone();
+        let mut stack: Vec<NodeIndex> = self.losses.iter().chain(&self.handed_losses).copied().collect();
         if and_returns {
             stack.extend(self.returns.iter().copied());
         }
@@ -1742,7 +1746,7 @@ impl FnModel {
     /// Whether a backward call's loss is computed from `binding` (an unrolled computation that
     /// trains, not a side chain).
     pub fn loss_derives_from(&self, binding: BindingId) -> bool {
-        self.losses.iter().any(|&n| self.derives_from(n, binding))
+        self.losses.iter().chain(&self.handed_losses).any(|&n| self.derives_from(n, binding))
     }
 
     pub fn derives_from(&self, value: NodeIndex, binding: BindingId) -> bool {
@@ -1835,6 +1839,23 @@ impl FnModel {
                 && self.binding_of(target) == Some(binding)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
+                && at.starts_with(path(target))
+        })
+    }
+
+    /// Whether `binding` is replaced with a value without a graph in the body of loop `l` itself,
+    /// on every pass that writes version `written` (`latents = step(..)?; latents =
+    /// latents.detach();`): what one iteration stores does not reach the next.
+    pub fn cut_in_loop(&self, binding: BindingId, l: LoopId, written: NodeIndex) -> bool {
+        let path =
+            |v: NodeIndex| self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |(_, p)| p.as_slice());
+        let at = path(written);
+        self.stores().any(|(_, value, target, how, _)| {
+            matches!(how, Store::Assign | Store::Fold | Store::Let)
+                && self.binding_of(target) == Some(binding)
+                && self.whole_write(target)
+                && !self.graph[value].taint.has(Taint::GRAPH)
+                && self.graph[target].in_loop == Some(l)
                 && at.starts_with(path(target))
         })
     }

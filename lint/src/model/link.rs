@@ -203,6 +203,7 @@ pub fn link(
         return;
     }
     mark_backpropagated_results(files, &resolved);
+    mark_handed_losses(files, &resolved);
     note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
     follow_inert_fields(files);
@@ -891,6 +892,58 @@ fn mark_backpropagated_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], re
     }
 }
 
+/// Values a call hands to a parameter that the callee backpropagates (its losses are computed
+/// from it) are losses of the caller too (`trainer.step(&chunk)`): to a fixpoint through chains
+/// of such calls.
+fn mark_handed_losses(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    for _ in 0..MAX_ROUNDS {
+        // Each callee's backpropagated parameters (bit `i` for parameter `i`).
+        let mut loss_params: HashMap<FnId, u64> = HashMap::default();
+        let mut added: Vec<(FnId, NodeIndex)> = Vec::new();
+        for (caller, ci, callees) in resolved {
+            let site = &files[caller.0].1[caller.1].call_sites[*ci];
+            if site.args.is_empty() {
+                continue;
+            }
+            let mut params = u64::MAX;
+            for c in callees {
+                let mask = *loss_params.entry(*c).or_insert_with(|| {
+                    let g = &files[c.0].1[c.1];
+                    if g.losses.is_empty() && g.handed_losses.is_empty() {
+                        return 0;
+                    }
+                    let upstream = g.upstream_of_losses(false);
+                    g.params
+                        .iter()
+                        .take(64)
+                        .enumerate()
+                        .filter(|(_, p)| p.is_some_and(|p| upstream[p.index()]))
+                        .fold(0, |m, (i, _)| m | (1 << i))
+                });
+                params &= mask;
+            }
+            if callees.is_empty() || params == 0 {
+                continue;
+            }
+            let g = &files[caller.0].1[caller.1];
+            for (i, a) in site.args.iter().enumerate().take(64) {
+                if params & (1 << i) != 0 {
+                    added.extend(a.reads.iter().filter(|n| !g.handed_losses.contains(n)).map(|&n| (*caller, n)));
+                }
+            }
+        }
+        if added.is_empty() {
+            return;
+        }
+        for (caller, n) in added {
+            let g = &mut files[caller.0].1[caller.1];
+            if !g.handed_losses.contains(&n) {
+                g.handed_losses.push(n);
+            }
+        }
+    }
+}
+
 /// Marks the functions a training step runs: those called in a loop that runs backward (or
 /// nested in one), then, to a fixpoint, every function such a function calls.
 fn mark_per_step(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
@@ -1016,6 +1069,9 @@ pub struct CrateNames {
     /// ModuleMapper<B> for Freeze { .. t.set_require_grad(false) }`): `model.map(&mut Freeze)`
     /// records no graph.
     pub(super) freezing_mappers: HashSet<String>,
+    /// candle: struct fields and parameters declared as a recurrent cell of `candle_nn::rnn`
+    /// (`lstm: LSTM`, `cell: candle_nn::GRU`): its `step(&x, &state)` is a forward pass.
+    pub(super) rnn_fields: HashSet<String>,
     /// Names declared (as fields or parameters) only with host types (`policy_loss: f32`,
     /// `mean_reward: f64`) and never with any other type: reading such a field gives no graph.
     pub(super) plain_fields: HashSet<String>,
@@ -1738,6 +1794,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     let mut consts: HashMap<String, Option<u64>> = HashMap::default();
     let mut freezing_mappers = HashSet::default();
+    let mut rnn_fields = HashSet::default();
     for text in texts {
         let bytes = text.as_bytes();
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
@@ -1872,6 +1929,21 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             if ty == crate::frameworks::common::GRADS_TYPE {
                 add(&mut grads_fields);
             }
+            // `cell: LSTM`, `cell: candle_nn::rnn::GRU`: the last segment of the type's path.
+            let mut last = ty;
+            let mut tail = next;
+            while let Some(r) = tail.strip_prefix("::") {
+                let r = r.trim_start();
+                let len = rust::ident_len(r);
+                if len == 0 {
+                    break;
+                }
+                last = &r[..len];
+                tail = r[len..].trim_start();
+            }
+            if crate::frameworks::common::RNN_CELL_TYPES.contains(&last) {
+                add(&mut rnn_fields);
+            }
 
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
             if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
@@ -1920,6 +1992,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     CrateNames {
         freezing_mappers,
+        rnn_fields,
         host_structs,
         return_types,
         fns,

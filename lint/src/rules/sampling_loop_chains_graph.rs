@@ -120,6 +120,11 @@ impl Rule for SamplingLoopChainsGraph {
             if f.loop_within(declared, l) || !f.feeds_forward_through_locals(value, binding) {
                 continue;
             }
+            // Cut in the same pass (`latents = latents.detach();` after the step): no step's
+            // graph reaches the next.
+            if f.cut_in_loop(binding, l, target) {
+                continue;
+            }
             // Unrolled through time for a loss (truncated backpropagation): the chain trains.
             // Also when the loss is this function's result and its callers backpropagate it
             // (`fn sequence_loss(..) -> Result<Tensor>` unrolling a decoder with teacher forcing).
@@ -389,6 +394,19 @@ fn train(cx: &Linear, ch: &Linear, out: &Linear, opt: &mut candle_nn::AdamW, dat
             PREVIEW.replace("latents = (latents - noise * 0.1)?;", "latents = (latents - noise * 0.1)?.detach();");
         assert_ne!(detached, PREVIEW);
         assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+        // Cut in a statement of its own after the step.
+        let after = PREVIEW.replace(
+            "latents = (latents - noise * 0.1)?;",
+            "latents = (latents - noise * 0.1)?;\n                latents = latents.detach();",
+        );
+        assert_ne!(after, PREVIEW);
+        assert_eq!(count("sampling_loop_chains_graph", None, &after), 0);
+        // Only now and then: the steps in between chain.
+        let sometimes = PREVIEW.replace(
+            "latents = (latents - noise * 0.1)?;",
+            "latents = (latents - noise * 0.1)?;\n                if t % 10 == 0 { latents = latents.detach(); }",
+        );
+        assert_eq!(count("sampling_loop_chains_graph", None, &sometimes), 1);
         // The same cut written as a path call.
         let by_path = PREVIEW
             .replace("latents = (latents - noise * 0.1)?;", "latents = Tensor::detach(&(latents - noise * 0.1)?);");
@@ -472,6 +490,42 @@ pub fn serve(cfg: &MistralConfig, dev: &Device) -> anyhow::Result<()> {
         // Reset on every step: nothing lasts.
         let reset = src.replace("for i in 0..256 {\n", "for i in 0..256 {\n            self.model.clear_kv_cache();\n");
         assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &reset), vec![16]);
+    }
+
+    /// A character model sampled during training: candle's LSTM cell stepped on its own state.
+    const RNN_SAMPLE: &str = r#"
+use candle_core::{DType, Device, Tensor};
+use candle_nn::rnn::{lstm, LSTMConfig, RNN};
+use candle_nn::{linear, AdamW, Module, Optimizer, VarBuilder, VarMap};
+fn train(dev: &Device, data: &[(Tensor, Tensor)]) -> candle_core::Result<()> {
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, dev);
+    let cell = lstm(16, 64, LSTMConfig::default(), vb.pp("lstm"))?;
+    let head = linear(64, 16, vb.pp("head"))?;
+    let mut opt = AdamW::new_lr(vm.all_vars(), 1e-3)?;
+    for (i, (x, y)) in data.iter().enumerate() {
+        let states = cell.seq(x)?;
+        let loss = candle_nn::loss::cross_entropy(&head.forward(states.last().unwrap().h())?, y)?;
+        opt.backward_step(&loss)?;
+        if i % 1000 == 0 {
+            let mut state = cell.zero_state(1)?;
+            let mut x = Tensor::zeros((1, 16), DType::F32, dev)?;
+            for _ in 0..200 {
+                state = cell.step(&x, &state)?;
+                x = head.forward(state.h())?;
+            }
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_an_rnn_cell_stepped_on_its_own_state() {
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", RNN_SAMPLE), vec![19]);
+        let cut = RNN_SAMPLE.replace("state = cell.step(&x, &state)?;", "state = cell.step(&x.detach(), &state)?;\n                state = candle_nn::rnn::LSTMState::new(state.h().detach(), state.c().detach());");
+        assert_ne!(cut, RNN_SAMPLE);
+        assert_eq!(count("sampling_loop_chains_graph", None, &cut), 0);
     }
 
     #[test]
