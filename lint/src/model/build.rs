@@ -323,7 +323,7 @@ impl Items<'_> {
                         && self.autodiff_by_type()
                         && (mentions_inner_backend(&pt.ty, self.spec) || self.paramless(type_name(&pt.ty).as_deref()));
                     // `dev: &B::Device`, `steps: usize`: a parameter that holds no model.
-                    if type_is_plain(&pt.ty) || type_is_device(&pt.ty) {
+                    if holds_no_model(&pt.ty) {
                         b.g.plain_params |= 1u64.checked_shl(b.g.params.len() as u32).unwrap_or(0);
                     }
                     for ident in names {
@@ -442,6 +442,11 @@ struct Builder<'c> {
     /// Bindings of a `for` over a local's elements by `&mut` (`for s in states.iter_mut()`):
     /// (element, the local). A write through the element (`*s = ..`) writes into the local.
     mut_elements: Vec<(BindingId, BindingId)>,
+    /// Locals bound to the current element of a sequence a loop walks (see
+    /// `element_of_sequence`).
+    sequence_elements: Vec<BindingId>,
+    /// A scratch buffer for names looked up in `crate_fns` without allocating.
+    name_buf: String,
     /// Locals made as a disabled cache (`Cache::new(false, ..)`).
     disabled_caches: Vec<BindingId>,
     no_grad: usize,
@@ -581,6 +586,7 @@ impl Builder<'_> {
                 presence_ifs: Vec::new(),
                 param_calls: Vec::new(),
                 branch_writes: Vec::new(),
+                branch_paths: Vec::new(),
                 plain_params: 0,
                 branch_aliases: Vec::new(),
                 handed_losses: Vec::new(),
@@ -630,6 +636,8 @@ impl Builder<'_> {
             bool_ifs: Vec::new(),
             library_forwards: Vec::new(),
             mut_elements: Vec::new(),
+            name_buf: String::new(),
+            sequence_elements: Vec::new(),
             disabled_caches: Vec::new(),
             no_grad: 0,
             has_self: false,
@@ -791,7 +799,12 @@ impl Builder<'_> {
         }
         let new = self.add_node(NodeKind::Version(id), span.clone());
         if !self.path.is_empty() {
-            self.g.branch_writes.push((new, self.path.clone()));
+            // Consecutive writes in one branch share its path.
+            if self.g.branch_paths.last() != Some(&self.path) {
+                self.g.branch_paths.push(self.path.clone());
+            }
+            let at = self.g.branch_paths.len() - 1;
+            self.g.branch_writes.push((new, at));
         }
         self.g.graph.add_edge(value, new, Edge::StoredInto { how, span: span.clone(), through: None });
         if keep_old {
@@ -945,6 +958,33 @@ impl Builder<'_> {
                 syn::Member::Unnamed(_) => false,
             },
             e => self.declared_type_ref(e).is_some_and(|t| common::RNN_CELL_TYPES.contains(&t)),
+        }
+    }
+
+    /// Whether `x` is the current element of a sequence the innermost loop walks: the loop's
+    /// pattern binding (`for x in xs.iter()`), or an index by a counter of the loop (`xs.get(t)?`,
+    /// `xs.i(t)?`, `xs[t]`). A cell stepped over one is one forward pass over the sequence, not
+    /// a sampler feeding itself.
+    fn element_of_sequence(&self, x: &Expr) -> bool {
+        let is_counter = |e: &Expr| {
+            matches!(strip_parens(e), Expr::Path(p)
+                if p.path.get_ident().is_some_and(|i| self.counters.last().is_some_and(|c| i == c)))
+        };
+        match strip_place(strip_try(x)) {
+            Expr::Reference(r) => self.element_of_sequence(&r.expr),
+            Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                let Some(l) = self.cur_loop() else { return false };
+                self.env.iter().rposition(|(b, _)| *i == self.g.bindings[*b].name).is_some_and(|slot| {
+                    let b = self.env[slot].0;
+                    self.g.loops[l].pattern.contains(&b) || self.sequence_elements.contains(&b)
+                })
+            }),
+            Expr::Index(ix) => is_counter(&ix.index),
+            Expr::MethodCall(m) => {
+                matches!(m.method.to_string().as_str(), "get" | "i" | "narrow" | "index_select" | "select")
+                    && m.args.iter().any(is_counter)
+            }
+            _ => false,
         }
     }
 
@@ -1540,19 +1580,26 @@ impl Builder<'_> {
             || (matches!(strip_pat_type(&local.pat), Pat::Ident(_)) && init.is_some_and(|i| is_number(&i.expr)));
         // `let cell = lstm(12, 64, cfg, vb.pp("lstm"))?;`: candle's recurrent cell.
         let stated = declared_type(&local.pat, init.map(|i| &*i.expr)).or_else(|| {
+            if self.g.spec.trainable_constructors.is_empty() {
+                return None;
+            }
             let Expr::Call(c) = strip_try(&init?.expr) else { return None };
             let Expr::Path(p) = &*c.func else { return None };
-            let last = p.path.segments.last()?.ident.to_string();
-            let at = common::RNN_CELL_CONSTRUCTORS.iter().position(|&k| k == last)?;
-            (!self.g.spec.trainable_constructors.is_empty() && !self.crate_fns.fns.contains(&last))
+            let last = &p.path.segments.last()?.ident;
+            let at = common::RNN_CELL_CONSTRUCTORS.iter().position(|&k| last == k)?;
+            (!self.crate_fns.fns.contains(common::RNN_CELL_CONSTRUCTORS[at]))
                 .then(|| common::RNN_CELL_TYPES[at].to_string())
         });
+        // `let x = xs.get(t)?;` in a loop over `t` (candle, where a cell may step over it).
+        let sequence_element = !self.g.spec.trainable_constructors.is_empty()
+            && self.cur_loop().is_some()
+            && init.is_some_and(|i| self.element_of_sequence(&i.expr));
         // `Cache::new(false, ..)` (candle-transformers llama): a cache that keeps nothing.
         let disabled_cache = init.is_some_and(|i| {
             matches!(strip_try(&i.expr), Expr::Call(c)
-                if matches!(&*c.func, Expr::Path(p) if p.path.segments.len() >= 2
-                    && p.path.segments.iter().nth_back(1).is_some_and(|s| s.ident.to_string().ends_with("Cache")))
-                && matches!(c.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) if !b.value))
+                if matches!(c.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. })) if !b.value)
+                && matches!(&*c.func, Expr::Path(p) if p.path.segments.len() >= 2
+                    && p.path.segments.iter().nth_back(1).is_some_and(|s| s.ident.to_string().ends_with("Cache"))))
         });
         let guessed = stated.is_none().then(|| init.and_then(|i| config_init_type(&i.expr))).flatten();
         let ty_guessed = guessed.is_some();
@@ -1594,6 +1641,9 @@ impl Builder<'_> {
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
             if disabled_cache {
                 self.disabled_caches.push(self.g.bindings.len() - 1);
+            }
+            if sequence_element {
+                self.sequence_elements.push(self.g.bindings.len() - 1);
             }
             if on_autodiff_device {
                 self.g.autodiff_bound.push(self.g.bindings.len() - 1);
@@ -2573,7 +2623,10 @@ impl Builder<'_> {
         };
         if (frameworks::is_forward_method(&name) && !self.crate_fns.plain_fns.contains(&name) && !loss_module())
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
-            || (name == "step" && m.args.len() == 2 && self.is_rnn_cell(&m.receiver))
+            || (name == "step"
+                && m.args.len() == 2
+                && self.is_rnn_cell(&m.receiver)
+                && !m.args.first().is_some_and(|x| self.element_of_sequence(x)))
         {
             return self.forward_call(m, recv, recv_span);
         }
@@ -2789,17 +2842,26 @@ impl Builder<'_> {
         }
         match e {
             Expr::Closure(_) => closures.push((i, self.g.closures.len())),
-            Expr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
-                let id = p.path.get_ident().map(ToString::to_string).unwrap_or_default();
-                match self.lookup(&id) {
-                    Some(slot) => {
-                        let b = self.env[slot].0;
-                        if let Some(&(_, c)) = self.closure_bindings.iter().find(|(cb, _)| *cb == b) {
-                            closures.push((i, c));
+            Expr::Path(p) if p.qself.is_none() => {
+                if let Some(id) = p.path.get_ident() {
+                    // Compared without allocating: most arguments are locals.
+                    match self.env.iter().rposition(|(b, _)| *id == self.g.bindings[*b].name) {
+                        Some(slot) => {
+                            let b = self.env[slot].0;
+                            if let Some(&(_, c)) = self.closure_bindings.iter().find(|(cb, _)| *cb == b) {
+                                closures.push((i, c));
+                            }
+                        }
+                        None => {
+                            // Formatted into a reused buffer: most such names are constants.
+                            use std::fmt::Write as _;
+                            self.name_buf.clear();
+                            let _ = write!(self.name_buf, "{id}");
+                            if self.crate_fns.fns.contains(self.name_buf.as_str()) {
+                                fns.push((i, self.name_buf.clone()));
+                            }
                         }
                     }
-                    None if self.crate_fns.fns.contains(id.as_str()) => fns.push((i, id)),
-                    None => {}
                 }
             }
             _ => {}
@@ -3819,12 +3881,19 @@ struct LibraryForward {
     lent_cache: Option<BindingId>,
 }
 
-/// `&B::Device`, `Device<B>`, `&<Train as Backend>::Device`: a backend's device.
-fn type_is_device(ty: &syn::Type) -> bool {
+/// A parameter type that holds no model: a backend's device (`&B::Device`, `Device<B>`), a
+/// host number, `bool` or string, or tuples, slices and arrays of them. Compared without
+/// allocating: every parameter of the crate is asked.
+fn holds_no_model(ty: &syn::Type) -> bool {
     match ty {
-        syn::Type::Reference(r) => type_is_device(&r.elem),
-        syn::Type::Paren(p) => type_is_device(&p.elem),
-        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Device"),
+        syn::Type::Reference(r) => holds_no_model(&r.elem),
+        syn::Type::Paren(p) => holds_no_model(&p.elem),
+        syn::Type::Tuple(t) => t.elems.iter().all(holds_no_model),
+        syn::Type::Slice(s) => holds_no_model(&s.elem),
+        syn::Type::Array(a) => holds_no_model(&a.elem),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| {
+            s.ident == "Device" || (s.arguments.is_none() && super::rust::HOST_TYPES.iter().any(|h| s.ident == h))
+        }),
         _ => false,
     }
 }

@@ -566,7 +566,9 @@ pub struct FnModel {
     /// Writes made inside a branch of their loop body (`if step % 2000 == 0 { running = zeros }`):
     /// the version written, and the branches between the loop body and the write (see
     /// `TrainingCall::path`). A write not listed runs on every pass of its loop body.
-    pub(super) branch_writes: Vec<(NodeIndex, Vec<usize>)>,
+    pub(super) branch_writes: Vec<(NodeIndex, usize)>,
+    /// The paths `branch_writes` index.
+    pub(super) branch_paths: Vec<Vec<usize>>,
     /// Parameters whose declared type holds no model (host values, a backend's device): bit `i`
     /// for parameter `i` (the first 64).
     pub(super) plain_params: u64,
@@ -1831,8 +1833,9 @@ impl FnModel {
     /// every pass that writes version `written` (its write's branches include the cut's): not
     /// only now and then (`if step % 2000 == 0 { running = zeros }`).
     pub fn cut_whenever(&self, binding: BindingId, iteration: Iteration, written: NodeIndex) -> bool {
-        let path =
-            |v: NodeIndex| self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |(_, p)| p.as_slice());
+        let path = |v: NodeIndex| {
+            self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |&(_, p)| self.branch_paths[p].as_slice())
+        };
         let at = path(written);
         self.stores().any(|(_, value, target, how, _)| {
             matches!(how, Store::Assign | Store::Fold | Store::Let)
@@ -1847,8 +1850,9 @@ impl FnModel {
     /// on every pass that writes version `written` (`latents = step(..)?; latents =
     /// latents.detach();`): what one iteration stores does not reach the next.
     pub fn cut_in_loop(&self, binding: BindingId, l: LoopId, written: NodeIndex) -> bool {
-        let path =
-            |v: NodeIndex| self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |(_, p)| p.as_slice());
+        let path = |v: NodeIndex| {
+            self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |&(_, p)| self.branch_paths[p].as_slice())
+        };
         let at = path(written);
         self.stores().any(|(_, value, target, how, _)| {
             matches!(how, Store::Assign | Store::Fold | Store::Let)

@@ -896,13 +896,17 @@ fn mark_backpropagated_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], re
 /// from it) are losses of the caller too (`trainer.step(&chunk)`): to a fixpoint through chains
 /// of such calls.
 fn mark_handed_losses(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let has_losses = |g: &FnModel| !g.losses.is_empty() || !g.handed_losses.is_empty();
+    if !files.iter().flat_map(|(_, graphs)| graphs.iter()).any(has_losses) {
+        return;
+    }
     for _ in 0..MAX_ROUNDS {
         // Each callee's backpropagated parameters (bit `i` for parameter `i`).
         let mut loss_params: HashMap<FnId, u64> = HashMap::default();
         let mut added: Vec<(FnId, NodeIndex)> = Vec::new();
         for (caller, ci, callees) in resolved {
             let site = &files[caller.0].1[caller.1].call_sites[*ci];
-            if site.args.is_empty() {
+            if site.args.is_empty() || !callees.iter().all(|c| has_losses(&files[c.0].1[c.1])) {
                 continue;
             }
             let mut params = u64::MAX;
@@ -1879,7 +1883,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         struct_fields(text, &mut structs);
         struct_shapes(text, &mut shapes, &mut typed, &mut modules);
         requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
-        if requires_grad {
+        if memchr::memmem::find(bytes, b"require_grad(false)").is_some() {
             freezing_mappers.extend(freezing_mappers_of(text));
         }
         makes_autodiff_device |= memchr::memmem::find(bytes, b".autodiff()").is_some();
@@ -2039,7 +2043,7 @@ fn freezing_mappers_of(text: &str) -> Vec<String> {
                 _ => {}
             }
         }
-        let body: String = rest[open..end].split_whitespace().collect();
+        let body = &rest[open..end];
         if !ty.is_empty() && body.contains("require_grad(false)") && !body.contains("require_grad(true)") {
             out.push(ty.to_string());
         }
@@ -2463,8 +2467,13 @@ fn mark_callback_backwards(
     resolved: &[(FnId, usize, Vec<FnId>)],
 ) -> Vec<FnId> {
     let runs_backward = |g: &FnModel| g.calls.iter().any(|c| c.kind == TrainingCallKind::Backward);
+    // Only functions that call a parameter can run what they are handed.
     let mut marks: Vec<(FnId, usize, String)> = Vec::new();
+    let mut backward_fns: Option<HashSet<&str>> = None;
     for (caller, ci, candidates) in resolved {
+        if !candidates.iter().any(|c| !files[c.0].1[c.1].param_calls.is_empty()) {
+            continue;
+        }
         let g = &files[caller.0].1[caller.1];
         let site = &g.call_sites[ci.to_owned()];
         if site.closure_args.is_empty() && site.fn_args.is_empty() {
@@ -2477,11 +2486,15 @@ fn mark_callback_backwards(
             .map(|&(arg, _)| (arg, "closure".to_string()))
             .collect();
         for (arg, name) in &site.fn_args {
-            let named = files
-                .iter()
-                .flat_map(|(_, graphs)| graphs.iter())
-                .any(|f| !f.has_self && f.owner.is_none() && f.ident == *name && runs_backward(f));
-            if named {
+            let fns = backward_fns.get_or_insert_with(|| {
+                files
+                    .iter()
+                    .flat_map(|(_, graphs)| graphs.iter())
+                    .filter(|f| !f.has_self && f.owner.is_none() && runs_backward(f))
+                    .map(|f| f.ident.as_str())
+                    .collect()
+            });
+            if fns.contains(name.as_str()) {
                 backward_args.push((*arg, name.clone()));
             }
         }

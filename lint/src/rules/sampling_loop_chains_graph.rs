@@ -35,7 +35,11 @@ it kept before: a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)
 model (candle-transformers), a cache lent to its forward (`llama.forward(&x, pos, &mut cache)`,
 not one made with `Cache::new(false, ..)`) or one the function resets (`model.clear_kv_cache()`). A cache made afresh
 on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
-layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A method
+layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A
+recurrent cell of `candle_nn::rnn` stepped on its own state (`state = cell.step(&x, &state)?`)
+runs a forward pass, except over the elements of an input sequence (`let x = xs.get(t)?`, `for x
+in xs.iter()`), which is one forward pass over that sequence. A state cut in the loop's own pass
+(`latents = latents.detach();` after the step, on every path that writes it) does not chain. A method
 of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
 t)?`) is a forward pass, and a tensor helper of the crate (`fn euler(x: &Tensor, v: &Tensor) ->
 Result<Tensor>`, a scheduler's `step`) hands on the graph of what it is given. A state unrolled
@@ -526,6 +530,24 @@ fn train(dev: &Device, data: &[(Tensor, Tensor)]) -> candle_core::Result<()> {
         let cut = RNN_SAMPLE.replace("state = cell.step(&x, &state)?;", "state = cell.step(&x.detach(), &state)?;\n                state = candle_nn::rnn::LSTMState::new(state.h().detach(), state.c().detach());");
         assert_ne!(cut, RNN_SAMPLE);
         assert_eq!(count("sampling_loop_chains_graph", None, &cut), 0);
+        // A cell stepped over the elements of an input sequence: one forward pass over it.
+        let encoder = r#"
+use candle_core::{DType, Device, Tensor};
+use candle_nn::rnn::{lstm, LSTMConfig, LSTMState, RNN};
+use candle_nn::{VarBuilder, VarMap};
+fn encode(vm: &VarMap, xs: &Tensor, h: Tensor, c: Tensor, dev: &Device) -> candle_core::Result<Tensor> {
+    let cell = lstm(16, 64, LSTMConfig::default(), VarBuilder::from_varmap(vm, DType::F32, dev))?;
+    let mut state = LSTMState::new(h, c);
+    for t in 0..xs.dim(0)? {
+        let x = xs.get(t)?;
+        state = cell.step(&x, &state)?;
+    }
+    Ok(state.h().clone())
+}
+"#;
+        assert_eq!(count("sampling_loop_chains_graph", None, encoder), 0);
+        let fed_back = encoder.replace("let x = xs.get(t)?;", "let x = state.h().clone();");
+        assert_eq!(count("sampling_loop_chains_graph", None, &fed_back), 1);
     }
 
     #[test]
