@@ -590,6 +590,8 @@ impl Builder<'_> {
                 plain_params: 0,
                 branch_aliases: Vec::new(),
                 handed_losses: Vec::new(),
+                mapper_uses: Vec::new(),
+                rewrites_untracked: false,
                 bool_args: Vec::new(),
                 vocab_calls: Vec::new(),
                 param_rewrites: Vec::new(),
@@ -1508,7 +1510,13 @@ impl Builder<'_> {
         }
         // burn 0.22: `let teacher = Mlp::new(.., &device)` beside `let ad = device.autodiff();`.
         // `let model = model.fork(&ad);`: whatever it was built from, it is on the autodiff device.
-        let on_autodiff_device = init.and_then(|i| self.device_mentions(&i.expr)).is_some_and(|(_, ad)| ad);
+        // `train::run(&cfg, &ad).valid()`: made untracked after it was built on the device.
+        let untracked_last = init.is_some_and(|i| {
+            matches!(strip_try(&i.expr), Expr::MethodCall(m)
+                if m.args.is_empty() && self.g.spec.no_grad_models.iter().any(|n| m.method == n))
+        });
+        let on_autodiff_device =
+            !untracked_last && init.and_then(|i| self.device_mentions(&i.expr)).is_some_and(|(_, ad)| ad);
         let on_plain_device = init.is_some_and(|i| self.built_on_plain_device(&i.expr))
             && !matches!(strip_pat_type(&local.pat), Pat::Ident(p) if self.devices.as_ref().is_some_and(|(ad, plain)| {
                 let name = p.ident.to_string();
@@ -1995,6 +2003,37 @@ impl Builder<'_> {
         let mut m = Mentions { devices, plain: false, autodiff: false };
         m.visit_expr(e);
         Some((m.plain, m.autodiff))
+    }
+
+    /// burn 0.22: whether `args` hand the plain device (a binding named so, `Device::default()`,
+    /// their clones) and otherwise only literals: nothing a model or the autodiff device is in.
+    fn hands_only_plain_device<'e>(&self, args: impl Iterator<Item = &'e Expr>) -> bool {
+        let Some((_, plain)) = self.devices.as_ref() else { return false };
+        let mut seen = false;
+        for a in args {
+            let mut e = strip_parens(a);
+            while let Expr::Reference(r) = e {
+                e = strip_parens(&r.expr);
+            }
+            if let Expr::MethodCall(m) = e
+                && m.method == "clone"
+                && m.args.is_empty()
+            {
+                e = strip_parens(&m.receiver);
+            }
+            match e {
+                Expr::Lit(_) => {}
+                Expr::Path(p) if p.path.get_ident().is_some_and(|i| plain.iter().any(|n| i == n)) => seen = true,
+                Expr::Call(c)
+                    if c.args.is_empty()
+                        && matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "default")) =>
+                {
+                    seen = true;
+                }
+                _ => return false,
+            }
+        }
+        seen
     }
 
     /// The body of a loop that runs at most once ([`runs_once`]): a branch, whose bindings end
@@ -2571,16 +2610,32 @@ impl Builder<'_> {
             self.exprs(m.args.iter(), false);
             return Val { producer: Producer::Plain, ..recv };
         }
-        // `base.map(&mut Freeze)` with the crate's mapper setting `require_grad(false)`.
+        // `target.map(&mut polyak)`: an application of one of the crate's mappers; `base.map(&mut
+        // Freeze)` with one that sets `require_grad(false)` freezes the model.
         if name == "map"
-            && !self.crate_fns.freezing_mappers.is_empty()
-            && let [arg] = m.args.iter().collect::<Vec<_>>().as_slice()
-            && self.names_freezing_mapper(arg)
+            && !self.crate_fns.module_mappers.is_empty()
+            && m.args.len() == 1
+            && let Some(ty) = self.mapper_type(&m.args[0])
         {
-            self.g.untracks_models = true;
-            return Val { producer: Producer::InertModel, ..recv };
+            let span = self.span(m.method.span());
+            let freezes = self.crate_fns.freezing_mappers.contains(&ty);
+            self.g.mapper_uses.push((ty, span, false));
+            if freezes {
+                self.g.untracks_models = true;
+                return Val { producer: Producer::InertModel, ..recv };
+            }
         }
         if specs.iter().any(|s| s.no_grad_models.contains(&name.as_str())) {
+            // `target.map(&mut polyak).no_grad()`: what that mapper made is untracked at once.
+            if let Expr::MethodCall(r) = strip_parens(&m.receiver)
+                && r.method == "map"
+                && !self.g.mapper_uses.is_empty()
+            {
+                let span = self.span(r.method.span());
+                if let Some(used) = self.g.mapper_uses.iter_mut().rev().find(|u| u.1 == span) {
+                    used.2 = true;
+                }
+            }
             self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..recv };
         }
@@ -2906,8 +2961,8 @@ impl Builder<'_> {
     }
 
     /// `&mut Freeze`, `&mut Freeze::new()`, `&mut freeze` (a local of that type): one of the
-    /// crate's freezing `ModuleMapper`s (see `CrateNames::freezing_mappers`).
-    fn names_freezing_mapper(&self, arg: &Expr) -> bool {
+    /// crate's `ModuleMapper`s (see `CrateNames::module_mappers`), by its type's name.
+    fn mapper_type(&self, arg: &Expr) -> Option<String> {
         let mut e = strip_parens(arg);
         while let Expr::Reference(r) = e {
             e = strip_parens(&r.expr);
@@ -2926,7 +2981,7 @@ impl Builder<'_> {
             },
             _ => None,
         };
-        ty.is_some_and(|t| self.crate_fns.freezing_mappers.contains(&t))
+        ty.filter(|t| self.crate_fns.module_mappers.contains(t))
     }
 
     /// A method call's receiver's type, and whether it is a guess: its binding's, or what the
@@ -3092,6 +3147,7 @@ impl Builder<'_> {
             path: self.path.clone(),
             turbofish_autodiff: None,
             receiver_generic: false,
+            plain_device_only: false,
         });
         Val { reads: vec![result], producer: Producer::Derived, op: false }
     }
@@ -3343,9 +3399,11 @@ impl Builder<'_> {
             }
             None => segs.len() == 2 && p.path.segments.first().is_some_and(|s| self.is_type_param(&s.ident)),
         };
+        let plain_device_only = self.devices.is_some() && self.hands_only_plain_device(c.args.iter());
         let result = self.call_site(last.to_string(), qualifier, false, None, false, None, args, span);
         if let Some(site) = self.g.call_sites.last_mut() {
             site.type_param_dispatch = dispatched;
+            site.plain_device_only = plain_device_only;
             site.closure_args = closure_args;
             site.fn_args = fn_args;
         }

@@ -579,6 +579,13 @@ pub struct FnModel {
     /// (`trainer.step(&chunk)` with `fn step(&mut self, loss: &Tensor) { self.opt.backward_step(loss) }`):
     /// losses of this function too, set by the crate-level pass.
     pub(super) handed_losses: Vec<NodeIndex>,
+    /// burn: applications of the crate's `ModuleMapper`s (`target.map(&mut polyak)`): the
+    /// mapper's type, the `map` call, and whether the result is made untracked at once
+    /// (`.no_grad()`, `.valid()`).
+    pub(super) mapper_uses: Vec<(String, Span, bool)>,
+    /// A `ModuleMapper` method whose every application the crate makes untracked at once:
+    /// the parameters it rewrites chain nothing. Set by the crate-level pass.
+    pub(super) rewrites_untracked: bool,
     /// Calls of the crate that pass a `bool` literal (`run_epoch(&model, valid, false)`): (parameter
     /// index, value, where the call is, the caller's name).
     pub(super) bool_args: Vec<(usize, bool, std::path::PathBuf, usize, String)>,
@@ -674,6 +681,9 @@ pub struct CallSite {
     /// (`evaluate::<TrainingBackend>(..)`: `Some(true)`; `extract::<B::InnerBackend>(..)`:
     /// `Some(false)`; none written: `None`).
     pub(super) turbofish_autodiff: Option<bool>,
+    /// burn 0.22: the call hands only the plain device and literals (`infer(device, "/tmp/m")`
+    /// in a function that also makes `device.autodiff()`): no autodiff model or device.
+    pub(super) plain_device_only: bool,
 }
 
 /// Where a function keeps graph-carrying state from call to call.
@@ -1536,6 +1546,12 @@ impl FnModel {
     }
 
     /// Parameters whose value is replaced, in program order.
+    /// Whether every application of this `ModuleMapper` method's type is made untracked at once
+    /// (`target.map(&mut polyak).no_grad()`).
+    pub fn rewrites_untracked(&self) -> bool {
+        self.rewrites_untracked
+    }
+
     pub fn param_rewrites(&self) -> &[ParamRewrite] {
         &self.param_rewrites
     }

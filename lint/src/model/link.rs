@@ -158,6 +158,7 @@ pub fn link(
     alias_names: &HashSet<String>,
 ) {
     mark_autodiff_fields(files, autodiff_fields);
+    mark_untracked_mappers(files);
     follow_inert_fields(files);
     // A crate fact every function may ask: does any function make a module untracked?
     let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
@@ -811,7 +812,7 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
             (candidates == 1 || site.type_param_dispatch)
                 && autodiff
                 && !c.autodiff
-                && (c.generic || g.autodiff_device)
+                && (c.generic || (g.autodiff_device && !site.plain_device_only))
                 && c.framework_known
                 && (c.is_test || !g.is_test)
         },
@@ -888,6 +889,26 @@ fn mark_backpropagated_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], re
         }
         for id in marked {
             files[id.0].1[id.1].result_backpropagated = true;
+        }
+    }
+}
+
+/// burn: the methods of a `ModuleMapper` whose every application in the crate is made untracked
+/// at once (`self.target = self.target.clone().map(&mut polyak).no_grad()`) rewrite parameters
+/// that chain nothing.
+fn mark_untracked_mappers(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+    let mut uses: HashMap<String, bool> = HashMap::default();
+    for g in files.iter().flat_map(|(_, graphs)| graphs.iter()) {
+        for (ty, _, untracked) in &g.mapper_uses {
+            *uses.entry(ty.clone()).or_insert(true) &= *untracked;
+        }
+    }
+    if !uses.values().any(|&u| u) {
+        return;
+    }
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        if !g.param_rewrites.is_empty() && g.owner.as_ref().is_some_and(|o| uses.get(o) == Some(&true)) {
+            g.rewrites_untracked = true;
         }
     }
 }
@@ -1073,6 +1094,8 @@ pub struct CrateNames {
     /// ModuleMapper<B> for Freeze { .. t.set_require_grad(false) }`): `model.map(&mut Freeze)`
     /// records no graph.
     pub(super) freezing_mappers: HashSet<String>,
+    /// burn: every `ModuleMapper` of the crate (the self types of its impls).
+    pub(super) module_mappers: HashSet<String>,
     /// candle: struct fields and parameters declared as a recurrent cell of `candle_nn::rnn`
     /// (`lstm: LSTM`, `cell: candle_nn::GRU`): its `step(&x, &state)` is a forward pass.
     pub(super) rnn_fields: HashSet<String>,
@@ -1798,6 +1821,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     let mut consts: HashMap<String, Option<u64>> = HashMap::default();
     let mut freezing_mappers = HashSet::default();
+    let mut module_mappers = HashSet::default();
     let mut rnn_fields = HashSet::default();
     for text in texts {
         let bytes = text.as_bytes();
@@ -1883,8 +1907,13 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         struct_fields(text, &mut structs);
         struct_shapes(text, &mut shapes, &mut typed, &mut modules);
         requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
-        if memchr::memmem::find(bytes, b"require_grad(false)").is_some() {
-            freezing_mappers.extend(freezing_mappers_of(text));
+        if memchr::memmem::find(bytes, b"ModuleMapper<").is_some() {
+            for (ty, freezes) in module_mappers_of(text) {
+                if freezes {
+                    freezing_mappers.insert(ty.clone());
+                }
+                module_mappers.insert(ty);
+            }
         }
         makes_autodiff_device |= memchr::memmem::find(bytes, b".autodiff()").is_some();
         // `Optimizer<MpoDuals<B>, B>`, `OptimizerAdaptor<Adam, Duals<B>, B>`: a type an optimizer
@@ -1996,6 +2025,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     CrateNames {
         freezing_mappers,
+        module_mappers,
         rnn_fields,
         host_structs,
         return_types,
@@ -2017,9 +2047,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
 }
 
-/// The self types of `impl .. ModuleMapper<..> for X { .. }` blocks of `text` whose body sets
-/// `require_grad(false)` (and never `require_grad(true)`).
-fn freezing_mappers_of(text: &str) -> Vec<String> {
+/// The self types of `impl .. ModuleMapper<..> for X { .. }` blocks of `text`, and whether the
+/// body sets `require_grad(false)` (and never `require_grad(true)`): a freezing mapper.
+fn module_mappers_of(text: &str) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     for at in memchr::memmem::find_iter(text.as_bytes(), b"ModuleMapper<") {
         let rest = &text[at..];
@@ -2044,8 +2074,8 @@ fn freezing_mappers_of(text: &str) -> Vec<String> {
             }
         }
         let body = &rest[open..end];
-        if !ty.is_empty() && body.contains("require_grad(false)") && !body.contains("require_grad(true)") {
-            out.push(ty.to_string());
+        if !ty.is_empty() {
+            out.push((ty.to_string(), body.contains("require_grad(false)") && !body.contains("require_grad(true)")));
         }
     }
     out

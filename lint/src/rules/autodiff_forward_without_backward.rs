@@ -69,7 +69,9 @@ autodiff when one of the crate's calls instantiates it with an autodiff backend 
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`; a test does
 not count: it runs once and ends); the finding then names that call. With burn 0.22, whose types
 name no backend, a function that is not generic counts as autodiff when a caller on an autodiff
-device (`device.autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`). A test's own loop with a
+device (`device.autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`); not a call that
+hands only the plain device and literals (`infer(device, "model.mpk")`), nor a model made
+untracked where it is bound (`let model = train(&cfg, &ad).valid();`). A test's own loop with a
 literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not
 (literal bounds include the crate's integer constants and constant arrays: `0..PREVIEW_LEN`,
 `PROMPTS.iter()`). A
@@ -2938,6 +2940,50 @@ fn main() {
         let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
         assert_ne!(valid, src);
         assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+    }
+
+    /// burn 0.22: a launcher that makes both devices, trains on the autodiff one and hands the
+    /// plain one to an inference function that loads its own model; or trains and untracks the
+    /// trained model on the spot.
+    const LAUNCH: &str = r#"
+use burn::prelude::*;
+use burn::module::AutodiffModule;
+pub fn infer(device: Device, artifact: &str) {
+    let model = Mlp::new(&device).load_file(artifact, &CompactRecorder::new(), &device).unwrap();
+    for _ in 0..100_000 {
+        let x = Tensor::<2>::random([64, 16], Distribution::Default, &device);
+        println!("{}", model.forward(x).mean().into_scalar::<f32>());
+    }
+}
+pub fn generate(model: &Mlp, n: usize, device: &Device) -> Vec<f32> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        out.push(model.forward(Tensor::<2>::ones([1, 16], device) * i as f32).mean().into_scalar::<f32>());
+    }
+    out
+}
+pub fn launch() {
+    let device = Device::default();
+    let autodiff_device = device.clone().autodiff();
+    CALLS
+}
+"#;
+
+    #[test]
+    fn a_launcher_that_hands_the_plain_device_or_an_untracked_model_makes_nothing_autodiff() {
+        let plain =
+            LAUNCH.replace("CALLS", "train(20_000, autodiff_device, \"/tmp/m\");\n    infer(device, \"/tmp/m\");");
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
+        let tracked = LAUNCH.replace("CALLS", "infer(autodiff_device.clone(), \"/tmp/m\");");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![8]);
+        let valid = LAUNCH.replace(
+            "CALLS",
+            "let model = train(20_000, &autodiff_device).valid();\n    generate(&model, 1000, &device);",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+        let kept = LAUNCH
+            .replace("CALLS", "let model = train(20_000, &autodiff_device);\n    generate(&model, 1000, &device);");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &kept), vec![14]);
     }
 
     /// Iterator methods call their closure once per element: the closure's body is a loop body.

@@ -22,7 +22,8 @@ by a `ModuleMapper`'s `map_float` (`tensor * (1.0 - tau) + online * tau`, or reb
 rescaling). Blends that end in `.detach()`, and updates
 that work on the inner backend (`.inner()`, `valid()`), are not reported; nor is code generic
 over any `B: Backend` in a crate that keeps its target modules untracked (`.valid()`,
-`.no_grad()`), since its callers then hand it untracked modules.
+`.no_grad()`), since its callers then hand it untracked modules; nor is a mapper whose every application the
+crate makes untracked at once (`self.target = self.target.clone().map(&mut polyak).no_grad()`).
 
 ### Why is this bad?
 On an autodiff backend the blended tensor is a graph node whose parent is the old parameter
@@ -67,6 +68,10 @@ impl Rule for SoftUpdateWithoutDetach {
         // autodiff module; a crate that keeps its target modules untracked (`.valid()`,
         // `.no_grad()`) hands it untracked ones, which this function cannot tell apart.
         if f.spec().autodiff_by_type && !f.autodiff() && f.crate_untracks_models() {
+            return;
+        }
+        // A mapper whose every application is made untracked at once (`.map(&mut polyak).no_grad()`).
+        if f.rewrites_untracked() {
             return;
         }
         let updates: Vec<_> = f.param_rewrites().iter().filter(|r| f.blend(r.reads(), r.old()).is_blend(1)).collect();
@@ -202,6 +207,18 @@ impl<B: Backend> ModuleMapper<B> for Mix {
         assert_eq!(count("soft_update_without_detach", None, &clip), 0);
         let other = MAPPER.replace("ModuleMapper<B> for Blend", "Remap<B> for Blend");
         assert_eq!(count("soft_update_without_detach", None, &other), 0);
+    }
+
+    #[test]
+    fn a_mapper_whose_every_result_is_made_untracked_at_once_chains_nothing() {
+        let applied = |tail: &str| {
+            format!(
+                "{}\nimpl<B: AutodiffBackend> Agent<B> {{\n    fn sync(&mut self, tau: f64) {{\n        let mut blend = Blend {{ online: flat(&self.online), tau }};\n        self.target = self.target.clone().map(&mut blend){tail};\n    }}\n}}\n",
+                MAPPER.replace("impl<B: Backend>", "impl<B: AutodiffBackend>")
+            )
+        };
+        assert_eq!(count("soft_update_without_detach", None, &applied(".no_grad()")), 0);
+        assert_eq!(count("soft_update_without_detach", None, &applied("")), 1);
     }
 
     /// A generic soft update reached through a type parameter (`<M as DqnModel<B>>::soft_update`
