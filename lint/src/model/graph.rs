@@ -1845,20 +1845,23 @@ impl FnModel {
         canonical(at).starts_with(&canonical(path))
     }
 
+    /// The branches between its loop body and the write that made version `v` (empty: the write
+    /// runs on every pass of its loop body).
+    fn write_path(&self, v: NodeIndex) -> &[usize] {
+        self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |&(_, p)| self.branch_paths[p].as_slice())
+    }
+
     /// Whether `binding` is cut or replaced with a value without a graph within `iteration` on
     /// every pass that writes version `written` (its write's branches include the cut's): not
     /// only now and then (`if step % 2000 == 0 { running = zeros }`).
     pub fn cut_whenever(&self, binding: BindingId, iteration: Iteration, written: NodeIndex) -> bool {
-        let path = |v: NodeIndex| {
-            self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |&(_, p)| self.branch_paths[p].as_slice())
-        };
-        let at = path(written);
+        let at = self.write_path(written);
         self.stores().any(|(_, value, target, how, _)| {
             matches!(how, Store::Assign | Store::Fold | Store::Let)
                 && self.binding_of(target) == Some(binding)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
-                && at.starts_with(path(target))
+                && at.starts_with(self.write_path(target))
         })
     }
 
@@ -1866,17 +1869,14 @@ impl FnModel {
     /// on every pass that writes version `written` (`latents = step(..)?; latents =
     /// latents.detach();`): what one iteration stores does not reach the next.
     pub fn cut_in_loop(&self, binding: BindingId, l: LoopId, written: NodeIndex) -> bool {
-        let path = |v: NodeIndex| {
-            self.branch_writes.iter().find(|(n, _)| *n == v).map_or(&[][..], |&(_, p)| self.branch_paths[p].as_slice())
-        };
-        let at = path(written);
+        let at = self.write_path(written);
         self.stores().any(|(_, value, target, how, _)| {
             matches!(how, Store::Assign | Store::Fold | Store::Let)
                 && self.binding_of(target) == Some(binding)
                 && self.whole_write(target)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.graph[target].in_loop == Some(l)
-                && at.starts_with(path(target))
+                && at.starts_with(self.write_path(target))
         })
     }
 
