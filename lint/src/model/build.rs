@@ -1864,7 +1864,8 @@ impl Builder<'_> {
                 let iter = self.expr(&f.expr);
                 // `for i in 0..self.n_layers { self.layers[i].. }` walks the model's parts;
                 // `for t in (0..self.steps).rev() { z = self.denoise(z, t) }` repeats one.
-                let over_self = root_is_self(&f.expr) && (!is_range(&f.expr) || indexes_self(&f.body));
+                let over_self = root_is_self(&f.expr)
+                    && (!is_range(&f.expr) || indexes_self(&f.body, &self.crate_fns.host_array_fields));
                 let header = self.span(f.for_token.span).start..self.span(last_token(&f.expr)).end;
                 let pat_span = self.cheap_pat(&f.pat);
                 let id = self.g.loops.len();
@@ -2770,7 +2771,9 @@ impl Builder<'_> {
         let slot = self.env.len() - 1;
         let over_self = root_is_self(&m.receiver)
             && (!is_range(&m.receiver)
-                || m.args.iter().any(|a| matches!(a, Expr::Closure(c) if indexes_self_expr(&c.body))));
+                || m.args.iter().any(
+                    |a| matches!(a, Expr::Closure(c) if indexes_self_expr(&c.body, &self.crate_fns.host_array_fields)),
+                ));
         let literal_count = literal_count(&m.receiver, &self.crate_fns.consts);
         let over_variables = iterates_variables(&m.receiver);
         let id = self.g.loops.len();
@@ -4233,29 +4236,36 @@ fn runs_once(body: &Block) -> bool {
 }
 
 /// Finds parts of `self` picked by index (`self.layers[i]`, `self.blocks.get(i)`).
-struct SelfIndexFinder(bool);
+struct SelfIndexFinder<'n>(bool, &'n rustc_hash::FxHashSet<String>);
 
-impl<'a> syn::visit::Visit<'a> for SelfIndexFinder {
+impl<'a> syn::visit::Visit<'a> for SelfIndexFinder<'_> {
     fn visit_expr(&mut self, e: &'a Expr) {
+        // `self.alphas[t]`, a schedule of host numbers, is not a part of the model.
+        let part = |e: &Expr| {
+            root_is_self(e)
+                && !matches!(strip_parens(e), Expr::Field(f)
+                    if matches!(&f.member, syn::Member::Named(n) if self.1.contains(&n.to_string())))
+        };
         match e {
-            Expr::Index(i) if root_is_self(&i.expr) => self.0 = true,
-            Expr::MethodCall(m) if m.method == "get" && root_is_self(&m.receiver) => self.0 = true,
+            Expr::Index(i) if part(&i.expr) => self.0 = true,
+            Expr::MethodCall(m) if m.method == "get" && part(&m.receiver) => self.0 = true,
             _ if !self.0 => syn::visit::visit_expr(self, e),
             _ => {}
         }
     }
 }
 
-/// Whether `body` picks parts of `self` by index (`self.layers[i]`, `self.blocks.get(i)`).
-fn indexes_self(body: &Block) -> bool {
-    let mut f = SelfIndexFinder(false);
+/// Whether `body` picks parts of `self` by index (`self.layers[i]`, `self.blocks.get(i)`; not a
+/// field of host numbers, `host_arrays`).
+fn indexes_self(body: &Block, host_arrays: &rustc_hash::FxHashSet<String>) -> bool {
+    let mut f = SelfIndexFinder(false, host_arrays);
     syn::visit::Visit::visit_block(&mut f, body);
     f.0
 }
 
 /// [`indexes_self`] for a closure's body.
-fn indexes_self_expr(body: &Expr) -> bool {
-    let mut f = SelfIndexFinder(false);
+fn indexes_self_expr(body: &Expr, host_arrays: &rustc_hash::FxHashSet<String>) -> bool {
+    let mut f = SelfIndexFinder(false, host_arrays);
     syn::visit::Visit::visit_expr(&mut f, body);
     f.0
 }

@@ -1096,6 +1096,9 @@ pub struct CrateNames {
     pub(super) freezing_mappers: HashSet<String>,
     /// burn: every `ModuleMapper` of the crate (the self types of its impls).
     pub(super) module_mappers: HashSet<String>,
+    /// Names declared only as arrays of host numbers (`alphas: Vec<f64>`, `betas: [f32; 1000]`):
+    /// indexing one (`self.alphas[t]`) picks a number, not a part of a model.
+    pub(super) host_array_fields: HashSet<String>,
     /// candle: struct fields and parameters declared as a recurrent cell of `candle_nn::rnn`
     /// (`lstm: LSTM`, `cell: candle_nn::GRU`): its `step(&x, &state)` is a forward pass.
     pub(super) rnn_fields: HashSet<String>,
@@ -1823,6 +1826,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut freezing_mappers = HashSet::default();
     let mut module_mappers = HashSet::default();
     let mut rnn_fields = HashSet::default();
+    let (mut host_arrays, mut not_host_arrays) = (HashSet::default(), HashSet::default());
     for text in texts {
         let bytes = text.as_bytes();
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
@@ -1979,6 +1983,20 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             }
 
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
+            // `alphas: Vec<f64>`, `betas: [f32; N]`: an array of host numbers.
+            let elem = match (ty, next.strip_prefix('<')) {
+                ("Vec", Some(inner)) => {
+                    let inner = inner.trim_start();
+                    let len = rust::ident_len(inner);
+                    (len > 0 && inner[len..].trim_start().starts_with('>')).then(|| &inner[..len])
+                }
+                _ => None,
+            };
+            if elem.is_some_and(super::rust::is_host_type) {
+                add(&mut host_arrays);
+            } else {
+                add(&mut not_host_arrays);
+            }
             if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
                 add(&mut plain);
             } else if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
@@ -2023,7 +2041,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         .collect();
     let return_types =
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
+    let host_array_fields = host_arrays.difference(&not_host_arrays).cloned().collect();
     CrateNames {
+        host_array_fields,
         freezing_mappers,
         module_mappers,
         rnn_fields,

@@ -496,6 +496,41 @@ pub fn serve(cfg: &MistralConfig, dev: &Device) -> anyhow::Result<()> {
         assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &reset), vec![16]);
     }
 
+    /// A DDPM wrapper whose sampler indexes its noise schedule (`self.alpha[t]`, host numbers)
+    /// while it denoises with the network being trained.
+    const SCHEDULE: &str = r#"
+use candle_core::{Device, Result, Tensor};
+use candle_nn::{Module, Optimizer};
+struct Ddpm { net: Denoiser, n_t: usize, alpha: Vec<f64>, beta: Vec<f64>, blocks: Vec<Block> }
+impl Ddpm {
+    fn sample(&self, n: usize, dev: &Device) -> Result<Tensor> {
+        let mut x = Tensor::randn(0f32, 1., (n, 2), dev)?;
+        for t in (0..self.n_t).rev() {
+            let eps = self.net.forward(&x)?;
+            x = ((x - (eps * self.beta[t])?)? / self.alpha[t].sqrt())?;
+        }
+        Ok(x)
+    }
+}
+fn train(ddpm: &Ddpm, opt: &mut candle_nn::AdamW, data: &[Tensor], dev: &Device) -> Result<()> {
+    for (i, x0) in data.iter().enumerate() {
+        opt.backward_step(&ddpm.net.forward(x0)?.mean_all()?)?;
+        if i % 100 == 0 {
+            println!("{}", ddpm.sample(16, dev)?);
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_sampler_indexing_its_schedule_is_not_a_walk_over_the_models_parts() {
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", SCHEDULE), vec![10]);
+        // Indexing the model's blocks is a walk over its parts: one forward pass.
+        let parts = SCHEDULE.replace("let eps = self.net.forward(&x)?;", "let eps = self.blocks[t].forward(&x)?;");
+        assert_eq!(count("sampling_loop_chains_graph", None, &parts), 0);
+    }
+
     /// A character model sampled during training: candle's LSTM cell stepped on its own state.
     const RNN_SAMPLE: &str = r#"
 use candle_core::{DType, Device, Tensor};
