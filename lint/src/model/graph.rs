@@ -1867,13 +1867,13 @@ impl FnModel {
 
     /// Whether `binding` is replaced with a value without a graph in the body of loop `l` itself,
     /// on every pass that writes version `written` (`latents = step(..)?; latents =
-    /// latents.detach();`): what one iteration stores does not reach the next.
+    /// latents.detach();`, also a part of it: `state.h = state.h.detach();`, taken to be the
+    /// state's cut): what one iteration stores does not reach the next.
     pub fn cut_in_loop(&self, binding: BindingId, l: LoopId, written: NodeIndex) -> bool {
         let at = self.write_path(written);
         self.stores().any(|(_, value, target, how, _)| {
             matches!(how, Store::Assign | Store::Fold | Store::Let)
                 && self.binding_of(target) == Some(binding)
-                && self.whole_write(target)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.graph[target].in_loop == Some(l)
                 && at.starts_with(self.write_path(target))

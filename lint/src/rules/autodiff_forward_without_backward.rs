@@ -22,7 +22,9 @@ finding, at the first, with the others labelled. A model's own method that runs 
 passes in a loop of its own and returns the result (`model.sample(n)`: a denoising or generation
 loop that feeds each step's output back) is reported where it is called on an autodiff model
 outside any loop, in a function that runs no backward outside its loops, or only before the
-call (sampling after training). A loop that follows every backward of its function, in a function
+call (sampling after training), and not in a training-step helper whose result its callers
+backpropagate (`let h = model.encode(src);` in `fn train_step(..) -> Tensor`): their backward
+sweeps it. A loop that follows every backward of its function, in a function
 nothing calls once per training step (`let model = train(..);` and then an evaluation loop in
 `main`), is reported: no backward follows its forwards. The closure of an iterator method is a
 loop body (`batches.iter().map(|b| model.forward(b.clone()))`, rayon's `par_iter().for_each(..)`),
@@ -179,7 +181,13 @@ impl Rule for AutodiffForwardWithoutBackward {
             let Some(l) = e.in_loop() else {
                 // `model.sample(n)` outside any loop: the model method's own loop runs the
                 // forward passes, and no backward of this function runs outside its loops.
-                if e.samples() && (f.iteration_of(None).is_none() || after_every_backward(f, e.span().start, None)) {
+                // Not in a training-step helper whose result its callers backpropagate (`let h =
+                // model.encode(src);` in `fn train_step(..) -> Tensor`): their backward, right
+                // after the call, sweeps every forward before it.
+                if e.samples()
+                    && !f.result_backpropagated()
+                    && (f.iteration_of(None).is_none() || after_every_backward(f, e.span().start, None))
+                {
                     report_sampler(f, cx, e);
                 }
                 continue;
@@ -2940,6 +2948,48 @@ fn main() {
         let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
         assert_ne!(valid, src);
         assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+    }
+
+    /// A training-step helper returns a loss its caller backpropagates; the model's encoder runs
+    /// its own loop over the source sequence.
+    const ENCODER_STEP: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+#[derive(Module, Debug)]
+pub struct Seq2Seq<B: Backend> { cell: GruCell<B>, head: Linear<B> }
+impl<B: Backend> Seq2Seq<B> {
+    fn encode(&self, src: Tensor<B, 3>) -> Tensor<B, 2> {
+        let [batch, len, _] = src.dims();
+        let mut h = Tensor::zeros([batch, 64], &src.device());
+        for t in 0..len {
+            h = self.cell.forward(src.clone().slice([0..batch, t..t + 1]).squeeze(1), h);
+        }
+        h
+    }
+}
+fn train_step<B: AutodiffBackend>(model: &Seq2Seq<B>, src: Tensor<B, 3>, tgt: Tensor<B, 2>) -> Tensor<B, 1> {
+    let h = model.encode(src);
+    (model.head.forward(h) - tgt).powf_scalar(2.0).mean()
+}
+fn main() {
+    let mut model = Seq2Seq::<Autodiff<NdArray>>::new(&Default::default());
+    for it in 0..20_000 {
+        let (src, tgt) = batch(it);
+        let loss = STEP;
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = OPTIM.step(1e-3, model, grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_sampler_in_a_step_helper_whose_loss_is_backpropagated_is_swept() {
+        let src = ENCODER_STEP.replace("STEP", "train_step(&model, src, tgt)");
+        assert_eq!(count("autodiff_forward_without_backward", None, &src), 0);
+        // The helper's result is only logged: nothing sweeps the encoder's forwards.
+        let logged = src
+            .replace("let loss = train_step(&model, src, tgt);", "println!(\"{}\", train_step(&model, src.clone(), tgt.clone()).into_scalar());\n        let loss = model.head.forward(model.cell.forward(src.mean_dim(1).squeeze(1), Tensor::zeros([32, 64], &Default::default()))).mean();");
+        assert_ne!(logged, src);
+        assert_eq!(count("autodiff_forward_without_backward", None, &logged), 1);
     }
 
     /// burn 0.22: a launcher that makes both devices, trains on the autodiff one and hands the

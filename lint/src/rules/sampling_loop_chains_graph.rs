@@ -30,7 +30,8 @@ from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `V
 function of the crate that returns such a builder or model, in the function or in a caller that
 hands it the model (tests, which build small models from a fresh `VarMap`, hand nothing on). So
 is a generation loop whose model keeps a graph-carrying value from call to call, built from what
-it kept before: a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
+it kept before (also in a function the training loop calls with the model it trains, a preview
+generator): a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
 `Mutex` or in a `&mut Cache` argument), found through the model's layers; for a library's
 model (candle-transformers), a cache lent to its forward (`llama.forward(&x, pos, &mut cache)`,
 not one made with `Cache::new(false, ..)`) or one the function resets (`model.clear_kv_cache()`). A cache made afresh
@@ -183,18 +184,32 @@ impl Rule for SamplingLoopChainsGraph {
             // `model` of `model.text_decoder().forward(..)`: the getter lends a part of it.
             let (Some(l), Some(model)) = (in_loop, receiver.and_then(|r| f.receiver_root(r))) else { continue };
             // One finding per loop: a loop that also feeds its output back is reported above.
+            // In a function a training loop calls (a preview generator) the weights are
+            // trainable; elsewhere, the model must be built from trainable variables. A model
+            // built from plain weights keeps no graph either way. A loop nested in the training
+            // loop itself is left alone: its calls may well turn the cache off
+            // (`model.forward(&x, 0, false)` for a validation loss).
+            let training = f.per_step_from().is_some();
+            let trainable =
+                f.taint(model).has(Taint::TRAINABLE) || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE));
             if reported_loops.contains(&l)
                 || f.loop_runs_backward(l)
                 || f.loop_over_self(l)
                 || f.loop_or_outer_runs_backward(l)
-                || f.per_step_from().is_some()
-                || !(f.taint(model).has(Taint::TRAINABLE) || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE)))
+                || !(training || trainable)
+                || f.taint(model).has(Taint::INERT_MODEL)
+                || f.only_inert_forwards_in(l)
             {
                 continue;
             }
             // The model outlives the loop's iterations (one made each iteration starts empty).
             let Some(binding) = f.binding_of(model) else { continue };
             if f.loop_within(f.binding(binding).decl_loop(), l) || reported_models.contains(&binding) {
+                continue;
+            }
+            // During training, the model handed in (a parameter, a field): a copy the function
+            // makes for itself (`let sampler = model.merged()?`) may be made of plain weights.
+            if !trainable && matches!(f.binding(binding).kind(), crate::model::BindingKind::Local) {
                 continue;
             }
             reported_models.push(binding);
@@ -210,9 +225,20 @@ impl Rule for SamplingLoopChainsGraph {
                 "build `{name}` from weights that are not `Var`s (`VarBuilder::from_mmaped_safetensors`), or detach what `{method}` keeps"
             ))
             .note(format!(
-                "`{name}` is built from trainable variables (a `VarMap`'s `Var`s); every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so the state keeps every earlier step's graph"
+                "{}; every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so the state keeps every earlier step's graph",
+                if trainable {
+                    format!("`{name}` is built from trainable variables (a `VarMap`'s `Var`s)")
+                } else {
+                    "it runs during training: the weights are trainable".to_string()
+                }
             ));
-            if let Some((path, line, caller)) = f.trainable_from() {
+            if let Some((path, line, caller)) = f.per_step_from() {
+                report.elsewhere.push((
+                    path.clone(),
+                    *line,
+                    format!("`{caller}` calls this function from a loop that runs backward"),
+                ));
+            } else if let Some((path, line, caller)) = f.trainable_from() {
                 report.elsewhere.push((
                     path.clone(),
                     *line,
@@ -565,6 +591,13 @@ fn train(dev: &Device, data: &[(Tensor, Tensor)]) -> candle_core::Result<()> {
         let cut = RNN_SAMPLE.replace("state = cell.step(&x, &state)?;", "state = cell.step(&x.detach(), &state)?;\n                state = candle_nn::rnn::LSTMState::new(state.h().detach(), state.c().detach());");
         assert_ne!(cut, RNN_SAMPLE);
         assert_eq!(count("sampling_loop_chains_graph", None, &cut), 0);
+        // The state's field cut after the step.
+        let field = RNN_SAMPLE.replace(
+            "state = cell.step(&x, &state)?;",
+            "state = cell.step(&x, &state)?;\n                state.h = state.h.detach();\n                state.c = state.c.detach();",
+        );
+        assert_ne!(field, RNN_SAMPLE);
+        assert_eq!(count("sampling_loop_chains_graph", None, &field), 0);
         // A cell stepped over the elements of an input sequence: one forward pass over it.
         let encoder = r#"
 use candle_core::{DType, Device, Tensor};
@@ -716,6 +749,25 @@ fn main() -> Result<()> {
     Ok(())
 }
 "#;
+
+    #[test]
+    fn reports_generation_through_a_cache_of_the_model_being_trained() {
+        // A preview generator called from the training loop with the model being trained.
+        let during = CACHED.replace(
+            "fn main() -> Result<()> {\n    let varmap = VarMap::new();\n    let mut model = Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;\n",
+            "fn main() -> Result<()> {\n    let varmap = VarMap::new();\n    let mut model = Lm::new(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;\n    let mut opt = candle_nn::AdamW::new_lr(varmap.all_vars(), 1e-3)?;\n    train(&mut model, &mut opt, &data()?)\n}\nfn train(model: &mut Lm, opt: &mut candle_nn::AdamW, data: &[Tensor]) -> Result<()> {\n    for (i, x) in data.iter().enumerate() {\n        opt.backward_step(&model.forward(x)?.mean_all()?)?;\n        if i % 100 == 0 { preview(model)?; }\n    }\n    Ok(())\n}\nfn preview(model: &mut Lm) -> Result<()> {\n",
+        );
+        assert_ne!(during, CACHED);
+        let src = during.replace("RESET", "");
+        assert_eq!(count("sampling_loop_chains_graph", None, &src), 1);
+        // A copy the preview makes for itself may be of plain weights.
+        let copy = src.replace(
+            "fn preview(model: &mut Lm) -> Result<()> {\n",
+            "fn preview(trained: &mut Lm) -> Result<()> {\n    let mut model = load_preview_copy()?;\n",
+        );
+        assert_ne!(copy, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &copy), 0);
+    }
 
     #[test]
     fn reports_generation_through_a_cache_on_trainable_weights() {
