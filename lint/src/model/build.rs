@@ -293,6 +293,8 @@ impl Items<'_> {
         {
             b.devices = device_names(block);
         }
+        let has_receiver = matches!(sig.inputs.first(), Some(syn::FnArg::Receiver(_)));
+        let typed_params = sig.inputs.iter().filter(|i| matches!(i, syn::FnArg::Typed(_))).count();
         for input in &sig.inputs {
             match input {
                 syn::FnArg::Receiver(_) => b.has_self = true,
@@ -322,8 +324,9 @@ impl Items<'_> {
                     let inner = b.g.autodiff
                         && self.autodiff_by_type()
                         && (mentions_inner_backend(&pt.ty, self.spec) || self.paramless(type_name(&pt.ty).as_deref()));
-                    // `dev: &B::Device`, `steps: usize`: a parameter that holds no model.
-                    if holds_no_model(&pt.ty) {
+                    // `dev: &B::Device`, `steps: usize`: a parameter that holds no model. Asked
+                    // only of constructors (no `self`) with a parameter beside the model.
+                    if !has_receiver && typed_params > 1 && holds_no_model(&pt.ty) {
                         b.g.plain_params |= 1u64.checked_shl(b.g.params.len() as u32).unwrap_or(0);
                     }
                     for ident in names {
@@ -445,8 +448,6 @@ struct Builder<'c> {
     /// Locals bound to the current element of a sequence a loop walks (see
     /// `element_of_sequence`).
     sequence_elements: Vec<BindingId>,
-    /// A scratch buffer for names looked up in `crate_fns` without allocating.
-    name_buf: String,
     /// Locals made as a disabled cache (`Cache::new(false, ..)`).
     disabled_caches: Vec<BindingId>,
     no_grad: usize,
@@ -638,7 +639,6 @@ impl Builder<'_> {
             bool_ifs: Vec::new(),
             library_forwards: Vec::new(),
             mut_elements: Vec::new(),
-            name_buf: String::new(),
             sequence_elements: Vec::new(),
             disabled_caches: Vec::new(),
             no_grad: 0,
@@ -1511,10 +1511,11 @@ impl Builder<'_> {
         // burn 0.22: `let teacher = Mlp::new(.., &device)` beside `let ad = device.autodiff();`.
         // `let model = model.fork(&ad);`: whatever it was built from, it is on the autodiff device.
         // `train::run(&cfg, &ad).valid()`: made untracked after it was built on the device.
-        let untracked_last = init.is_some_and(|i| {
-            matches!(strip_try(&i.expr), Expr::MethodCall(m)
+        let untracked_last = self.devices.is_some()
+            && init.is_some_and(|i| {
+                matches!(strip_try(&i.expr), Expr::MethodCall(m)
                 if m.args.is_empty() && self.g.spec.no_grad_models.iter().any(|n| m.method == n))
-        });
+            });
         let on_autodiff_device =
             !untracked_last && init.and_then(|i| self.device_mentions(&i.expr)).is_some_and(|(_, ad)| ad);
         let on_plain_device = init.is_some_and(|i| self.built_on_plain_device(&i.expr))
@@ -2885,40 +2886,23 @@ impl Builder<'_> {
     /// An argument of a call of the crate: its value, and the closure it is written as, if any
     /// (`&mut |o| agent.act(o)`), into `closures` as (argument index, closure).
     /// A local bound to a closure (`let step = |m, loss| ..; run_epoch(m, data, &mut step)`)
-    /// counts as that closure; a function named by its path (`run_epoch(m, data, sgd_step)`) goes
-    /// into `fns` as (argument index, name).
-    fn arg(
-        &mut self,
-        i: usize,
-        a: &Expr,
-        closures: &mut Vec<(usize, usize)>,
-        fns: &mut Vec<(usize, String)>,
-    ) -> (Val, Span) {
+    /// counts as that closure.
+    fn arg(&mut self, i: usize, a: &Expr, closures: &mut Vec<(usize, usize)>) -> (Val, Span) {
         let mut e = strip_parens(a);
         while let Expr::Reference(r) = e {
             e = strip_parens(&r.expr);
         }
         match e {
             Expr::Closure(_) => closures.push((i, self.g.closures.len())),
-            Expr::Path(p) if p.qself.is_none() => {
-                if let Some(id) = p.path.get_ident() {
-                    // Compared without allocating: most arguments are locals.
-                    match self.env.iter().rposition(|(b, _)| *id == self.g.bindings[*b].name) {
-                        Some(slot) => {
-                            let b = self.env[slot].0;
-                            if let Some(&(_, c)) = self.closure_bindings.iter().find(|(cb, _)| *cb == b) {
-                                closures.push((i, c));
-                            }
-                        }
-                        None => {
-                            // Formatted into a reused buffer: most such names are constants.
-                            use std::fmt::Write as _;
-                            self.name_buf.clear();
-                            let _ = write!(self.name_buf, "{id}");
-                            if self.crate_fns.fns.contains(self.name_buf.as_str()) {
-                                fns.push((i, self.name_buf.clone()));
-                            }
-                        }
+            // Looked up only in a function that binds a closure (comparing each argument with
+            // every local's name costs more than the rest of the call).
+            Expr::Path(p) if p.qself.is_none() && !self.closure_bindings.is_empty() => {
+                if let Some(id) = p.path.get_ident()
+                    && let Some(slot) = self.env.iter().rposition(|(b, _)| *id == self.g.bindings[*b].name)
+                {
+                    let b = self.env[slot].0;
+                    if let Some(&(_, c)) = self.closure_bindings.iter().find(|(cb, _)| *cb == b) {
+                        closures.push((i, c));
                     }
                 }
             }
@@ -2931,9 +2915,9 @@ impl Builder<'_> {
     fn crate_method_call(&mut self, m: &syn::ExprMethodCall, name: String, recv: Val, recv_span: Span) -> Val {
         let receiver_self = is_self(&m.receiver);
         let receiver = self.materialize(recv.clone(), recv_span);
-        let (mut closure_args, mut fn_args) = (Vec::new(), Vec::new());
+        let mut closure_args = Vec::new();
         let args: Vec<(Val, Span)> =
-            m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args, &mut fn_args)).collect();
+            m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
         let span = self.span(m.method.span());
         let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
         // `agent.update(batch)` with `agent: &mut A`, `A` a type parameter: any impl of the
@@ -2952,7 +2936,6 @@ impl Builder<'_> {
         let receiver_field_owner = receiver_field.as_ref().and_then(|_| self.field_owner(&m.receiver));
         if let Some(site) = self.g.call_sites.last_mut() {
             site.closure_args = closure_args;
-            site.fn_args = fn_args;
             site.receiver_type = receiver_type;
             site.receiver_type_guessed = receiver_type_guessed;
             site.receiver_field = receiver_field;
@@ -3141,7 +3124,6 @@ impl Builder<'_> {
             receiver_field_owner: None,
             type_param_dispatch: false,
             closure_args: Vec::new(),
-            fn_args: Vec::new(),
             closure: self.closure_stack.last().map(|&(c, _, _)| c),
             args: arg_values,
             result,
@@ -3390,9 +3372,9 @@ impl Builder<'_> {
             return self.exprs(c.args.iter(), true);
         }
         // Possibly a function of this crate (`compute_loss(..)`, `Self::helper(..)`).
-        let (mut closure_args, mut fn_args) = (Vec::new(), Vec::new());
+        let mut closure_args = Vec::new();
         let args: Vec<(Val, Span)> =
-            c.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args, &mut fn_args)).collect();
+            c.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
         let span = p.path.segments.last().map_or(0..0, |s| self.span(s.ident.span()));
         let qualifier = (segs.len() >= 2).then(|| segs[segs.len() - 2].clone());
         // `M::f(..)` or `<M as Trait>::f(..)` with `M` a type parameter: any impl of the crate.
@@ -3408,7 +3390,6 @@ impl Builder<'_> {
             site.type_param_dispatch = dispatched;
             site.plain_device_only = plain_device_only;
             site.closure_args = closure_args;
-            site.fn_args = fn_args;
         }
         self.note_bool_literals(c.args.iter());
         self.note_mut_refs(c.args.iter());
@@ -3952,8 +3933,14 @@ fn holds_no_model(ty: &syn::Type) -> bool {
         syn::Type::Tuple(t) => t.elems.iter().all(holds_no_model),
         syn::Type::Slice(s) => holds_no_model(&s.elem),
         syn::Type::Array(a) => holds_no_model(&a.elem),
+        // Neither a device nor a host type takes generic arguments (`Tensor<B, 2>` does): only
+        // names without them are compared, as one string (comparing an `Ident` with each name
+        // costs more).
         syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| {
-            s.ident == "Device" || (s.arguments.is_none() && super::rust::HOST_TYPES.iter().any(|h| s.ident == h))
+            s.arguments.is_none() && {
+                let name = s.ident.to_string();
+                name == "Device" || super::rust::is_host_type(&name)
+            }
         }),
         _ => false,
     }

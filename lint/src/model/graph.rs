@@ -660,9 +660,6 @@ pub struct CallSite {
     pub(super) type_param_dispatch: bool,
     /// Arguments written as closures (`&mut |o| agent.act(o)`): (argument index, closure).
     pub(super) closure_args: Vec<(usize, usize)>,
-    /// Arguments written as the path of a function of the crate (`run_epoch(m, data, sgd_step)`):
-    /// (argument index, name).
-    pub(super) fn_args: Vec<(usize, String)>,
     /// The innermost closure of the body the call is in.
     pub(super) closure: Option<usize>,
     /// Argument values, in order (receiver excluded): what each reads and how it was made.

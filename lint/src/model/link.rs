@@ -217,8 +217,18 @@ pub fn link(
     // Summaries beside `callees` (sorted): looked up by binary search, no hashing.
     let mut summaries: Vec<Option<Summary>> = vec![None; callees.len()];
     let slot = |id: &FnId| callees.binary_search(id).expect("a callee");
+    // Calls handing a closure or a function to a function that calls a parameter (usually none).
+    let callback_sites: Vec<usize> = resolved
+        .iter()
+        .enumerate()
+        .filter(|(_, (caller, ci, candidates))| {
+            let site = &files[caller.0].1[caller.1].call_sites[*ci];
+            !site.closure_args.is_empty() && candidates.iter().any(|c| !files[c.0].1[c.1].param_calls.is_empty())
+        })
+        .map(|(k, _)| k)
+        .collect();
     for _ in 0..MAX_ROUNDS {
-        for (fi, gi) in mark_callback_backwards(files, &resolved) {
+        for (fi, gi) in mark_callback_backwards(files, &resolved, &callback_sites) {
             files[fi].1[gi].propagate();
         }
         let mut changed: Vec<FnId> = Vec::new();
@@ -1896,6 +1906,17 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 {
                     modules.insert(owner);
                 }
+                // burn: `impl ModuleMapper<B> for Polyak { fn map_float(..) { .. } }`: a mapper,
+                // freezing when its body sets `require_grad(false)` (and never `true`).
+                if name == "map_float"
+                    && let Some(owner) = impl_self_type(text, at)
+                {
+                    let body = fn_body(text, name_end);
+                    if body.contains("require_grad(false)") && !body.contains("require_grad(true)") {
+                        freezing_mappers.insert(owner.to_string());
+                    }
+                    module_mappers.insert(owner.to_string());
+                }
                 if crate::frameworks::common::ADDITIVE_METHODS.contains(&name)
                     && let Some(owner) = impl_self_type(text, at)
                 {
@@ -1911,14 +1932,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         struct_fields(text, &mut structs);
         struct_shapes(text, &mut shapes, &mut typed, &mut modules);
         requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
-        if memchr::memmem::find(bytes, b"ModuleMapper<").is_some() {
-            for (ty, freezes) in module_mappers_of(text) {
-                if freezes {
-                    freezing_mappers.insert(ty.clone());
-                }
-                module_mappers.insert(ty);
-            }
-        }
+
         makes_autodiff_device |= memchr::memmem::find(bytes, b".autodiff()").is_some();
         // `Optimizer<MpoDuals<B>, B>`, `OptimizerAdaptor<Adam, Duals<B>, B>`: a type an optimizer
         // steps has parameters, whatever its fields look like.
@@ -1966,37 +1980,37 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             if ty == crate::frameworks::common::GRADS_TYPE {
                 add(&mut grads_fields);
             }
+            // `alphas: Vec<f64>`: an array of host numbers. Only a `Vec` of something else
+            // speaks against it (a scalar `alpha: f64` parameter of the same name does not).
+            if ty == "Vec"
+                && let Some(inner) = next.strip_prefix('<')
+            {
+                let inner = inner.trim_start();
+                let len = rust::ident_len(inner);
+                if len > 0 && inner[len..].trim_start().starts_with('>') && super::rust::is_host_type(&inner[..len]) {
+                    add(&mut host_arrays);
+                } else {
+                    add(&mut not_host_arrays);
+                }
+            }
             // `cell: LSTM`, `cell: candle_nn::rnn::GRU`: the last segment of the type's path.
-            let mut last = ty;
-            let mut tail = next;
-            while let Some(r) = tail.strip_prefix("::") {
-                let r = r.trim_start();
-                let len = rust::ident_len(r);
-                if len == 0 {
-                    break;
+            if next.starts_with("::") || crate::frameworks::common::RNN_CELL_TYPES.contains(&ty) {
+                let mut last = ty;
+                let mut tail = next;
+                while let Some(r) = tail.strip_prefix("::") {
+                    let r = r.trim_start();
+                    let len = rust::ident_len(r);
+                    if len == 0 {
+                        break;
+                    }
+                    last = &r[..len];
+                    tail = r[len..].trim_start();
                 }
-                last = &r[..len];
-                tail = r[len..].trim_start();
+                if crate::frameworks::common::RNN_CELL_TYPES.contains(&last) {
+                    add(&mut rnn_fields);
+                }
             }
-            if crate::frameworks::common::RNN_CELL_TYPES.contains(&last) {
-                add(&mut rnn_fields);
-            }
-
             // A bare host type (`x: f32,`), not `f32` as the start of a path or generic.
-            // `alphas: Vec<f64>`, `betas: [f32; N]`: an array of host numbers.
-            let elem = match (ty, next.strip_prefix('<')) {
-                ("Vec", Some(inner)) => {
-                    let inner = inner.trim_start();
-                    let len = rust::ident_len(inner);
-                    (len > 0 && inner[len..].trim_start().starts_with('>')).then(|| &inner[..len])
-                }
-                _ => None,
-            };
-            if elem.is_some_and(super::rust::is_host_type) {
-                add(&mut host_arrays);
-            } else {
-                add(&mut not_host_arrays);
-            }
             if super::rust::is_host_type(ty) && !next.starts_with("::") && !next.starts_with('<') {
                 add(&mut plain);
             } else if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
@@ -2067,38 +2081,25 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
 }
 
-/// The self types of `impl .. ModuleMapper<..> for X { .. }` blocks of `text`, and whether the
-/// body sets `require_grad(false)` (and never `require_grad(true)`): a freezing mapper.
-fn module_mappers_of(text: &str) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    for at in memchr::memmem::find_iter(text.as_bytes(), b"ModuleMapper<") {
-        let rest = &text[at..];
-        let Some(for_at) = rest[..rest.find('{').unwrap_or(0)].find(" for ") else { continue };
-        let ty = rest[for_at + 5..].trim_start();
-        let ty = &ty[..rust::ident_len(ty)];
-        // The impl's body: up to its matching brace.
-        let Some(open) = rest.find('{') else { continue };
-        let mut depth = 0usize;
-        let mut end = rest.len();
-        for (i, c) in rest[open..].char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = open + i;
-                        break;
-                    }
+/// The body of the function whose name ends at byte `from` of `text`: from its first `{` to the
+/// matching `}` (empty for a declaration without one).
+fn fn_body(text: &str, from: usize) -> &str {
+    let rest = &text[from..];
+    let Some(open) = rest.find(['{', ';']).filter(|&o| rest.as_bytes()[o] == b'{') else { return "" };
+    let mut depth = 0usize;
+    for (i, c) in rest[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &rest[open..open + i];
                 }
-                _ => {}
             }
-        }
-        let body = &rest[open..end];
-        if !ty.is_empty() {
-            out.push((ty.to_string(), body.contains("require_grad(false)") && !body.contains("require_grad(true)")));
+            _ => {}
         }
     }
-    out
+    &rest[open..]
 }
 
 /// The names of the frameworks' training calls that crates also give their own trainers and
@@ -2508,49 +2509,31 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
 
 /// A function that calls a parameter in a loop (`fn run_epoch<F: FnMut(Reg<B>, Tensor<B, 1>) ->
 /// Reg<B>>(.., apply: F) { for x in data { ..forward..; model = apply(model, loss) } }`) runs
-/// backward there when a caller hands it a closure (`|m, loss| { loss.backward(); .. }`, also
-/// bound to a local first) or a function of the crate (`sgd_step`) that runs backward: the call
-/// counts as a backward of the callee's loop.
+/// backward there when a caller hands it a closure that runs backward (`|m, loss| {
+/// loss.backward(); .. }`, also bound to a local first): the call counts as a backward of the
+/// callee's loop. (A function of the crate handed by name, `sgd_step`, is not followed: finding
+/// one means comparing every argument of every call with the function's locals.)
 /// Returns the functions changed.
 fn mark_callback_backwards(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
     resolved: &[(FnId, usize, Vec<FnId>)],
+    sites: &[usize],
 ) -> Vec<FnId> {
-    let runs_backward = |g: &FnModel| g.calls.iter().any(|c| c.kind == TrainingCallKind::Backward);
-    // Only functions that call a parameter can run what they are handed.
+    if sites.is_empty() {
+        return Vec::new();
+    }
     let mut marks: Vec<(FnId, usize, String)> = Vec::new();
-    let mut backward_fns: Option<HashSet<&str>> = None;
-    for (caller, ci, candidates) in resolved {
-        if !candidates.iter().any(|c| !files[c.0].1[c.1].param_calls.is_empty()) {
-            continue;
-        }
+    for (caller, ci, candidates) in sites.iter().map(|&k| &resolved[k]) {
         let g = &files[caller.0].1[caller.1];
         let site = &g.call_sites[ci.to_owned()];
-        if site.closure_args.is_empty() && site.fn_args.is_empty() {
-            continue;
-        }
-        let mut backward_args: Vec<(usize, String)> = site
+        let backward_args = site
             .closure_args
             .iter()
             .filter(|&&(_, c)| g.closures.get(c).is_some_and(|s| s.runs_backward))
-            .map(|&(arg, _)| (arg, "closure".to_string()))
-            .collect();
-        for (arg, name) in &site.fn_args {
-            let fns = backward_fns.get_or_insert_with(|| {
-                files
-                    .iter()
-                    .flat_map(|(_, graphs)| graphs.iter())
-                    .filter(|f| !f.has_self && f.owner.is_none() && runs_backward(f))
-                    .map(|f| f.ident.as_str())
-                    .collect()
-            });
-            if fns.contains(name.as_str()) {
-                backward_args.push((*arg, name.clone()));
-            }
-        }
-        for &callee in candidates {
-            for (arg, name) in &backward_args {
-                marks.push((callee, *arg, name.clone()));
+            .map(|&(arg, _)| arg);
+        for arg in backward_args {
+            for &callee in candidates {
+                marks.push((callee, arg, "closure".to_string()));
             }
         }
     }
