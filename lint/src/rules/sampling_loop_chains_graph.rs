@@ -197,8 +197,10 @@ impl Rule for SamplingLoopChainsGraph {
                 || f.loop_over_self(l)
                 || f.loop_or_outer_runs_backward(l)
                 || !(training || trainable)
-                || f.taint(model).has(Taint::INERT_MODEL)
-                || f.only_inert_forwards_in(l)
+                // Taken for trainable only because it runs during training: not when it is
+                // built from plain weights. (A model with trainable parts beside frozen ones,
+                // adapters or gates, keeps their graph.)
+                || (!trainable && (f.taint(model).has(Taint::INERT_MODEL) || f.only_inert_forwards_in(l)))
             {
                 continue;
             }
