@@ -1666,26 +1666,33 @@ fn host_structs(structs: &HashMap<&str, Option<Vec<&str>>>) -> HashSet<String> {
             || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
             || set.contains(w)
     };
-    fn words(t: &str) -> impl Iterator<Item = &str> {
-        t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
-    }
-    let mut set: HashSet<&str> =
+    let set: HashSet<&str> =
         structs.iter().filter(|(_, f)| f.as_ref().is_some_and(|f| !f.is_empty())).map(|(n, _)| *n).collect();
+    let set = shrink_to_fixpoint(set, |n, set| {
+        structs[n].as_ref().is_some_and(|fields| fields.iter().all(|t| type_words(t).all(|w| word_ok(w, set))))
+    });
+    set.into_iter().map(str::to_string).collect()
+}
+
+/// The identifiers of a type's text (`Vec<Tensor<B, 2>>` → `Vec`, `Tensor`, `B`, `2`).
+fn type_words(t: &str) -> impl Iterator<Item = &str> {
+    t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
+}
+
+/// Removes from `set` the names that fail `keep` (asked with the set as it stands), until none
+/// does: the greatest subset whose every member passes given the others.
+fn shrink_to_fixpoint<'a>(
+    mut set: HashSet<&'a str>,
+    keep: impl Fn(&str, &HashSet<&'a str>) -> bool,
+) -> HashSet<&'a str> {
     loop {
         let before = set.len();
-        let keep: Vec<&str> = set
-            .iter()
-            .copied()
-            .filter(|n| {
-                structs[n].as_ref().is_some_and(|fields| fields.iter().all(|t| words(t).all(|w| word_ok(w, &set))))
-            })
-            .collect();
-        set = keep.into_iter().collect();
+        let kept: Vec<&str> = set.iter().copied().filter(|n| keep(n, &set)).collect();
+        set = kept.into_iter().collect();
         if set.len() == before {
-            break;
+            return set;
         }
     }
-    set.into_iter().map(str::to_string).collect()
 }
 
 /// The structs of `shapes` ((header, field types) by name, every definition's fields together)
@@ -1696,45 +1703,31 @@ fn paramless_structs(
     host_structs: &HashSet<String>,
 ) -> HashSet<String> {
     const PLAIN_TENSOR_WORDS: &[&str] = &["Tensor", "Int", "Bool", "Float", "PhantomData", "Device"];
-    fn words(t: &str) -> impl Iterator<Item = &str> {
-        t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
-    }
-    let mut set: HashSet<&str> = shapes.keys().copied().collect();
-    loop {
-        let before = set.len();
-        let keep: Vec<&str> = set
-            .iter()
-            .copied()
-            .filter(|n| {
-                let (header, fields) = &shapes[n];
-                let own = |w: &str| header.iter().any(|h| words(h).any(|p| p == w));
-                fields.iter().all(|t| {
-                    words(t).all(|w| {
-                        rust::is_host_type(w)
-                            || CONTAINERS.contains(&w)
-                            || HOST_STD_TYPES.contains(&w)
-                            || PLAIN_TENSOR_WORDS.contains(&w)
-                            || crate::frameworks::common::PARAMETER_FREE_MODULES.contains(&w)
-                            || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                            || own(w)
-                            || set.contains(w)
-                            || host_structs.contains(w)
-                    })
-                })
+    let set = shrink_to_fixpoint(shapes.keys().copied().collect(), |n, set| {
+        let (header, fields) = &shapes[n];
+        let own = |w: &str| header.iter().any(|h| type_words(h).any(|p| p == w));
+        fields.iter().all(|t| {
+            type_words(t).all(|w| {
+                rust::is_host_type(w)
+                    || CONTAINERS.contains(&w)
+                    || HOST_STD_TYPES.contains(&w)
+                    || PLAIN_TENSOR_WORDS.contains(&w)
+                    || crate::frameworks::common::PARAMETER_FREE_MODULES.contains(&w)
+                    || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    || own(w)
+                    || set.contains(w)
+                    || host_structs.contains(w)
             })
-            .collect();
-        set = keep.into_iter().collect();
-        if set.len() == before {
-            break;
-        }
-    }
+        })
+    });
     // Only those that hold a tensor, directly or through another: a trainer of host settings
     // is not a model.
     let mut models: HashSet<&str> = HashSet::default();
     loop {
         let before = models.len();
         for n in &set {
-            if !models.contains(n) && shapes[n].1.iter().any(|t| words(t).any(|w| w == "Tensor" || models.contains(w)))
+            if !models.contains(n)
+                && shapes[n].1.iter().any(|t| type_words(t).any(|w| w == "Tensor" || models.contains(w)))
             {
                 models.insert(n);
             }
