@@ -57,6 +57,29 @@ const FORMAT_MACROS: &[&str] = &[
 
 const MAX_DEPTH: usize = 256;
 
+/// The functions and methods with a body among `items` (inline modules included; functions
+/// nested in bodies are not counted).
+fn fn_count(items: &[syn::Item]) -> usize {
+    items
+        .iter()
+        .map(|item| match item {
+            syn::Item::Fn(_) => 1,
+            syn::Item::Impl(i) => i.items.iter().filter(|i| matches!(i, syn::ImplItem::Fn(_))).count(),
+            syn::Item::Trait(t) => {
+                t.items.iter().filter(|i| matches!(i, syn::TraitItem::Fn(f) if f.default.is_some())).count()
+            }
+            syn::Item::Mod(m) => m.content.as_ref().map_or(0, |(_, items)| fn_count(items)),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Cut methods that keep the value on the device (`detach`, burn's `inner`, dfdx's tape
+/// splits, gradient reads): the others (`into_scalar`, `to_vec1`, `into_data`) bring it to the
+/// host, see `FnModel::host_reads`.
+const HOST_CUT_EXCLUDED: &[&str] =
+    &["detach", "detach_", "inner", "into_primitive", "grad", "grad_remove", "split_tape", "retaped", "freeze", "data"];
+
 /// Builds the graphs of every function, method and nested function in `file`.
 ///
 /// `offset` is added to every byte position (the file text may have had a prefix removed).
@@ -70,7 +93,8 @@ pub fn function_graphs(
     offset: usize,
     crate_fns: &CrateNames,
 ) -> Vec<FnModel> {
-    let mut out = Vec::new();
+    // A model is large: room for every function up front, so the vector never moves them.
+    let mut out = Vec::with_capacity(fn_count(&file.items));
     let mut items = Items {
         impl_autodiff: false,
         impl_generic: false,
@@ -555,6 +579,8 @@ impl Builder<'_> {
                 losses: Vec::new(),
                 param_values: Vec::new(),
                 op_values: Vec::new(),
+                host_reads: Vec::new(),
+                let_results: Vec::new(),
                 ident: String::new(),
                 owner: None,
                 trait_impl: false,
@@ -1539,6 +1565,7 @@ impl Builder<'_> {
             Some(Expr::Closure(_)) => Some(self.g.closures.len()),
             _ => None,
         };
+        let calls_before = self.g.vocab_calls.len();
         let val = match init {
             Some(init) => {
                 let v = self.expr(&init.expr);
@@ -1583,6 +1610,15 @@ impl Builder<'_> {
         // No label shows a `let`'s value: skip computing its span.
         let span = 0..0;
         let value = self.materialize(val, span.clone());
+        // The forward passes of the initialiser: their result is (part of) what is bound.
+        if let Some(value) = value {
+            for i in calls_before..self.g.vocab_calls.len() {
+                if self.g.vocab_calls[i].kind == CallKind::Forward {
+                    let at = self.g.vocab_calls[i].span.start;
+                    self.g.let_results.push((at, value));
+                }
+            }
+        }
         let mut names = Vec::new();
         pat_idents(&local.pat, &mut names);
         let host = pat_is_host_scalar(&local.pat)
@@ -2605,10 +2641,11 @@ impl Builder<'_> {
     fn value_method(&mut self, m: &syn::ExprMethodCall, name: String, recv: Val, recv_span: Span) -> Val {
         let specs = self.specs();
         let argc = m.args.len();
-        if specs.iter().any(|s| s.is_cut_method(&name))
-            || frameworks::is_metadata_method(&name)
-            || frameworks::is_index_method(&name)
-        {
+        let cut = specs.iter().any(|s| s.is_cut_method(&name));
+        if cut || frameworks::is_metadata_method(&name) || frameworks::is_index_method(&name) {
+            if cut && !recv.reads.is_empty() && !HOST_CUT_EXCLUDED.contains(&name.as_str()) {
+                self.g.host_reads.extend(recv.reads.iter().copied());
+            }
             self.exprs(m.args.iter(), false);
             return Val { producer: Producer::Plain, ..recv };
         }
@@ -3133,6 +3170,7 @@ impl Builder<'_> {
             turbofish_autodiff: None,
             receiver_generic: false,
             plain_device_only: false,
+            host_result: false,
         });
         Val { reads: vec![result], producer: Producer::Derived, op: false }
     }

@@ -408,6 +408,14 @@ pub struct FnModel {
     pub(super) param_values: Vec<NodeIndex>,
     /// Value nodes that compute (tensor ops, calls) rather than move.
     pub(super) op_values: Vec<NodeIndex>,
+    /// Nodes whose value is brought to the host (`loss.into_scalar()`, `out.to_vec1()`,
+    /// `into_data`, also inside `println!`): a cut that leaves the device.
+    pub(super) host_reads: Vec<NodeIndex>,
+    /// The value a `let` binds, for the forward passes in its initialiser (`let out =
+    /// model.forward(x);`, `let acc = accuracy(model.forward(x), y);`): (start of the forward's
+    /// span, value).
+    pub(super) let_results: Vec<(usize, NodeIndex)>,
+
     /// The function's own name (`train_step`), and the type of `impl`/`trait` it is in.
     pub(super) ident: String,
     pub(super) owner: Option<String>,
@@ -681,6 +689,10 @@ pub struct CallSite {
     /// burn 0.22: the call hands only the plain device and literals (`infer(device, "/tmp/m")`
     /// in a function that also makes `device.autodiff()`): no autodiff model or device.
     pub(super) plain_device_only: bool,
+    /// Only host data leaves the callee: its declared result is a host type (`fn act(&self,
+    /// obs) -> usize`, `()`), it pushes nothing into its receiver and keeps no parameter past
+    /// the call. Set by the crate-level pass.
+    pub(super) host_result: bool,
 }
 
 /// Where a function keeps graph-carrying state from call to call.
@@ -1216,6 +1228,88 @@ impl FnModel {
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
         seen
+    }
+
+    /// Whether only host data leaves forward pass `e` in iteration `it`: whatever of its output
+    /// carries a graph is neither a loss (nor handed to a crate function that backpropagates
+    /// it), nor returned, nor kept in a binding that outlives the iteration, nor handed to a
+    /// method of the crate (which may keep it: `agent.remember(q)`); it ends in scalars and host
+    /// data (`val.into_scalar()`, `to_f64(&val)`) or is dropped. A validation loss read every
+    /// few steps, `act()` returning `argmax().into_scalar()`.
+    ///
+    /// Starts from the value that holds the call's result: the call site's, for a call of the
+    /// crate, else the smallest value whose expression contains the call.
+    pub fn forward_orphaned(&self, e: &VocabCall, it: Iteration) -> bool {
+        if e.closure.is_some() {
+            // A closure's value goes where the function it is handed to takes it.
+            return false;
+        }
+        let start = match e.via {
+            // Through a call of the crate: only when the callee says what leaves it (a host
+            // result); a tuple or struct it returns may carry the loss.
+            Some(_) => match self.call_sites.iter().find(|c| c.span == e.span) {
+                Some(c) if c.host_result => return true,
+                Some(c) if self.graph[c.result].taint.has(Taint::GRAPH) => c.result,
+                _ => return false,
+            },
+            // The value a `let` binds, else the smallest value whose expression holds the call.
+            None => match self.let_results.iter().find(|(at, _)| *at == e.span.start).map(|&(_, n)| n).or_else(|| {
+                self.graph
+                    .node_indices()
+                    .filter(|&n| {
+                        let s = &self.graph[n].span;
+                        matches!(self.graph[n].kind, NodeKind::Value(_))
+                            && s.start <= e.span.start
+                            && e.span.end <= s.end
+                    })
+                    .min_by_key(|&n| self.graph[n].span.len())
+            }) {
+                Some(n) => n,
+                None => return e.discarded,
+            },
+        };
+        // What it brings to the host must be seen (`.into_scalar()`, a call of the crate that
+        // returns a host value); a graph that merely goes nowhere the model can see (a block's
+        // tail, a macro) is not evidence.
+        let mut host = false;
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack = vec![start];
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            if !self.graph[n].taint.has(Taint::GRAPH) {
+                // A cut: nothing of the graph goes on. Any other value that lost the graph is a
+                // value the model lost track of.
+                if !matches!(self.graph[n].kind, NodeKind::Value(Producer::Plain)) {
+                    return false;
+                }
+                // A call of the crate whose result is known to be plain: a host value it
+                // declares (`fn to_f64(t: &Tensor<B, 1>) -> f64`) is one; a tuple or struct
+                // computed from its arguments may carry their graph all the same.
+                match self.call_sites.iter().find(|c| c.result == n) {
+                    Some(c) if c.host_result => host = true,
+                    Some(_) => return false,
+                    None => host |= self.host_reads.contains(&n),
+                }
+                continue;
+            }
+            host |= self.host_reads.contains(&n);
+            if self.losses.contains(&n) || self.handed_losses.contains(&n) || self.returns.contains(&n) {
+                return false;
+            }
+            if let NodeKind::Version(b) = self.graph[n].kind
+                && (self.outlives(b, it)
+                    // Read where the model does not follow (a block's tail, a closure's capture):
+                    // where it goes is not known.
+                    || !self.host_reads.contains(&n)
+                        && self.graph.neighbors_directed(n, Direction::Outgoing).next().is_none())
+            {
+                return false;
+            }
+            stack.extend(self.graph.neighbors_directed(n, Direction::Outgoing));
+        }
+        host
     }
 
     /// A forward pass in loop `l` (nested loops included) on a model built from trainable

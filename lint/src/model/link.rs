@@ -37,6 +37,8 @@ pub struct Summary {
     returns_graph: bool,
     /// The result certainly carries no graph (declared host type, or computed without one).
     result_plain: bool,
+    /// Only host data leaves the call (see [`VocabCall::host_result`]).
+    returns_host: bool,
     runs_backward: bool,
     /// Every backward it runs waits for a collection to reach a size (a warm-up).
     backward_waits: bool,
@@ -105,6 +107,7 @@ impl Summary {
         Summary {
             returns_graph: self.returns_graph && other.returns_graph,
             result_plain: self.result_plain && other.result_plain,
+            returns_host: self.returns_host && other.returns_host,
             runs_backward: self.runs_backward && other.runs_backward,
             backward_waits: self.backward_waits && other.backward_waits,
             steps: self.steps && other.steps,
@@ -1218,7 +1221,8 @@ fn const_at(text: &str, at: usize) -> Option<(&str, u64)> {
 /// The first of `stops` in `s` outside angle brackets (`<..>`), with its byte position.
 fn first_outside_angles(s: &str, stops: &[char]) -> Option<(usize, char)> {
     let mut depth = 0usize;
-    s.char_indices().find(|&(_, c)| match c {
+    // Bytes: every character looked for is ASCII, and no byte of a multi-byte character is.
+    s.bytes().enumerate().map(|(i, b)| (i, char::from(b))).find(|&(_, c)| match c {
         '<' => {
             depth += 1;
             false
@@ -1227,7 +1231,7 @@ fn first_outside_angles(s: &str, stops: &[char]) -> Option<(usize, char)> {
             depth = depth.saturating_sub(1);
             false
         }
-        c => depth == 0 && stops.contains(&c),
+        c => depth == 0 && c.is_ascii() && stops.contains(&c),
     })
 }
 
@@ -1277,10 +1281,10 @@ fn alias_at(text: &str, at: usize, generics: bool) -> Option<(&str, &str)> {
     if generics && after.starts_with('<') {
         // Skip the parameter list, nested brackets included (`<T: Into<f32>>`).
         let mut depth = 0usize;
-        let close = after.char_indices().find_map(|(i, c)| {
+        let close = after.bytes().enumerate().find_map(|(i, c)| {
             match c {
-                '<' => depth += 1,
-                '>' => depth = depth.saturating_sub(1),
+                b'<' => depth += 1,
+                b'>' => depth = depth.saturating_sub(1),
                 _ => {}
             }
             (depth == 0).then_some(i)
@@ -1538,7 +1542,8 @@ fn struct_shapes<'a>(
 ) {
     for (at, name, after) in structs_of(text) {
         // `#[derive(Module, Debug)]` in the attributes before it (since the previous item).
-        let before = &text[text[..at].rfind(['}', ';']).map_or(0, |i| i + 1)..at];
+        let before =
+            &text[text.as_bytes()[..at].iter().rposition(|&b| b == b'}' || b == b';').map_or(0, |i| i + 1)..at];
         if before.contains("derive(") && before.contains("Module") {
             modules.insert(name);
         }
@@ -1552,13 +1557,13 @@ fn struct_shapes<'a>(
         let header = &after[..open.0];
         let body = &after[open.0 + 1..];
         let mut depth = 0usize;
-        let Some(end) = body.char_indices().find_map(|(i, c)| match c {
-            '{' => {
+        let Some(end) = body.bytes().enumerate().find_map(|(i, c)| match c {
+            b'{' => {
                 depth += 1;
                 None
             }
-            '}' if depth == 0 => Some(i),
-            '}' => {
+            b'}' if depth == 0 => Some(i),
+            b'}' => {
                 depth -= 1;
                 None
             }
@@ -1594,11 +1599,11 @@ fn struct_shapes<'a>(
 fn split_fields(body: &str) -> Vec<&str> {
     let mut fields = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in body.char_indices() {
+    for (i, c) in body.bytes().enumerate() {
         match c {
-            '<' | '(' | '[' | '{' => depth += 1,
-            '>' | ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
+            b'<' | b'(' | b'[' | b'{' => depth += 1,
+            b'>' | b')' | b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => {
                 fields.push(&body[start..i]);
                 start = i + 1;
             }
@@ -1750,11 +1755,11 @@ fn tuple_host_mask(ret: &str, host_structs: &HashSet<String>) -> Option<Vec<bool
     let body = unwrapped(ret).strip_prefix('(')?.strip_suffix(')')?;
     let mut elems = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in body.char_indices() {
+    for (i, c) in body.bytes().enumerate() {
         match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
+            b'<' | b'(' | b'[' => depth += 1,
+            b'>' | b')' | b']' => depth -= 1,
+            b',' if depth == 0 => {
                 elems.push(&body[start..i]);
                 start = i + 1;
             }
@@ -1782,12 +1787,12 @@ fn tuple_host_mask(ret: &str, host_structs: &HashSet<String>) -> Option<Vec<bool
 /// `T` of `T, E>` (the text after `Result<`), at the top level of brackets.
 fn top_level_first_arg(inner: &str) -> &str {
     let mut depth = 0i32;
-    for (i, c) in inner.char_indices() {
+    for (i, c) in inner.bytes().enumerate() {
         match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' if depth == 0 => return &inner[..i],
-            '>' | ')' | ']' => depth -= 1,
-            ',' if depth == 0 => return &inner[..i],
+            b'<' | b'(' | b'[' => depth += 1,
+            b'>' | b')' | b']' if depth == 0 => return &inner[..i],
+            b'>' | b')' | b']' => depth -= 1,
+            b',' if depth == 0 => return &inner[..i],
             _ => {}
         }
     }
@@ -2080,10 +2085,10 @@ fn fn_body(text: &str, from: usize) -> &str {
     let rest = &text[from..];
     let Some(open) = rest.find(['{', ';']).filter(|&o| rest.as_bytes()[o] == b'{') else { return "" };
     let mut depth = 0usize;
-    for (i, c) in rest[open..].char_indices() {
+    for (i, c) in rest[open..].bytes().enumerate() {
         match c {
-            '{' => depth += 1,
-            '}' => {
+            b'{' => depth += 1,
+            b'}' => {
                 depth -= 1;
                 if depth == 0 {
                     return &rest[open..open + i];
@@ -2139,10 +2144,10 @@ fn impl_self_type(text: &str, at: usize) -> Option<&str> {
         let mut rest = header.trim_start();
         if rest.starts_with('<') {
             let mut angle = 0i32;
-            let close = rest.char_indices().find(|&(_, c)| {
+            let close = rest.bytes().enumerate().find(|&(_, c)| {
                 angle += match c {
-                    '<' => 1,
-                    '>' => -1,
+                    b'<' => 1,
+                    b'>' => -1,
                     _ => 0,
                 };
                 angle == 0
@@ -2476,7 +2481,11 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
             && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
     });
     let passes_args = !returns_graph && g.returns_tensor && !runs_backward && !steps && g.graph_flows_from_params();
+    // Only host data leaves it: a declared host result (`-> usize`, `-> f32`, `()`), nothing
+    // pushed into its receiver, no parameter kept past the call.
+    let returns_host = g.returns_plain && !buffers_outputs && stores.is_empty();
     Summary {
+        returns_host,
         returns_graph,
         result_plain: !returns_graph && !passes_args,
         runs_backward,
@@ -2614,7 +2623,7 @@ fn stored_outside(g: &FnModel, start: NodeIndex, param: usize) -> Option<StoredP
 /// Applies a callee's summary at call site `ci` of `g`.
 fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Arc<SourceFile>) {
     // Taken out while it is applied (no copy of its arguments), and put back at the end.
-    let site = std::mem::take(&mut g.call_sites[ci]);
+    let mut site = std::mem::take(&mut g.call_sites[ci]);
     if s.returns_graph && !g.seeds.contains(&site.result) {
         g.seeds.push(site.result);
     }
@@ -2732,6 +2741,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         }
     }
     apply_stores(g, &site, s, callee, callee_file);
+    site.host_result = s.returns_host;
     g.call_sites[ci] = site;
 }
 

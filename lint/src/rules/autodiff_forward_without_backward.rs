@@ -47,7 +47,14 @@ nested loop that hands graph-carrying values on (`h = cell.forward(x, h)`, outpu
 the loss, losses folded into an `Option` that `if let Some(loss) = total { loss.backward() }`
 consumes) is an unrolled computation and is not; nor is a call that keeps its outputs in its
 receiver's buffer (`agent.act(obs)` pushing the step's log-probability into `self.saved`, which
-the end-of-episode update backpropagates: on-policy agents); nor is a loop with a small literal bound in a
+the end-of-episode update backpropagates: on-policy agents). So is a forward in the outer loop of a
+training loop whose backward runs only in the loop inside it (a validation pass once an epoch,
+beside the loop over the batches) when only host data leaves it (`to_f64(&val_loss)`,
+`.into_scalar()`): every layer's activations of the whole pass wait in the store for the next
+epoch's first backward. A forward beside the backward of its own loop (`act()` between `learn()`s,
+a preview every few steps) is swept within the iteration and is not reported, nor is one whose
+output reaches the backward through a helper's tuple, a detached target or a value kept past the
+iteration. Nor is a loop with a small literal bound in a
 training iteration whose backward does not wait for a warm-up (`for i in 0..3 { preview(..) }`
 once an epoch): that backward sweeps its few forwards. In the training loop itself, a backward that
 waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
@@ -109,7 +116,9 @@ built apart and never made `valid()` or `no_grad()`) grew the heap by 330 KB per
 every step trained the online model (`experiments/burn-orphan-forwards`, burn 0.21, CPU; a
 clone of the trained model, or the same module with `no_grad()`, stayed flat), and by 2.77 MiB
 per step on an H200 (burn 0.21 CUDA), where the same detached forward of the trained model
-stayed flat. Across versions (`experiments/burn-orphan-forwards/versions`, CPU): a detached
+stayed flat. Swept is not free: a validation pass over 4,096 rows through four 512-wide linear
+layers every 10 steps on the autodiff model raised the run's peak RSS from 46 MB (on
+`model.valid()`) to 102 MB (`experiments/burn-sweep validate`, burn 0.21, CPU). Across versions (`experiments/burn-orphan-forwards/versions`, CPU): a detached
 forward of the trained model is swept in 0.16.1, 0.18.0, 0.19.1, 0.20.1 and 0.21.0; the separate
 module grows from 0.19.1 on and stays flat in 0.16.1 and 0.18.0 (one graph for all tensors,
 cleared as a whole by a backward); 0.19.1 also grows by about 4.9 KB per plain training step.
@@ -230,6 +239,13 @@ impl Rule for AutodiffForwardWithoutBackward {
                         // takes the forward's side, the loop runs no backward at all.
                         setting_off = Some(split);
                         Shape::SettingOff
+                    } else if backwards.is_empty() && orphaned(f, e, it) {
+                        // A validation pass once an epoch, beside the loop over its batches that
+                        // runs the backward: its whole graph state waits in the store for the
+                        // next epoch's first backward. (In the loop that runs the backward
+                        // itself, `act()` between `learn()`s or a preview every few steps, that
+                        // backward comes within the iteration and sweeps one batch's worth.)
+                        Shape::Orphan
                     } else {
                         continue;
                     }
@@ -342,6 +358,10 @@ fn report_loop(
             ("on every step of a warm-up without backward", "backward runs only once a collection has reached a size")
         }
         Shape::NoBackward => ("in a loop without backward", "this loop never runs backward"),
+        Shape::Orphan => (
+            "whose output no backward reaches",
+            "this loop runs backward only in the loop inside it, on other forward passes; only host data leaves this one",
+        ),
     };
     let Some(((first, label, first_at, first_via), rest)) = calls.split_first() else { return };
     let message = match rest.len() {
@@ -352,9 +372,17 @@ fn report_loop(
     for (span, label, _, _) in rest {
         report = report.label((*span).clone(), label.clone());
     }
+    let note = match shape {
+        Shape::Orphan => {
+            "burn sweeps its autodiff graph store only inside `backward()`: this forward's graph state stays in it until the next backward, on top of the training step's own"
+        }
+        _ => {
+            "burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration"
+        }
+    };
     let mut report = report
         .help("run the forward on `model.valid()` (the inner backend), or take `.inner()` tensors before the loop")
-        .note("burn sweeps its autodiff graph store only inside `backward()`; forwards without one grow it every iteration");
+        .note(note);
     // A forward inside a called function: where it runs, and the call that leads there.
     push_forward(&mut report, *first_via, *first_at, "the forward pass inside the call");
     if let (Shape::ParamOff, Some((name, opens_on, (path, line, caller)))) = (shape, param_off) {
@@ -468,6 +496,19 @@ enum Shape {
     /// A loop whose backward and forward sit on the two sides of an `if` on a setting
     /// (`config.dry_run`): on runs with the forward's side, no backward.
     SettingOff,
+    /// A forward in the outer loop of a training loop whose output only leaves as host data (a
+    /// validation pass once an epoch): the backward runs in the inner loop, on other forwards.
+    Orphan,
+}
+
+/// Whether forward `e`, in training iteration `it`, is one no backward reaches: only host data
+/// leaves it. Not a call of the crate that runs its own backward (`agent.learn()`), one that
+/// keeps its outputs in its receiver (on-policy agents), or a model's sampler (judged as one).
+fn orphaned(f: &FnModel, e: &crate::model::VocabCall, it: Iteration) -> bool {
+    !e.kept_by_receiver()
+        && !e.samples()
+        && !f.training_calls().iter().any(|c| c.span() == e.span())
+        && f.forward_orphaned(e, it)
 }
 
 /// The backward calls (direct or through a called function) of training iteration `it`.
@@ -3243,5 +3284,112 @@ fn main() {
         let forked = TWO_DEVICES.replace("REF_DEVICE", "device").replace(".unwrap();\n", ".unwrap().fork(&ad);\n");
         assert_ne!(forked, TWO_DEVICES.replace("REF_DEVICE", "device"));
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &forked), vec![16]);
+    }
+
+    /// A validation pass in the epoch loop of a training loop: its loss is read to the host, and
+    /// the backward of the batches runs on other forwards.
+    const VALIDATION_PASS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn fit<B: AutodiffBackend>(mut model: Net<B>, optim: &mut O, batches: Vec<(Tensor<B, 2>, Tensor<B, 2>)>, test_x: Tensor<B, 2>, test_y: Tensor<B, 2>) -> Net<B> {
+    for epoch in 0..100 {
+        for (x, y) in batches.iter() {
+            let pred = model.forward(x.clone());
+            let loss = model.mse(pred, y.clone());
+            let grads = loss.backward();
+            model = optim.step(1e-3, model.clone(), GradientsParams::from_grads(grads, &model));
+        }
+        let val = model.forward(test_x.clone());
+        let err = (val - test_y.clone()).powf_scalar(2.0).mean();
+        let err = to_f64(&err);
+        println!("{epoch} {err}");
+    }
+    model
+}
+
+fn to_f64<B: Backend>(t: &Tensor<B, 1>) -> f64 {
+    t.clone().into_scalar().elem::<f64>()
+}
+"#;
+
+    /// `act()` returns a host action between training steps on the same agent: the step's own
+    /// backward sweeps its one forward.
+    const ACT_BETWEEN_LEARNS: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+struct Agent<B: AutodiffBackend> { net: Net<B>, optim: O }
+impl<B: AutodiffBackend> Agent<B> {
+    fn act(&self, obs: Tensor<B, 2>) -> usize {
+        self.net.forward(obs).argmax(1).into_scalar() as usize
+    }
+    fn learn(&mut self, batch: Batch<B>) {
+        let loss = self.net.forward(batch.obs).sub(batch.target).powf_scalar(2.0).mean();
+        let grads = loss.backward();
+        self.net = self.optim.step(1e-3, self.net.clone(), GradientsParams::from_grads(grads, &self.net));
+    }
+}
+fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env<B>, steps: usize) {
+    for _ in 0..steps {
+        let a = agent.act(env.obs());
+        env.step(a);
+        agent.learn(env.batch());
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_validation_pass_beside_the_loop_that_trains() {
+        let text = crate::rules::testing::messages("autodiff_forward_without_backward", VALIDATION_PASS);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(text[0].contains("whose output no backward reaches"), "{text:?}");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", VALIDATION_PASS), vec![11]);
+        assert_eq!(count("autodiff_forward_without_backward", None, ACT_BETWEEN_LEARNS), 0);
+        // On `valid()`, nothing records a graph.
+        let fixed = VALIDATION_PASS.replace(
+            "let val = model.forward(test_x.clone());",
+            "let val = model.valid().forward(test_x.clone().inner());",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &fixed), 0);
+    }
+
+    /// Forwards that reach the backward through values the model follows: a helper's tuple, a
+    /// detached target in the loss, a closure handed to a function that backpropagates, a value
+    /// kept past the iteration.
+    const REACHES_THE_BACKWARD: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+fn ppo<B: AutodiffBackend>(mut agent: Agent<B>, optim: &mut O, batches: Vec<Batch<B>>, n: usize) -> Agent<B> {
+    let mut last = None;
+    for b in batches {
+        let (logits, v) = if b.dense {
+            let (logits, v) = agent.policy_value(b.obs.clone());
+            (logits, v)
+        } else {
+            agent.policy_value(b.obs.clone())
+        };
+        let (lp, ent) = log_prob(logits, b.actions.clone());
+        let target = agent.value(b.next.clone()).detach();
+        let parts = losses(lp, ent, v, target);
+        let printed = parts.total.clone().into_scalar();
+        println!("{printed}");
+        let grads = parts.total.backward();
+        agent = optim.step(1e-3, agent.clone(), GradientsParams::from_grads(grads, &agent));
+        let kept = agent.value(b.obs.clone());
+        last = Some(kept);
+        let results = parallel_grads(&agent, &b, &|m, batch| {
+            let loss = m.value(batch.obs.clone()).mean();
+            let shown = loss.clone().into_scalar();
+            (loss, shown)
+        });
+        apply(results);
+    }
+    let _ = last;
+    agent
+}
+fn log_prob<B: Backend>(logits: Tensor<B, 2>, a: Tensor<B, 1, Int>) -> (Tensor<B, 1>, Tensor<B, 1>) {
+    (logits.clone().gather(1, a.unsqueeze_dim(1)).squeeze(1), logits.mean_dim(1).squeeze(1))
+}
+"#;
+
+    #[test]
+    fn leaves_forwards_that_reach_the_backward_alone() {
+        assert_eq!(count("autodiff_forward_without_backward", None, REACHES_THE_BACKWARD), 0);
     }
 }
