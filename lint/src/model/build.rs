@@ -994,10 +994,17 @@ impl Builder<'_> {
     /// `xs.i(t)?`, `xs[t]`). A cell stepped over one is one forward pass over the sequence, not
     /// a sampler feeding itself.
     fn element_of_sequence(&self, x: &Expr) -> bool {
-        let is_counter = |e: &Expr| {
-            matches!(strip_parens(e), Expr::Path(p)
-                if p.path.get_ident().is_some_and(|i| self.counters.last().is_some_and(|c| i == c)))
-        };
+        // The loop's counter, also as one index of several (`xs.i((.., t))?`) or a range's start
+        // (`xs.i((.., t..t + 1))?`).
+        fn is_counter(e: &Expr, counter: Option<&String>) -> bool {
+            match strip_parens(e) {
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| counter.is_some_and(|c| i == c)),
+                Expr::Tuple(t) => t.elems.iter().any(|e| is_counter(e, counter)),
+                Expr::Range(r) => r.start.as_deref().is_some_and(|e| is_counter(e, counter)),
+                _ => false,
+            }
+        }
+        let is_counter = |e: &Expr| is_counter(e, self.counters.last());
         match strip_place(strip_try(x)) {
             Expr::Reference(r) => self.element_of_sequence(&r.expr),
             Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
@@ -1008,10 +1015,14 @@ impl Builder<'_> {
                 })
             }),
             Expr::Index(ix) => is_counter(&ix.index),
-            Expr::MethodCall(m) => {
-                matches!(m.method.to_string().as_str(), "get" | "i" | "narrow" | "index_select" | "select")
-                    && m.args.iter().any(is_counter)
-            }
+            Expr::MethodCall(m) => match m.method.to_string().as_str() {
+                "get" | "i" | "narrow" | "index_select" | "select" => m.args.iter().any(is_counter),
+                // Reshaped, the same element (`xs.i((.., t..t + 1))?.squeeze(1)?`).
+                "squeeze" | "unsqueeze" | "reshape" | "contiguous" | "to_dtype" | "flatten_all" => {
+                    self.element_of_sequence(&m.receiver)
+                }
+                _ => false,
+            },
             _ => false,
         }
     }

@@ -38,8 +38,8 @@ not one made with `Cache::new(false, ..)`) or one the function resets (`model.cl
 on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
 layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A
 recurrent cell of `candle_nn::rnn` stepped on its own state (`state = cell.step(&x, &state)?`)
-runs a forward pass, except over the elements of an input sequence (`let x = xs.get(t)?`, `for x
-in xs.iter()`), which is one forward pass over that sequence. A state cut in the loop's own pass
+runs a forward pass, except over the elements of an input sequence (`let x = xs.get(t)?`,
+`xs.i((.., t))?`, `for x in xs.iter()`), which is one forward pass over that sequence. A state cut in the loop's own pass
 (`latents = latents.detach();` after the step, on every path that writes it) does not chain. A method
 of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
 t)?`) is a forward pass, and a tensor helper of the crate (`fn euler(x: &Tensor, v: &Tensor) ->
@@ -616,6 +616,12 @@ fn encode(vm: &VarMap, xs: &Tensor, h: Tensor, c: Tensor, dev: &Device) -> candl
 }
 "#;
         assert_eq!(count("sampling_loop_chains_graph", None, encoder), 0);
+        // Also a slice of a batch-first sequence (`IndexOp`), with or without a range.
+        for slice in ["let x = xs.i((.., t))?;", "let x = xs.i((.., t..t + 1))?.squeeze(1)?;"] {
+            let sliced = encoder.replace("let x = xs.get(t)?;", slice);
+            assert_ne!(sliced, encoder);
+            assert_eq!(count("sampling_loop_chains_graph", None, &sliced), 0, "{slice}");
+        }
         let fed_back = encoder.replace("let x = xs.get(t)?;", "let x = state.h().clone();");
         assert_eq!(count("sampling_loop_chains_graph", None, &fed_back), 1);
     }
