@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{FnModel, VarCreation, VarRoot};
+use crate::model::{FnModel, Iteration, VarCreation, VarRoot};
 use crate::rule::{Applies, Group, Rule, RuleMeta};
 
 pub struct VariablesCreatedPerStep;
@@ -20,7 +20,10 @@ Finds layers and variables created in a variable store that outlives the step
   it (a parameter, a captured variable, a field): every forward creates the layers again;
 - in a loop that runs a forward pass or backward, with the store made before the loop;
 - in a function a training loop reaches (an evaluation every few epochs), with the store kept in
-  a field of `self`: every call adds a model's worth of variables.
+  a field of `self`: every call adds a model's worth of variables;
+- in a training-step helper that a training loop calls once per step (`fn d_step(vs:
+  &nn::VarStore, ..) { let disc = Disc::new(&vs.root()); ..; opt.backward_step(&loss) }`), with
+  the store it is handed: every step adds the layers again.
 
 A layer made only when it is missing (`if self.head.is_none() { self.head = Some(nn::linear(..)) }`,
 `if let None = self.head`) is made once and is not reported.
@@ -65,7 +68,7 @@ impl Rule for VariablesCreatedPerStep {
         for v in f.var_creations() {
             let Some(why) = repeats(f, v) else { continue };
             let scope = match why {
-                Repeats::ForwardPass | Repeats::StepCall => (v.closure(), None),
+                Repeats::ForwardPass | Repeats::StepCall | Repeats::StepHelper => (v.closure(), None),
                 Repeats::LoopIteration => (v.closure(), v.in_loop()),
             };
             match groups.iter_mut().find(|(s, w, _)| *s == scope && *w == why) {
@@ -85,7 +88,7 @@ impl Rule for VariablesCreatedPerStep {
             let mut report = report.help(why.help()).note(
                 "a variable store keeps every variable created in it: a second layer of the same name is added beside the first, never reused",
             );
-            if why == Repeats::StepCall
+            if matches!(why, Repeats::StepCall | Repeats::StepHelper)
                 && let Some((path, line, caller)) = f.per_step_from()
             {
                 report.elsewhere.push((
@@ -115,6 +118,9 @@ enum Repeats {
     /// In a function reached from a training loop, with the store in a field of `self`: every
     /// call (an evaluation every epoch) adds a model's worth of variables to it.
     StepCall,
+    /// In a training-step helper (one call per step, its backward outside any loop) that builds
+    /// its layers in the store it is handed.
+    StepHelper,
 }
 
 impl Repeats {
@@ -123,6 +129,7 @@ impl Repeats {
             Repeats::ForwardPass => "new variables in the store on every forward pass",
             Repeats::LoopIteration => "new variables in the store every iteration",
             Repeats::StepCall => "new variables in a store kept in `self`, on every call",
+            Repeats::StepHelper => "new variables in the store this step is handed, on every training step",
         }
     }
 
@@ -135,6 +142,7 @@ impl Repeats {
             Repeats::StepCall => {
                 "build the model once and keep it, or build it in a fresh `VarStore` per call and copy the weights in (`vs.copy(&trained)`)"
             }
+            Repeats::StepHelper => "build the model once, where the store is made, and hand the step the model",
         }
     }
 }
@@ -162,7 +170,15 @@ fn repeats(f: &FnModel, v: &VarCreation) -> Option<Repeats> {
     }
     // A method a training loop calls (an evaluation every epoch) that builds a model in a store
     // of `self`: the store outlives the call and gains the model's variables again each time.
-    (matches!(v.root(), VarRoot::Field) && f.per_step_from().is_some()).then_some(Repeats::StepCall)
+    if matches!(v.root(), VarRoot::Field) && f.per_step_from().is_some() {
+        return Some(Repeats::StepCall);
+    }
+    // A training-step helper a loop calls once per step, which builds layers in the store it is
+    // handed and backpropagates outside any loop of its own (not a function that builds a model
+    // and then trains it in its own loop: a trial of a sweep). Whatever runs them, the store
+    // keeps every copy.
+    (matches!(v.root(), VarRoot::Param) && f.per_step_from().is_some() && f.iteration_of(None) == Some(Iteration::Call))
+        .then_some(Repeats::StepHelper)
 }
 
 #[cfg(test)]
@@ -365,5 +381,60 @@ fn main() -> anyhow::Result<()> {
         assert_eq!(count("variables_created_per_step", None, &LAZY_HEAD.replace("TEST", "let None = self.head")), 0);
         // Made on every call that asks for a new head.
         assert_eq!(count("variables_created_per_step", None, &LAZY_HEAD.replace("TEST", "feats.size()[1] > 0")), 1);
+    }
+
+    /// A discriminator step that rebuilds its network in the store it is handed, called once per
+    /// training step.
+    const STEP_HELPER: &str = r#"
+use tch::{nn, nn::OptimizerConfig, Device, Tensor};
+fn critic_step(vs: &nn::VarStore, opt: &mut nn::Optimizer, real: &Tensor) -> f64 {
+    let critic = Critic::new(&vs.root());
+    let loss = critic.forward(real).mean(tch::Kind::Float);
+    opt.backward_step(&loss);
+    f64::try_from(&loss).unwrap()
+}
+fn fit(data: &[Tensor]) {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let mut opt = nn::Adam::default().build(&vs, 1e-4).unwrap();
+    for x in data {
+        let l = critic_step(&vs, &mut opt, x);
+        println!("{l}");
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_step_helper_that_builds_its_layers_in_the_store_it_is_handed() {
+        assert_eq!(crate::rules::testing::lines("variables_created_per_step", STEP_HELPER), vec![4]);
+        // Built once, where the store is made, and handed over: nothing repeats.
+        let once = STEP_HELPER
+            .replace("fn critic_step(vs: &nn::VarStore,", "fn critic_step(critic: &Critic,")
+            .replace("    let critic = Critic::new(&vs.root());\n", "")
+            .replace("let l = critic_step(&vs,", "let l = critic_step(&critic,")
+            .replace("    let mut opt =", "    let critic = Critic::new(&vs.root());\n    let mut opt =");
+        assert_ne!(once, STEP_HELPER);
+        assert_eq!(count("variables_created_per_step", None, &once), 0);
+        // A trial of a sweep: its own store, built and trained in its own loop.
+        let trial = r#"
+use tch::{nn, nn::OptimizerConfig, Device, Tensor};
+fn run_trial(vs: &nn::VarStore, data: &[Tensor]) -> f64 {
+    let critic = Critic::new(&vs.root());
+    let mut opt = nn::Adam::default().build(vs, 1e-4).unwrap();
+    let mut last = 0.0;
+    for x in data {
+        let loss = critic.forward(x).mean(tch::Kind::Float);
+        opt.backward_step(&loss);
+        last = f64::try_from(&loss).unwrap();
+    }
+    last
+}
+fn sweep(data: &[Tensor]) {
+    for _ in 0..8 {
+        let vs = nn::VarStore::new(Device::Cpu);
+        println!("{}", run_trial(&vs, data));
+    }
+}
+"#;
+        assert_eq!(count("variables_created_per_step", None, trial), 0);
     }
 }
