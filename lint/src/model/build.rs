@@ -1510,6 +1510,24 @@ impl Builder<'_> {
             v.visit_type(&t.ty);
             self.g.autodiff = v.found;
         }
+        // `let model = train(&series, &d);` with `fn train(..) -> WindowMlp<Ad>` and `Ad` an
+        // autodiff backend: the callee's declared result states the type, as an annotation would.
+        if self.g.spec.autodiff_by_type
+            && self.g.framework_known
+            && !self.g.autodiff
+            && !self.crate_fns.autodiff_fns.is_empty()
+            && let Some(init) = init
+            && let Some(name) = match strip_try(&init.expr) {
+                Expr::Call(c) => match &*c.func {
+                    Expr::Path(p) => p.path.segments.last().map(|s| &s.ident),
+                    _ => None,
+                },
+                Expr::MethodCall(m) => Some(&m.method),
+                _ => None,
+            }
+        {
+            self.g.autodiff = self.crate_fns.autodiff_fns.contains(name.to_string().as_str());
+        }
         // `let model = config.init::<Backend>(&device);` with `Backend` an autodiff backend: the
         // generic arguments state the type of the value bound, as an annotation would.
         if self.g.spec.autodiff_by_type
@@ -4639,7 +4657,9 @@ fn made_with_generic_args(e: &Expr, f: &mut impl FnMut(&syn::AngleBracketedGener
             Some(t) => f(t),
             None => {
                 let name = m.method.to_string();
-                (matches!(name.as_str(), "unwrap" | "expect" | "to_device" | "fork") || rust::is_pass_on(&name))
+                // burn's `Module::load_file`/`load_record` return the module they load into.
+                (matches!(name.as_str(), "unwrap" | "expect" | "to_device" | "fork" | "load_file" | "load_record")
+                    || rust::is_pass_on(&name))
                     && made_with_generic_args(&m.receiver, f)
             }
         },

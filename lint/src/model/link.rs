@@ -1158,6 +1158,10 @@ pub struct CrateNames {
     /// `Result<..>`/`Option<..>` and paths: `fn build(&self) -> Result<t5::T5Model>` gives
     /// `T5Model`): what a call of one makes.
     pub(super) return_types: HashMap<String, String>,
+    /// Functions whose declared result names an autodiff backend (`fn train(..) ->
+    /// WindowMlp<Ad>` with `type Ad = Autodiff<Wgpu>;`), in every definition that names generic
+    /// arguments: a local bound to a call of one holds an autodiff model.
+    pub(super) autodiff_fns: HashSet<String>,
     /// Structs whose every definition in the crate has only fields of host types (numbers,
     /// `bool`, strings, and `Vec`s, `Option`s, arrays and tuples of them, or of other such
     /// structs): a value of one holds no tensor (`struct TrainStats { loss: f32, samples: usize }`).
@@ -1826,6 +1830,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     // `None`: definitions that return different types, or none the text names. Borrowed from
     // the texts: most names are never asked about.
     let mut return_types: HashMap<&'a str, Option<&'a str>> = HashMap::default();
+    // Declared results with generic arguments (`WindowMlp<Ad>`), read once the aliases are known.
+    let mut generic_rets: Vec<(&'a str, &'a str)> = Vec::new();
     let mut aliases = Vec::new();
     let mut alias_names = HashSet::default();
     let mut macros = HashSet::default();
@@ -1875,6 +1881,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     set.insert(name.to_string());
                 }
                 let ret = return_type(text, name_end);
+                if let Some(r) = ret.filter(|r| memchr::memchr(b'<', r.as_bytes()).is_some()) {
+                    generic_rets.push((name, r));
+                }
                 let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
                     Some(known) if *known != head => *known = None,
@@ -2042,6 +2051,14 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
+    let mut autodiff_rets: HashMap<&str, bool> = HashMap::default();
+    for (name, ret) in generic_rets {
+        let named = ret
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff_aliases.contains(w));
+        *autodiff_rets.entry(name).or_insert(true) &= named;
+    }
+    let autodiff_fns = autodiff_rets.into_iter().filter(|&(_, ad)| ad).map(|(name, _)| name.to_string()).collect();
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
     let tuple_fns = tuple_rets
         .into_iter()
@@ -2061,6 +2078,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         rnn_fields,
         host_structs,
         return_types,
+        autodiff_fns,
         fns,
         plain_fields,
         inner_fields,

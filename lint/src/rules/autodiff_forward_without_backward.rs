@@ -70,7 +70,9 @@ loss) is taken for a guard. A forward that itself waits for the same threshold (
 self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
-Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
+Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
+`Net::<Ad>::new(&d).load_file(..)`), the declared result of a crate function a local is bound to
+(`let model = train(..);` with `fn train(..) -> Net<Ad>`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
 `Greedy::act`), a function's parameter types and the bounds of their type parameters (not a
 configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no value of type
 `S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
@@ -3391,5 +3393,57 @@ fn log_prob<B: Backend>(logits: Tensor<B, 2>, a: Tensor<B, 1, Int>) -> (Tensor<B
     #[test]
     fn leaves_forwards_that_reach_the_backward_alone() {
         assert_eq!(count("autodiff_forward_without_backward", None, REACHES_THE_BACKWARD), 0);
+    }
+
+    /// `main` binds what a crate function returns, declared with an autodiff backend alias, and
+    /// hands it to a generic forecaster whose loop runs no backward.
+    const RETURNED_AUTODIFF: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::Backend;
+type Ad = Autodiff<NdArray>;
+fn train(series: &[f32], d: &<Ad as Backend>::Device) -> Forecaster<Ad> {
+    let mut model = Forecaster::<Ad>::new(d);
+    for _ in 0..10 {
+        let loss = model.loss(series, d);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = model.step(grads);
+    }
+    model
+}
+fn forecast<B: Backend>(model: &Forecaster<B>, history: &[f32], horizon: usize, d: &B::Device) -> Vec<f32> {
+    let mut out = Vec::new();
+    for _ in 0..horizon {
+        let x = window(history, &out, d);
+        out.push(model.forward(x).into_scalar().elem::<f32>());
+    }
+    out
+}
+fn main() {
+    let d = Default::default();
+    let series = load();
+    let model = train(&series, &d);
+    for origin in 0..1000 {
+        let preds = forecast(&model, &series[..origin], 24, &d);
+        report(&preds);
+    }
+}
+"#;
+
+    #[test]
+    fn a_local_bound_to_a_function_returning_an_autodiff_model_is_autodiff() {
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", RETURNED_AUTODIFF), vec![18]);
+        let valid =
+            RETURNED_AUTODIFF.replace("let model = train(&series, &d);", "let model = train(&series, &d).valid();");
+        assert_ne!(valid, RETURNED_AUTODIFF);
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+        // A model loaded into a module built for the autodiff backend alias.
+        let loaded = RETURNED_AUTODIFF.replace(
+            "let model = train(&series, &d);",
+            "let model = Forecaster::<Ad>::new(&d).load_file(\"model\", &CompactRecorder::new(), &d).expect(\"trained\");",
+        );
+        assert_ne!(loaded, RETURNED_AUTODIFF);
+        assert_eq!(count("autodiff_forward_without_backward", None, &loaded), 1);
+        let plain = loaded.replace("Forecaster::<Ad>::new(&d)", "Forecaster::<NdArray>::new(&d)");
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
     }
 }
