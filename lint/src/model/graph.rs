@@ -1858,6 +1858,35 @@ impl FnModel {
         self.losses.iter().chain(&self.handed_losses).any(|&n| self.derives_from(n, binding))
     }
 
+    /// Whether `value` brings in a graph of its own beside what it reads of `binding`'s old
+    /// versions: upstream of it, without going through those versions, some graph-carrying node
+    /// starts one (a forward pass, a call returning a graph-carrying value, an op on parameters,
+    /// a parameter). `*metrics.entry("tokens").or_default()
+    /// += n as f64` brings none in, even when another entry of the map holds a loss.
+    pub fn adds_graph(&self, value: NodeIndex, binding: BindingId) -> bool {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) || !self.graph[n].taint.has(Taint::GRAPH) {
+                continue;
+            }
+            match self.graph[n].kind {
+                NodeKind::Version(b) if b == binding => continue,
+                NodeKind::Value(Producer::Forward { .. }) => return true,
+                _ if self.seeds.contains(&n) => return true,
+                _ => {}
+            }
+            // Where the graph starts: none of what it reads carries one (an op on parameters,
+            // a parameter of the function).
+            let incoming = self.graph.neighbors_directed(n, Direction::Incoming);
+            if !incoming.clone().any(|m| self.graph[m].taint.has(Taint::GRAPH)) {
+                return true;
+            }
+            stack.extend(incoming);
+        }
+        false
+    }
+
     pub fn derives_from(&self, value: NodeIndex, binding: BindingId) -> bool {
         self.graph_upstream(value).any(|n| n != value && self.binding_of(n) == Some(binding))
     }

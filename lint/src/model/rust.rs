@@ -27,6 +27,8 @@ pub const PLACE_METHODS: &[&str] = &[
     "deref_mut",
     "or_default",
     "get_or_insert_with",
+    "or_insert_with",
+    "or_insert_with_key",
     "as_deref_mut",
 ];
 

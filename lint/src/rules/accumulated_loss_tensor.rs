@@ -78,6 +78,12 @@ impl Rule for AccumulatedLossTensor {
             if !f.outlives(binding, iteration) {
                 continue;
             }
+            // Only the old value carries a graph here (`*metrics.entry("tokens").or_default() +=
+            // n as f64` beside a `"loss"` entry of the same map, one binding to the model): this
+            // write chains nothing new in.
+            if !f.adds_graph(value, binding) {
+                continue;
+            }
             let recurrent = f.feeds_forward(value, binding);
             // Cut or replaced once per training iteration: the chain through it is bounded by
             // one iteration (truncated backpropagation through time, also every k steps). A sum
@@ -634,5 +640,32 @@ fn main() -> anyhow::Result<()> {
     fn tchs_data_has_no_autograd_history() {
         assert_eq!(count("accumulated_loss_tensor", None, &TCH_DATA.replace("LOSS", "loss.data()")), 0);
         assert_eq!(count("accumulated_loss_tensor", None, &TCH_DATA.replace("LOSS", "loss.shallow_clone()")), 1);
+    }
+
+    /// Epoch metrics in a map: the `"loss"` entry sums graph-carrying losses (the map outlives
+    /// the batches), the `"seen"` entry only counts.
+    const METRICS_MAP: &str = r#"
+use std::collections::HashMap;
+use tch::{nn, Device, Kind, Tensor};
+fn fit(model: &Net, opt: &mut nn::Optimizer, batches: &[(Tensor, Tensor)], device: Device) {
+    for epoch in 0..10 {
+        let mut metrics: HashMap<&str, Tensor> = HashMap::new();
+        for (xs, ys) in batches {
+            let loss = model.forward(xs).cross_entropy_for_logits(ys);
+            opt.backward_step(&loss);
+            *metrics.entry("loss").or_insert_with(|| Tensor::zeros([], (Kind::Float, device))) += &loss;
+            *metrics.entry("seen").or_insert_with(|| Tensor::zeros([], (Kind::Float, device))) += 64.0;
+        }
+        println!("{epoch} {}", f64::try_from(&metrics["loss"]).unwrap());
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_loss_summed_into_a_map_entry() {
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", METRICS_MAP), vec![10]);
+        let detached = METRICS_MAP.replace("+= &loss;", "+= loss.detach();");
+        assert_ne!(detached, METRICS_MAP);
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
 }
