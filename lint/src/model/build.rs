@@ -2123,14 +2123,21 @@ impl Builder<'_> {
             clears: false,
             looped_by: None,
             returned,
+            nodes: 0..0,
+            def_loop: self.cur_loop(),
+            params: Vec::new(),
         });
+        let first_node = self.g.graph.node_count() as u32;
         self.closure_tails.push(tail_closure(&c.body).map_or(std::ptr::null(), |t| t as *const _));
         let mut state = self.closure_state.take();
         let v = self.branch(|s| {
             let mark = s.env.len();
             for input in &c.inputs {
                 let span = s.cheap_pat(input);
+                let before = s.env.len();
                 s.bind_pat(input, state.take().unwrap_or_else(Val::plain), span);
+                let param = (s.env.len() == before + 1).then(|| s.env[before].1);
+                s.g.closures[index].params.push(param);
             }
             s.closure_stack.push((index, mark, s.env.len()));
             let v = s.expr(&c.body);
@@ -2138,6 +2145,7 @@ impl Builder<'_> {
             s.env.truncate(mark);
             v
         });
+        self.g.closures[index].nodes = first_node..self.g.graph.node_count() as u32;
         self.closure_tails.pop();
         v
     }
@@ -2146,6 +2154,30 @@ impl Builder<'_> {
     /// passes run here, in the loops and branches around this call (its body is walked where it
     /// is written, maybe outside them).
     fn run_bound_closure(&mut self, closure: usize, name: &syn::Ident, call: &syn::ExprCall) {
+        let Some(scope) = self.g.closures.get(closure) else { return };
+        // Its body's values and writes happen in the loop of its first call in a loop nested in
+        // the one it is written in (its own loops keep theirs).
+        // What the call hands in flows into the inputs.
+        let params = scope.params.clone();
+        for (arg, param) in call.args.iter().zip(params) {
+            if let Some(param) = param
+                && let Some(slot) = self.place_slot(strip_place(arg))
+            {
+                let from = self.env[slot].1;
+                self.g.graph.add_edge(from, param, Edge::DerivedFrom);
+            }
+        }
+        let Some(scope) = self.g.closures.get(closure) else { return };
+        let here = self.cur_loop();
+        if here.is_some() && here != scope.def_loop {
+            let (def, nodes) = (scope.def_loop, scope.nodes.clone());
+            for n in nodes {
+                let node = &mut self.g.graph[NodeIndex::new(n as usize)];
+                if node.in_loop == def {
+                    node.in_loop = here;
+                }
+            }
+        }
         let Some(scope) = self.g.closures.get(closure) else { return };
         if !(scope.runs_backward || scope.runs_forward) {
             return;

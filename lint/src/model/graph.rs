@@ -281,6 +281,14 @@ pub struct ClosureScope {
     /// |x| x.apply(&l) }`): what it runs happens when it is called later, not when the
     /// enclosing closure runs.
     pub(super) returned: bool,
+    /// The nodes its body made (a contiguous range), and the loop it is written in: a closure
+    /// bound to a local and called in a loop (`let mut record = |l| total = total + l;` then
+    /// `record(&loss)` per batch) writes in that loop.
+    pub(super) nodes: std::ops::Range<u32>,
+    pub(super) def_loop: Option<LoopId>,
+    /// The version each input binds, when the input is one name: a call hands its argument's
+    /// value to it.
+    pub(super) params: Vec<Option<NodeIndex>>,
 }
 
 /// Where the store a variable is created in comes from.

@@ -19,7 +19,10 @@ Finds a value that carries an autograd graph (a loss, a model output) folded int
 lives longer than one iteration of the loop that runs backward: `total = (total + &loss)?`,
 `total += &loss`, `total = total.add(&loss)?`, `running = running + loss`, a sum kept in an
 `Option` (`total = Some(match total { Some(t) => t + loss, None => loss })`), also through a method
-of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&self.total + loss)?`).
+of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&self.total + loss)?`),
+a closure bound before the loop that the loop calls (`let mut record = |l: &Tensor| total =
+(&total + l)?; .. record(&loss)?`), and an entry of a map (`*metrics.entry("loss")
+.or_insert_with(..) += &loss`).
 
 ### Why is this bad?
 The sum is itself a node of the autograd graph, and it holds on to every summand: each
@@ -666,6 +669,34 @@ fn fit(model: &Net, opt: &mut nn::Optimizer, batches: &[(Tensor, Tensor)], devic
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", METRICS_MAP), vec![10]);
         let detached = METRICS_MAP.replace("+= &loss;", "+= loss.detach();");
         assert_ne!(detached, METRICS_MAP);
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
+    /// The sum sits in a closure bound before the loops, which the loop calls with each loss.
+    const CLOSURE_SUM: &str = r#"
+use candle_core::{DType, Device, Tensor};
+fn update(model: &Policy, opt: &mut candle_nn::AdamW, batches: &[Tensor], dev: &Device) -> candle_core::Result<f32> {
+    let mut pi_sum = Tensor::zeros((), DType::F32, dev)?;
+    let mut n = 0usize;
+    let mut record = |pi: &Tensor| -> candle_core::Result<()> {
+        pi_sum = (&pi_sum + pi)?;
+        n += 1;
+        Ok(())
+    };
+    for b in batches {
+        let pi_loss = model.forward(b)?.mean_all()?;
+        opt.backward_step(&pi_loss)?;
+        record(&pi_loss)?;
+    }
+    Ok(pi_sum.to_scalar::<f32>()? / n as f32)
+}
+"#;
+
+    #[test]
+    fn reports_a_sum_kept_by_a_closure_the_loop_calls() {
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", CLOSURE_SUM), vec![7]);
+        let detached = CLOSURE_SUM.replace("record(&pi_loss)?;", "record(&pi_loss.detach())?;");
+        assert_ne!(detached, CLOSURE_SUM);
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
 }
