@@ -265,6 +265,13 @@ impl Spec {
         self.cut_methods.contains(&name) || name.starts_with("to_vec")
     }
 
+    /// A cut that brings the value to the host (`into_scalar`, `to_vec1`, `into_data`,
+    /// `array`), not one that keeps it on the device (`detach`, burn's `inner`, dfdx's tape
+    /// splits, gradient reads).
+    pub fn is_host_read(&self, name: &str) -> bool {
+        self.is_cut_method(name) && !DEVICE_CUTS.contains(&name)
+    }
+
     pub fn is_trainable_constructor(&self, last_two: &str) -> bool {
         self.trainable_constructors.contains(&last_two)
     }
@@ -390,6 +397,10 @@ pub fn is_forward_method(name: &str) -> bool {
 pub fn is_loss_function(last_segment: &str) -> bool {
     LOSS_FUNCTIONS.contains(&last_segment)
 }
+
+/// Cut methods of any framework that leave the value on the device: see [`Spec::is_host_read`].
+const DEVICE_CUTS: &[&str] =
+    &["detach", "detach_", "inner", "into_primitive", "grad", "grad_remove", "split_tape", "retaped", "freeze", "data"];
 
 /// Methods that return indices or samples (integer tensors with no gradient) in every framework.
 const INDEX_METHODS: &[&str] = &[

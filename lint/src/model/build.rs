@@ -74,12 +74,6 @@ fn fn_count(items: &[syn::Item]) -> usize {
         .sum()
 }
 
-/// Cut methods that keep the value on the device (`detach`, burn's `inner`, dfdx's tape
-/// splits, gradient reads): the others (`into_scalar`, `to_vec1`, `into_data`) bring it to the
-/// host, see `FnModel::host_reads`.
-const HOST_CUT_EXCLUDED: &[&str] =
-    &["detach", "detach_", "inner", "into_primitive", "grad", "grad_remove", "split_tape", "retaped", "freeze", "data"];
-
 /// Builds the graphs of every function, method and nested function in `file`.
 ///
 /// `offset` is added to every byte position (the file text may have had a prefix removed).
@@ -2704,7 +2698,7 @@ impl Builder<'_> {
         let argc = m.args.len();
         let cut = specs.iter().any(|s| s.is_cut_method(&name));
         if cut || frameworks::is_metadata_method(&name) || frameworks::is_index_method(&name) {
-            if cut && !recv.reads.is_empty() && !HOST_CUT_EXCLUDED.contains(&name.as_str()) {
+            if cut && !recv.reads.is_empty() && specs.iter().any(|s| s.is_host_read(&name)) {
                 self.g.host_reads.extend(recv.reads.iter().copied());
             }
             self.exprs(m.args.iter(), false);
