@@ -2495,7 +2495,13 @@ impl Builder<'_> {
         }
         // `trajectory.push(s, a, r, v)`: more arguments than any collection method takes, so
         // the crate's own method (a call site), not `Vec::push`.
-        let crate_method = argc > 2 && self.crate_fns.fns.contains(&name);
+        // `stats.push(&loss)` with `stats: RunningLoss` and `impl RunningLoss { fn push(..) }`:
+        // the crate's method too.
+        let crate_method = argc > 2 && self.crate_fns.fns.contains(&name)
+            || self.crate_fns.store_owners.get(name.as_str()).is_some_and(|owners| {
+                self.binding_ref(&m.receiver)
+                    .is_some_and(|b| !b.ty_guessed && b.ty.as_deref().is_some_and(|ty| owners.contains(ty)))
+            });
         if rust::STORE_METHODS.contains(&name.as_str()) && argc >= 1 && !crate_method {
             self.store_call(m);
             return Val::plain();

@@ -1173,6 +1173,10 @@ pub struct CrateNames {
     /// define a method of that name (`impl<B> Trainer<B> { fn step(&self, ..) }`). A call of it on
     /// a value of such a type is the crate's own method, not the framework's.
     pub(super) vocab_owners: HashMap<&'static str, HashSet<String>>,
+    /// Likewise for the collections' store names (`push`, `insert`, ..): the crate's types that
+    /// define such a method (`impl RunningLoss { fn push(&mut self, loss: &Tensor) }`). A call of
+    /// it on a value of such a type is the crate's own method, not `Vec::push`.
+    pub(super) store_owners: HashMap<&'static str, HashSet<String>>,
     /// For the additive tensor-method names (`add`, `sub`, `lerp`): the crate's types that define a method of that
     /// name (`impl EpochStats { fn add(&mut self, l: Tensor<B, 1>) }`). A call of it on a value of
     /// such a type is the crate's method, not a tensor operation.
@@ -1836,6 +1840,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut alias_names = HashSet::default();
     let mut macros = HashSet::default();
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
+    let mut store_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     let mut consts: HashMap<String, Option<u64>> = HashMap::default();
     let mut freezing_mappers = HashSet::default();
     let mut module_mappers = HashSet::default();
@@ -1933,6 +1938,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     && let Some(owner) = impl_self_type(text, at)
                 {
                     vocab_owners.entry(vocab).or_default().insert(owner.to_string());
+                }
+                if let Some(&store) = super::rust::STORE_METHODS.iter().find(|&&v| v == name)
+                    && let Some(owner) = impl_self_type(text, at)
+                {
+                    store_owners.entry(store).or_default().insert(owner.to_string());
                 }
             }
         }
@@ -2093,6 +2103,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         tuple_fns,
         alias_names,
         vocab_owners,
+        store_owners,
         tensor_name_owners,
     }
 }

@@ -699,4 +699,36 @@ fn update(model: &Policy, opt: &mut candle_nn::AdamW, batches: &[Tensor], dev: &
         assert_ne!(detached, CLOSURE_SUM);
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
+
+    /// A running-loss tracker of the crate whose method is named `push`: the crate's method,
+    /// which sums, not `Vec::push`.
+    const RUNNING_PUSH: &str = r#"
+use candle_core::{Result, Tensor};
+#[derive(Default)]
+pub struct RunningLoss { total: Option<Tensor>, n: usize }
+impl RunningLoss {
+    pub fn push(&mut self, loss: &Tensor) -> Result<()> {
+        self.total = Some(match self.total.take() { Some(t) => (t + loss)?, None => loss.clone() });
+        self.n += 1;
+        Ok(())
+    }
+}
+pub fn train(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)]) -> Result<()> {
+    let mut running = RunningLoss::default();
+    for (x, y) in data {
+        let loss = candle_nn::loss::mse(&model.forward(x)?, y)?;
+        opt.backward_step(&loss)?;
+        running.push(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_crate_method_named_push_is_the_crates() {
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", RUNNING_PUSH), vec![17]);
+        let detached = RUNNING_PUSH.replace("running.push(&loss)?;", "running.push(&loss.detach())?;");
+        assert_ne!(detached, RUNNING_PUSH);
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
 }
