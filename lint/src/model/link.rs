@@ -1276,6 +1276,44 @@ fn type_aliases_and_names<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>, 
     }
 }
 
+/// The file's top-level aliases with names as short as a type parameter's (`type B =
+/// Autodiff<Wgpu>;` in `main.rs`), which the crate-wide list leaves out, as (name, right-hand
+/// side); a name declared twice at the top level of the file is left out.
+fn top_level_shorthands(text: &str) -> Vec<(&str, &str)> {
+    let mut found: Vec<(&str, &str)> = Vec::new();
+    let mut twice: Vec<&str> = Vec::new();
+    for at in memchr::memmem::find_iter(text.as_bytes(), b"type ") {
+        if !at_line_start(text, at) {
+            continue;
+        }
+        let rest = &text[at + 5..];
+        let name = &rest[..rust::ident_len(rest)];
+        let generic_like = name.len() == 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()));
+        let Some(rhs) = rest[name.len()..].trim_start().strip_prefix('=') else { continue };
+        let Some(end) = rhs.find(';') else { continue };
+        if !generic_like {
+            continue;
+        }
+        if found.iter().any(|(n, _)| *n == name) {
+            twice.push(name);
+        }
+        found.push((name, &rhs[..end]));
+    }
+    found.retain(|(n, _)| !twice.contains(n));
+    found
+}
+
+/// Whether the item keyword at byte `at` starts its line, after nothing but a visibility (`pub`,
+/// `pub(crate)`): an item at the top level of its file, as rustfmt lays it out.
+fn at_line_start(text: &str, at: usize) -> bool {
+    let line = &text[text[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+    let line = line.strip_prefix("pub").map_or(line, |rest| {
+        let rest = rest.trim_start();
+        rest.strip_prefix('(').and_then(|r| r.split_once(')')).map_or(rest, |(_, after)| after.trim_start())
+    });
+    line.is_empty()
+}
+
 /// The alias declared by the `type ` at byte `at` of `text`, as (name, right-hand side).
 fn alias_at(text: &str, at: usize, generics: bool) -> Option<(&str, &str)> {
     let bytes = text.as_bytes();
@@ -1835,7 +1873,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     // the texts: most names are never asked about.
     let mut return_types: HashMap<&'a str, Option<&'a str>> = HashMap::default();
     // Declared results with generic arguments (`WindowMlp<Ad>`), read once the aliases are known.
-    let mut generic_rets: Vec<(&'a str, &'a str)> = Vec::new();
+    // With the right-hand sides of the file's top-level shorthand aliases the result names
+    // (`type B = Autodiff<Wgpu>;` and `fn train(..) -> Cnn<B>` beside it).
+    let mut generic_rets: Vec<(&'a str, &'a str, Vec<&'a str>)> = Vec::new();
     let mut aliases = Vec::new();
     let mut alias_names = HashSet::default();
     let mut macros = HashSet::default();
@@ -1849,6 +1889,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     for text in texts {
         let bytes = text.as_bytes();
         type_aliases_and_names(text, &mut aliases, &mut alias_names);
+        let shorthands = top_level_shorthands(text);
         for at in memchr::memmem::find_iter(bytes, b"const ") {
             if let Some((name, value)) = const_at(text, at) {
                 consts.entry(name.to_string()).and_modify(|v| *v = v.filter(|&v| v == value)).or_insert(Some(value));
@@ -1887,7 +1928,18 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 }
                 let ret = return_type(text, name_end);
                 if let Some(r) = ret.filter(|r| memchr::memchr(b'<', r.as_bytes()).is_some()) {
-                    generic_rets.push((name, r));
+                    // A one-letter alias is the file's own only in its free functions that
+                    // declare no type parameter of their own (an impl's `B` is its parameter).
+                    let aliased = if !shorthands.is_empty()
+                        && at_line_start(text, at)
+                        && !text[name_end..].trim_start().starts_with('<')
+                    {
+                        let words = r.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+                        words.filter_map(|w| shorthands.iter().find(|(n, _)| *n == w).map(|(_, rhs)| *rhs)).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    generic_rets.push((name, r, aliased));
                 }
                 let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
@@ -2062,10 +2114,12 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let mut autodiff_rets: HashMap<&str, bool> = HashMap::default();
-    for (name, ret) in generic_rets {
-        let named = ret
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff_aliases.contains(w));
+    let names_autodiff = |text: &str| {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| crate::frameworks::common::is_autodiff_name(w) || autodiff_aliases.contains(w))
+    };
+    for (name, ret, shorthands) in generic_rets {
+        let named = names_autodiff(ret) || shorthands.into_iter().any(names_autodiff);
         *autodiff_rets.entry(name).or_insert(true) &= named;
     }
     let autodiff_fns = autodiff_rets.into_iter().filter(|&(_, ad)| ad).map(|(name, _)| name.to_string()).collect();

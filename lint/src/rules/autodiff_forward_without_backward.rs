@@ -3446,4 +3446,59 @@ fn main() {
         let plain = loaded.replace("Forecaster::<Ad>::new(&d)", "Forecaster::<NdArray>::new(&d)");
         assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
     }
+
+    /// A one-letter alias at the top of the file (`type B = Autodiff<Wgpu>;`) names the backend
+    /// in the file's free functions that declare no `B` of their own.
+    const SHORTHAND_ALIAS: &str = r#"
+use burn::backend::{Autodiff, Wgpu};
+use burn::prelude::*;
+type B = Autodiff<Wgpu>;
+pub struct Cnn<B: Backend> { head: Linear<B> }
+impl<B: Backend> Cnn<B> {
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.head.forward(x) }
+}
+fn train(data: &Data, device: &<B as Backend>::Device) -> Cnn<B> {
+    let mut model = Cnn::<B>::new(device);
+    for (x, y) in data.batches(device) {
+        let loss = model.forward(x).sub(y).powf_scalar(2.0).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = step(model, grads);
+    }
+    model
+}
+fn main() {
+    let device = Default::default();
+    let model = train(&load("train"), &device);
+    let mut correct = 0;
+    for (x, y) in load("test").batches(&device) {
+        correct += score(model.forward(x), y);
+    }
+    println!("{correct}");
+}
+"#;
+
+    #[test]
+    fn a_one_letter_alias_of_the_file_names_the_backend_of_its_free_functions() {
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", SHORTHAND_ALIAS), vec![23]);
+        // Not an impl's method whose `B` is the impl's own parameter.
+        let method = SHORTHAND_ALIAS
+            .replace(
+                "fn train(data: &Data, device: &<B as Backend>::Device) -> Cnn<B> {",
+                "impl<B: Backend> Trainer<B> {\n    fn train(data: &Data, device: &B::Device) -> Cnn<B> {",
+            )
+            .replace("    model\n}\n", "    model\n}\n}\n")
+            .replace("let model = train(", "let model = Trainer::train(");
+        assert_ne!(method, SHORTHAND_ALIAS);
+        assert_eq!(count("autodiff_forward_without_backward", None, &method), 0);
+        // Nor a free function generic over its own `B`.
+        let generic = SHORTHAND_ALIAS.replace(
+            "fn train(data: &Data, device: &<B as Backend>::Device)",
+            "fn train<B: Backend>(data: &Data, device: &B::Device)",
+        );
+        assert_ne!(generic, SHORTHAND_ALIAS);
+        assert_eq!(count("autodiff_forward_without_backward", None, &generic), 0);
+        // Nor when the file's `B` is the plain backend.
+        let plain = SHORTHAND_ALIAS.replace("type B = Autodiff<Wgpu>;", "type B = Wgpu;");
+        assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
+    }
 }
