@@ -120,6 +120,9 @@ class Finding:
     message: str
     label: str | None = None
     why: str = ""
+    # The label a second reader gave the same finding without seeing the first (`[[second]]`
+    # entries; None: read once).
+    second: str | None = None
     also: list[int] = field(default_factory=list)
     # Places in other files the finding names in a note (`src/main.rs:175: `train` calls this
     # function with an autodiff backend`): the call that makes the reported code leak.
@@ -128,6 +131,16 @@ class Finding:
     def lines(self) -> list[int]:
         """The primary line, then the finding's other labelled lines in the same file."""
         return [self.line, *self.also]
+
+    @property
+    def strict(self) -> str | None:
+        """The label both readers stand behind: true only when both say true, false when
+        either says false, unsure otherwise; a finding read once keeps its one label."""
+        if self.second is None or self.label is None:
+            return self.label
+        if "false" in (self.label, self.second):
+            return "false"
+        return "true" if self.label == self.second == "true" else "unsure"
 
     def near(self, file: str, line: int) -> bool:
         return any(near(self.file, own, file, line) for own in self.lines())
@@ -280,6 +293,45 @@ def load_labels(labels_dir: Path, repo: Repo) -> tuple[list[Leak], list[Judged],
                    _need(entry, "line", where, int), label, _need(entry, "reason", where))
         )
     return leaks, judged, True
+
+
+def load_second_labels(labels_dir: Path, repo: Repo) -> list[Judged]:
+    """The `[[second]]` entries of a repository's label file: findings labelled again by a
+    second reader who did not see the first labels (rule, file, line, label, reason)."""
+    path = labels_dir / f"{repo.slug}.toml"
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise EvalError(f"{path}: {err}") from None
+    out = []
+    for i, entry in enumerate(data.get("second", [])):
+        where = f"{path.name} second #{i + 1}"
+        label = _need(entry, "label", where)
+        if label not in LABELS:
+            raise EvalError(f"{where}: label must be one of {', '.join(LABELS)}")
+        out.append(Judged(_need(entry, "rule", where), _need(entry, "file", where),
+                          _need(entry, "line", where, int), label, _need(entry, "reason", where)))
+    return out
+
+
+def match_second(findings: list[Finding], seconds: list[Judged]) -> None:
+    """Give every finding the nearest second-reader label of its rule and file within ±3 lines
+    of its primary place (else of its other places); labels are used once each."""
+    used = set()
+    for f in findings:
+        for places in ([f.line], f.also):
+            candidates = [
+                (min(abs(own - entry.line) for own in places), j) for j, entry in enumerate(seconds)
+                if j not in used and entry.rule == f.rule and any(near(f.file, own, entry.file, entry.line)
+                                                                  for own in places)
+            ]
+            if candidates:
+                j = min(candidates)[1]
+                used.add(j)
+                f.second = seconds[j].label
+                break
 
 
 ELSEWHERE = re.compile(r"^(?P<file>[^\s:]+\.rs):(?P<line>\d+): ")
@@ -525,6 +577,13 @@ def score(results: list[RepoResult]) -> dict:
         for r in results
     ]
     judged_repos = [(t, f) for t, f in per_repo if t + f > 0]
+    strict = {l: 0 for l in LABELS}
+    strict["unlabelled"] = 0
+    for r in results:
+        for f in r.findings:
+            strict[f.strict or "unlabelled"] += 1
+    read_twice = sum(1 for r in results for f in r.findings if f.second is not None)
+    agreed = sum(1 for r in results for f in r.findings if f.second is not None and f.second == f.label)
     return {
         "repos": len(results),
         "findings": sum(len(r.findings) for r in results),
@@ -544,6 +603,13 @@ def score(results: list[RepoResult]) -> dict:
         "recall_all": ratio(sum(1 for l in leaks if l.found_by), len(leaks)),
         "confirmed": len(confirmed),
         "confirmed_found": sum(1 for l in confirmed if l.found_by),
+        # With the second readers' labels: how many findings were read twice, how many of them
+        # the readers labelled alike, and precision counting a finding true only when both did.
+        "read_twice": read_twice,
+        "read_twice_agreed": agreed,
+        "strict": strict,
+        "strict_precision": ratio(strict["true"], strict["true"] + strict["false"]),
+        "strict_precision_interval": wilson(strict["true"], strict["true"] + strict["false"]),
     }
 
 
@@ -624,6 +690,11 @@ def print_text(out: dict) -> None:
             print(f"             95% interval {pct(low)} to {pct(high)}; {t['repos_judged']} repositories with "
                   f"judged findings, {t['repos_only_true']} of them with true ones only, mean precision per "
                   f"repository {pct(t['precision_per_repo_mean'])}")
+        if t["read_twice"]:
+            s = t["strict"]
+            print(f"   two readers: {t['read_twice']} findings read twice, labelled alike {t['read_twice_agreed']}; "
+                  f"precision when both must say true {pct(t['strict_precision'])} (true {s['true']}, "
+                  f"false {s['false']}, unsure {s['unsure']})")
         print(f"   recall    {pct(t['recall_rule'])}  of leaks with a rule "
               f"({t['leaks_with_rule_found']}/{t['leaks_with_rule']});  {pct(t['recall_all'])} of all "
               f"known leaks incl. rule \"none\" ({t['leaks_all_found']}/{t['leaks_all']})")
@@ -725,6 +796,7 @@ def main(argv: list[str] | None = None) -> int:
             meta = [f for f in found if f.rule in META_RULES]
             findings = [f for f in found if f.rule not in META_RULES]
             stale = match(findings, leaks, judged)
+            match_second(findings, load_second_labels(args.labels_dir, repo))
             results.append(RepoResult(repo, findings, meta, leaks, status, seconds, stale))
         if args.checkout_only:
             return 0

@@ -94,6 +94,24 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual((s["true"], s["false"], s["unsure"], s["unlabelled"]), (1, 1, 1, 1))
         self.assertEqual(s["precision"], 0.5)
 
+    def test_second_readers_labels_make_a_strict_precision(self):
+        r = repo("o/n")
+        findings = [run.Finding("x", "f", 1, "", "true"), run.Finding("x", "f", 9, "", "true"),
+                    run.Finding("x", "f", 20, "", "false"), run.Finding("x", "f", 30, "", "true"),
+                    run.Finding("x", "f", 40, "", "unsure")]
+        seconds = [run.Judged("x", "f", 2, "true", "a"), run.Judged("x", "f", 10, "false", "b"),
+                   run.Judged("x", "f", 21, "true", "c"), run.Judged("y", "f", 30, "false", "other rule"),
+                   run.Judged("x", "f", 41, "true", "d")]
+        run.match_second(findings, seconds)
+        self.assertEqual([f.second for f in findings], ["true", "false", "true", None, "true"])
+        self.assertEqual([f.strict for f in findings], ["true", "false", "false", "true", "unsure"])
+        s = run.score([run.RepoResult(r, findings, [], [], 0, 0.0, [])])
+        self.assertEqual((s["read_twice"], s["read_twice_agreed"]), (4, 1))
+        self.assertEqual((s["strict"]["true"], s["strict"]["false"], s["strict"]["unsure"]), (2, 2, 1))
+        self.assertEqual(s["strict_precision"], 0.5)
+        # The first readers' precision is unchanged.
+        self.assertEqual(s["precision"], 3 / 4)
+
     def test_wilson_interval_matches_the_textbook_values(self):
         # 4 of 15: 10.9 % to 52.0 % (Wilson, z = 1.96); 0 of 0 has none; 10 of 10 stays below 1.
         low, high = run.wilson(4, 15)
