@@ -66,11 +66,12 @@ impl Rule for AutodiffOpsAfterBackward {
     }
 
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
-        // Graph-carrying values folded or pushed are reported by the accumulation and retention
-        // rules; their ops are not reported again.
+        // Graph-carrying values pushed are reported by the retention rule; their ops are not
+        // reported again. A running sum (`total = total + loss`) is reported here: on burn it
+        // keeps bookkeeping, not graphs (`accumulated_loss_tensor` leaves burn alone).
         let stored: Vec<_> = f
             .stores()
-            .filter(|s| matches!(s.3, Store::Fold | Store::Push) && f.taint(s.1).has(Taint::GRAPH))
+            .filter(|s| matches!(s.3, Store::Push) && f.taint(s.1).has(Taint::GRAPH))
             .map(|s| s.4.clone())
             .collect();
         // One report per backward call: the first op is primary, later ones are labelled.

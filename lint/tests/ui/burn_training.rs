@@ -20,7 +20,7 @@ fn train<B: AutodiffBackend, M: AutodiffModule<B> + Forward<B>, O: Optimizer<M, 
         let grads = loss.backward();
         let grads = GradientsParams::from_grads(grads, &model);
         model = optim.step(1e-3, model, grads);
-        running = running + loss.clone(); //~ accumulated_loss_tensor
+        running = running + loss.clone(); //~ autodiff_ops_after_backward
         history.push(loss.clone().inner());
         scalar_sum += loss.into_scalar().elem::<f32>();
     }
