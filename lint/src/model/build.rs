@@ -284,8 +284,9 @@ impl Items<'_> {
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
         b.g.returns_tensor = matches!(&sig.output, syn::ReturnType::Type(_, ty) if type_is_tensor(ty));
-        if let Some(fields) = size_gate_fields(sig, block) {
+        if let Some((fields, batch)) = size_gate_fields(sig, block) {
             b.g.size_gate = true;
+            b.g.batch_gate = batch;
             b.g.gate_fields = fields;
         } else {
             b.g.gate_via = option_passed_on(sig, block);
@@ -596,8 +597,10 @@ impl Builder<'_> {
                 guard_locals: Vec::new(),
                 trainable_from: None,
                 size_wait_branches: Vec::new(),
+                batch_wait_branches: Vec::new(),
                 gated_branches: Vec::new(),
                 size_gate: false,
+                batch_gate: false,
                 result_backpropagated: false,
                 gate_via: Vec::new(),
                 returns_struct: false,
@@ -926,7 +929,8 @@ impl Builder<'_> {
         let in_loop = self.cur_loop();
         let path = self.path.clone();
         let waits_for_size = self.g.waits_for_size(&path);
-        self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path, waits_for_size });
+        let waits_for_batch = self.g.waits_for_one_batch(&path);
+        self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path, waits_for_size, waits_for_batch });
     }
 
     /// Whether `e` names a gradient store: by name (`grads`, `self.grads`), by declared type
@@ -1252,8 +1256,11 @@ impl Builder<'_> {
                 continue;
             }
             match self.early_exit(stmt) {
-                Some(EarlyExit::Length) => {
+                Some(EarlyExit::Length(batch)) => {
                     self.g.size_wait_branches.push(self.next_branch + 1);
+                    if batch {
+                        self.g.batch_wait_branches.push(self.next_branch + 1);
+                    }
                     return self.branch(|s| s.stmts(rest));
                 }
                 Some(EarlyExit::Gate(callee)) => {
@@ -1273,7 +1280,7 @@ impl Builder<'_> {
         match stmt {
             Stmt::Expr(Expr::If(i), _) if i.else_branch.is_none() && self.exits(&i.then_branch) => {
                 if compares_a_length(&i.cond) || self.compares_a_counter(&i.cond) {
-                    return Some(EarlyExit::Length);
+                    return Some(EarlyExit::Length(waits_for_one_batch(&i.cond)));
                 }
                 if let Expr::Unary(u) = strip_parens(&i.cond)
                     && matches!(u.op, syn::UnOp::Not(_))
@@ -3594,6 +3601,9 @@ impl Builder<'_> {
                 else_waits = i.else_branch.is_some();
             } else {
                 self.g.size_wait_branches.push(self.next_branch + 1);
+                if waits_for_one_batch(&i.cond) {
+                    self.g.batch_wait_branches.push(self.next_branch + 1);
+                }
             }
         } else {
             let mut cond = strip_parens(&i.cond);
@@ -3653,6 +3663,9 @@ impl Builder<'_> {
         }
         if else_waits {
             self.g.size_wait_branches.push(self.next_branch + 1);
+            if waits_for_one_batch(&i.cond) {
+                self.g.batch_wait_branches.push(self.next_branch + 1);
+            }
         }
         let els = match &i.else_branch {
             Some((_, e)) => self.branch(|s| s.expr(e)),
@@ -4525,8 +4538,8 @@ fn returns_struct_literal(block: &Block) -> bool {
 
 /// What an early exit says about the rest of its block (see `Builder::early_exit`).
 enum EarlyExit<'s> {
-    /// `if memory.len() < n { return; }`: the rest waits for a size.
-    Length,
+    /// `if memory.len() < n { return; }`: the rest waits for a size (one batch: `true`).
+    Length(bool),
     /// `if !agent.can_learn() { return }`, `let Some(b) = memory.sample() else { return }`: the
     /// rest waits for what that crate function says (a size, if it is a size gate).
     Gate(String),
@@ -4566,7 +4579,7 @@ fn option_passed_on(sig: &syn::Signature, block: &Block) -> Vec<String> {
         .collect()
 }
 
-fn size_gate_fields(sig: &syn::Signature, block: &Block) -> Option<Vec<String>> {
+fn size_gate_fields(sig: &syn::Signature, block: &Block) -> Option<(Vec<String>, bool)> {
     let syn::ReturnType::Type(_, ty) = &sig.output else { return None };
     let syn::Type::Path(p) = &**ty else { return None };
     let last = p.path.segments.last()?;
@@ -4577,7 +4590,7 @@ fn size_gate_fields(sig: &syn::Signature, block: &Block) -> Option<Vec<String>> 
     let fields = |cond: &Expr| {
         let mut out = Vec::new();
         compared_fields(cond, &mut out);
-        out
+        (out, waits_for_one_batch(cond))
     };
     if last.ident == "bool" {
         return tail.filter(|e| compares_a_length(e)).map(&fields);
@@ -4653,6 +4666,34 @@ fn compares_a_length(cond: &Expr) -> bool {
                 is_len(&b.left) || is_len(&b.right)
             }
             syn::BinOp::And(_) => compares_a_length(&b.left) || compares_a_length(&b.right),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Whether `cond` tests only that a collection holds one batch (`memory.len() >= self.batch_size`,
+/// `BATCH_SIZE > buffer.len()`): each of its comparisons (joined by `&&`) sets a length against
+/// an operand named like a batch size. Not `==`: a buffer tested for equality is emptied and
+/// refilled (an on-policy rollout of that length, each time), and not a counter (`step >=
+/// learning_starts`).
+fn waits_for_one_batch(cond: &Expr) -> bool {
+    fn names_a_batch(e: &Expr) -> bool {
+        let batchy = |name: String| name.to_ascii_lowercase().contains("batch");
+        match strip_parens(e) {
+            Expr::Cast(c) => names_a_batch(&c.expr),
+            Expr::Path(p) => p.path.segments.last().is_some_and(|s| batchy(s.ident.to_string())),
+            Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if batchy(n.to_string())),
+            Expr::MethodCall(m) => m.args.is_empty() && batchy(m.method.to_string()),
+            _ => false,
+        }
+    }
+    match strip_parens(cond) {
+        Expr::Binary(b) => match b.op {
+            syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => {
+                (is_len(&b.left) && names_a_batch(&b.right)) || (is_len(&b.right) && names_a_batch(&b.left))
+            }
+            syn::BinOp::And(_) => waits_for_one_batch(&b.left) && waits_for_one_batch(&b.right),
             _ => false,
         },
         _ => false,

@@ -355,12 +355,20 @@ pub struct TrainingCall {
     /// A backward that runs only once a collection has reached a size (`if memory.len() >
     /// batch_size { train() }`, here or inside the called function): a warm-up.
     pub(super) waits_for_size: bool,
+    /// Of those, one whose every wait is for a collection to hold one batch (see
+    /// [`FnModel::waits_for_one_batch`]).
+    pub(super) waits_for_batch: bool,
 }
 
 impl TrainingCall {
     /// A backward that waits for a collection to reach a size (a warm-up).
     pub fn waits_for_size(&self) -> bool {
         self.waits_for_size
+    }
+
+    /// A backward whose warm-up is one batch of a buffer (`if memory.len() >= batch_size`).
+    pub fn waits_for_batch(&self) -> bool {
+        self.waits_for_batch
     }
 
     pub fn kind(&self) -> TrainingCallKind {
@@ -548,6 +556,9 @@ pub struct FnModel {
     pub(super) trainable_from: Option<(std::path::PathBuf, usize, String)>,
     /// Branches taken only once a collection has reached a size (`if memory.len() > n`).
     pub(super) size_wait_branches: Vec<usize>,
+    /// Those of them whose size is one batch (`if memory.len() >= self.batch_size`): a replay
+    /// buffer's warm-up lasts one batch of steps, once.
+    pub(super) batch_wait_branches: Vec<usize>,
     /// Branches taken only when a call of the crate says so (`if agent.can_learn() { .. }`,
     /// the rest of a block after `if !self.ready() { return; }` or after `let Some(batch) =
     /// memory.sample() else { return };`): (branch, callee). The crate-level pass makes them
@@ -557,6 +568,8 @@ pub struct FnModel {
     /// compares a length (`fn can_learn(&self) -> bool { self.buffer.len() >= self.batch }`),
     /// or an `Option` that is `None` until it has (`if self.memory.len() < n { return None; }`).
     pub(super) size_gate: bool,
+    /// A size gate whose size is one batch (`self.batch_size <= self.memory.len()`).
+    pub(super) batch_gate: bool,
     /// An `Option`-returning function that hands on the `None` of these crate calls
     /// (`let (batch, w) = self.sample(episode)?;`): a size gate when one of them is.
     pub(super) gate_via: Vec<String>,
@@ -1097,6 +1110,19 @@ impl FnModel {
     /// Whether a call with this branch path runs only once a collection has reached a size.
     pub fn waits_for_size(&self, path: &[usize]) -> bool {
         path.iter().any(|b| self.size_wait_branches.contains(b))
+    }
+
+    /// Whether a call with this branch path waits for a size, and every size it waits for is
+    /// one batch of a collection (`if memory.len() >= self.batch_size { learn() }`).
+    pub fn waits_for_one_batch(&self, path: &[usize]) -> bool {
+        let mut waits = false;
+        for b in path.iter().filter(|b| self.size_wait_branches.contains(b)) {
+            if !self.batch_wait_branches.contains(b) {
+                return false;
+            }
+            waits = true;
+        }
+        waits
     }
 
     /// The declared return type holds no tensor (`()`, `f32`, `Result<Vec<f32>>`).

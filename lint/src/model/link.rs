@@ -42,6 +42,8 @@ pub struct Summary {
     runs_backward: bool,
     /// Every backward it runs waits for a collection to reach a size (a warm-up).
     backward_waits: bool,
+    /// ... and every size it waits for is one batch of a buffer.
+    backward_waits_batch: bool,
     steps: bool,
     clears: bool,
     /// The callee's framework: its steps and clears only mean something to a caller of the same
@@ -110,6 +112,7 @@ impl Summary {
             returns_host: self.returns_host && other.returns_host,
             runs_backward: self.runs_backward && other.runs_backward,
             backward_waits: self.backward_waits && other.backward_waits,
+            backward_waits_batch: self.backward_waits_batch && other.backward_waits_batch,
             steps: self.steps && other.steps,
             clears: self.clears && other.clears,
             framework: if self.framework == other.framework { self.framework } else { None },
@@ -741,6 +744,27 @@ fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index)
     if gates.is_empty() {
         return;
     }
+    // The gates whose size is one batch (`if self.batch_size <= self.memory.len() { Some(..) }`),
+    // every function of that name, or handing on such a gate's `None`.
+    let mut batch_gates: Vec<String> = Vec::new();
+    for _ in 0..MAX_ROUNDS {
+        let before = batch_gates.len();
+        let is_batch_gate = |id: &FnId| {
+            let f = &files[id.0].1[id.1];
+            (f.size_gate && f.batch_gate) || (!f.size_gate && f.gate_via.iter().any(|n| batch_gates.contains(n)))
+        };
+        let found: Vec<String> = index
+            .by_name
+            .values()
+            .map(|ids| (&files[ids[0].0].1[ids[0].1].ident, ids))
+            .filter(|(name, ids)| gates.contains(name) && !batch_gates.contains(name) && ids.iter().all(is_batch_gate))
+            .map(|(name, _)| name.clone())
+            .collect();
+        batch_gates.extend(found);
+        if batch_gates.len() == before {
+            break;
+        }
+    }
     // The fields the gates compare: a forward after an early exit on one of them waits for the
     // same warm-up (`if self.step < self.config.learning_starts { return random }`).
     let mut gate_fields: Vec<String> = files
@@ -767,11 +791,15 @@ fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index)
         if opened.is_empty() {
             continue;
         }
+        let by_batch: Vec<usize> =
+            g.gated_branches.iter().filter(|(_, callee)| batch_gates.contains(callee)).map(|&(b, _)| b).collect();
         g.size_wait_branches.extend(opened);
+        g.batch_wait_branches.extend(by_batch);
         for i in 0..g.calls.len() {
             if !g.calls[i].waits_for_size && g.waits_for_size(&g.calls[i].path) {
                 g.calls[i].waits_for_size = true;
             }
+            g.calls[i].waits_for_batch = g.waits_for_one_batch(&g.calls[i].path);
         }
     }
 }
@@ -2479,6 +2507,11 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
             .iter()
             .filter(|c| matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep))
             .all(|c| c.waits_for_size);
+    let backward_waits_batch = backward_waits
+        && g.calls
+            .iter()
+            .filter(|c| matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep))
+            .all(|c| c.waits_for_batch);
     let steps = kinds(TrainingCallKind::Step) || kinds(TrainingCallKind::BackwardStep);
     let clears = kinds(TrainingCallKind::Clear);
     let mut stores = Vec::new();
@@ -2502,7 +2535,8 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // self.agent.observe(..) }` with the learning behind `if buffer.len() >= n`): until then
     // its callers' loops keep every forward.
     // A call through a type parameter that no impl of the crate answers may run backward.
-    let forwards = (!runs_backward || backward_waits)
+    // A warm-up of one batch (`if buffer.len() >= batch_size`) ends after a batch of calls.
+    let forwards = (!runs_backward || (backward_waits && !backward_waits_batch))
         && g.opaque_calls.is_empty()
         && g.calls_of(super::graph::CallKind::Forward)
             .any(|e| counted(&e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))));
@@ -2573,6 +2607,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         result_plain: !returns_graph && !passes_args,
         runs_backward,
         backward_waits,
+        backward_waits_batch,
         steps,
         clears,
         framework,
@@ -2634,6 +2669,7 @@ fn mark_callback_backwards(
             g.seeds.retain(|&n| n != c.result);
             changed.push(callee);
             let waits_for_size = g.waits_for_size(&c.path);
+            let waits_for_batch = g.waits_for_one_batch(&c.path);
             g.calls.push(TrainingCall {
                 kind: TrainingCallKind::Backward,
                 span: c.span.clone(),
@@ -2641,6 +2677,7 @@ fn mark_callback_backwards(
                 in_loop: c.in_loop,
                 path: c.path.clone(),
                 waits_for_size,
+                waits_for_batch,
             });
             let mut l = c.in_loop;
             while let Some(id) = l {
@@ -2742,6 +2779,11 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
                 in_loop: site.in_loop,
                 path: site.path.clone(),
                 waits_for_size: kind == TrainingCallKind::Backward && s.backward_waits || g.waits_for_size(&site.path),
+                // Every wait, the callee's and the call's own, is for one batch.
+                waits_for_batch: (kind == TrainingCallKind::Backward && s.backward_waits
+                    || g.waits_for_size(&site.path))
+                    && (!(kind == TrainingCallKind::Backward && s.backward_waits) || s.backward_waits_batch)
+                    && (!g.waits_for_size(&site.path) || g.waits_for_one_batch(&site.path)),
             });
         }
     };

@@ -57,7 +57,7 @@ output reaches the backward through a helper's tuple, a detached target or a val
 iteration. Nor is a loop with a small literal bound in a
 training iteration whose backward does not wait for a warm-up (`for i in 0..3 { preview(..) }`
 once an epoch): that backward sweeps its few forwards. In the training loop itself, a backward that
-waits for a warm-up (`if memory.len() > batch_size { train() }`, `if buffer.len() < n { return; }`
+waits for a warm-up (`if memory.len() > learning_starts { train() }`, `if buffer.len() < n { return; }`
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
 `let Some(batch) = memory.sample() else { return }`, `if let Some(batch) = memory.sample(n) { .. }`
 and the `Some` arm of a `match` on it (or the rest of the loop after `let batch = match
@@ -67,7 +67,11 @@ or a test of a counter of the loop that the
 loop never resets: `if step > learning_starts { learn() }`, `if episode == 0 { continue }`; in the
 loop or in the called function) leaves every forward before it in the store; a backward skipped by any other check (a non-finite
 loss) is taken for a guard. A forward that itself waits for the same threshold (`if self.step <
-self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported.
+self.config.learning_starts { return random_action() }`) runs in no warm-up and is not reported,
+nor is a warm-up that waits only for a replay buffer to hold one batch (`if memory.len() >=
+self.batch_size { learn() }`, also through a crate function such as `memory.sample()` that hands
+`None` until then): it is a batch of forwards, once, and every later step's backward sweeps its
+own.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
 Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
@@ -226,7 +230,12 @@ impl Rule for AutodiffForwardWithoutBackward {
                         && backwards.iter().all(|b| b.waits_for_size())
                         && !f.waits_for_size(e.path())
                         && !e.waits();
-                    if warm_up {
+                    if warm_up && backwards.iter().all(|b| b.waits_for_batch()) {
+                        // The warm-up of a replay buffer that waits for one batch (`if
+                        // memory.len() >= batch_size { learn() }`): a batch of forwards, once;
+                        // then every iteration's backward sweeps its own.
+                        continue;
+                    } else if warm_up {
                         Shape::WarmUp
                     } else if !f.on_param_branch(e.path())
                         && let Some(closed) = f.closed_by_a_caller(backwards.iter().map(|b| b.path()))
@@ -1419,20 +1428,30 @@ fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usize) {
         let guard = WARM_UP_IN_LOOP.replace("if memory.len() > 1_000 {", "if loss_ok(memory) {");
         assert_ne!(guard, WARM_UP_IN_LOOP);
         assert_eq!(count("autodiff_forward_without_backward", None, &guard), 0);
+        // A warm-up of one batch, written either way round: once, a batch long.
+        for cond in ["if memory.len() >= batch_size {", "if config.batch_size < memory.len() {"] {
+            let one_batch = WARM_UP_IN_LOOP.replace("if memory.len() > 1_000 {", cond);
+            assert_ne!(one_batch, WARM_UP_IN_LOOP);
+            assert_eq!(count("autodiff_forward_without_backward", None, &one_batch), 0, "{cond}");
+        }
+        // Not when the memory must also pass a step count (`learning_starts`).
+        let both = WARM_UP_IN_LOOP
+            .replace("if memory.len() > 1_000 {", "if memory.len() >= batch_size && step >= learning_starts {");
+        assert_eq!(count("autodiff_forward_without_backward", None, &both), 1);
     }
 
-    /// A trainer whose `learn` returns early until its memory holds a batch, made by the crate's
+    /// A trainer whose `learn` returns early until its memory holds a warm-up, made by the crate's
     /// own `ModelConfig::init` with a backend named by a function-local alias.
     const EARLY_RETURN: &str = r#"
 use burn::tensor::backend::AutodiffBackend;
 pub struct Trainer<B: AutodiffBackend> {
     network: Net<B>,
     memory: Vec<Tensor<B, 1>>,
-    batch_size: usize,
+    warmup: usize,
 }
 impl<B: AutodiffBackend> Trainer<B> {
     pub fn learn(&mut self) {
-        if self.memory.len() < self.batch_size {
+        if self.memory.len() < self.warmup {
             return;
         }
         let grads = self.network.forward(self.batch()).backward();
@@ -1445,7 +1464,7 @@ impl<B: AutodiffBackend> Trainer<B> {
 pub struct ModelConfig;
 impl ModelConfig {
     pub fn init<B: AutodiffBackend>(&self, device: &B::Device) -> Trainer<B> {
-        Trainer { network: Net::new(device), memory: Vec::new(), batch_size: 32 }
+        Trainer { network: Net::new(device), memory: Vec::new(), warmup: 10_000 }
     }
 }
 fn main() {
@@ -1475,6 +1494,14 @@ fn main() {
         let no_exit = EARLY_RETURN.replace("            return;\n", "            println!(\"small\");\n");
         assert_ne!(no_exit, EARLY_RETURN);
         assert_eq!(count("autodiff_forward_without_backward", None, &no_exit), 0);
+        // A warm-up of one batch (`memory.len() < self.batch_size`) is a batch of forwards,
+        // once: every later step's backward sweeps its own.
+        let one_batch = EARLY_RETURN.replace("self.warmup", "self.batch_size").replace("warmup:", "batch_size:");
+        assert_eq!(count("autodiff_forward_without_backward", None, &one_batch), 0);
+        let as_const =
+            EARLY_RETURN.replace("self.memory.len() < self.warmup", "self.memory.len() < BATCH_SIZE as usize");
+        assert_ne!(as_const, EARLY_RETURN);
+        assert_eq!(count("autodiff_forward_without_backward", None, &as_const), 0);
     }
 
     /// An on-policy rollout that trains whenever its buffer reaches the horizon (`==`).
@@ -1616,9 +1643,16 @@ pub fn train<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usi
             )
             .replace(
                 "    pub fn can_learn(&self) -> bool {",
-                "    pub fn sample(&self) -> Option<Vec<f32>> {\n        if self.buffer.len() < self.config.batch_size {\n            return None;\n        }\n        Some(self.buffer.clone())\n    }\n    pub fn can_learn(&self) -> bool {",
+                "    pub fn sample(&self) -> Option<Vec<f32>> {\n        if self.buffer.len() < self.config.learning_starts {\n            return None;\n        }\n        Some(self.buffer.clone())\n    }\n    pub fn can_learn(&self) -> bool {",
             );
         assert_eq!(count("autodiff_forward_without_backward", None, &sampled), 1);
+        // `None` only until the memory holds one batch: a batch of forwards, once.
+        let one_batch = sampled.replace(
+            "if self.buffer.len() < self.config.learning_starts {",
+            "if self.buffer.len() < self.config.batch_size {",
+        );
+        assert_ne!(one_batch, sampled);
+        assert_eq!(count("autodiff_forward_without_backward", None, &one_batch), 0);
         // A sampler that hands on such an `Option` with `?` is one too (a prioritized memory
         // wrapping the plain one), also when both are named alike.
         let wrapped = sampled
