@@ -25,7 +25,9 @@ const BURN: Spec = Spec {
     cut_functions: &[],
     no_grad_functions: &[],
     no_grad_guards: &[],
-    no_grad_models: &["valid", "no_grad"],
+    // burn-train 0.20 on: `SupervisedTraining::launch(learner)` returns the trained model as the
+    // inference (inner) module, `LearningResult<InferenceModel<LC>>`.
+    no_grad_models: &["valid", "no_grad", "launch"],
     tape_methods: &[],
     fresh_tape_methods: &[],
     clear_per_optimizer: false,

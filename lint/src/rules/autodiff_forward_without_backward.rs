@@ -101,7 +101,8 @@ built from an untracked model and a device (`Session::new(&net.valid(), &dev)`);
 write of which is an untracked model (`Self { backbone: load(..).no_grad(), .. }`), nor, with
 burn 0.22, a model built on the plain device in a function that also makes `device.autodiff()`
 (`Mlp::new(.., &device)`; `.fork(&ad)` makes it tracked). A model handed over untracked (`model.valid()`,
-`AutodiffModule::valid(&model)`, `.map(Module::no_grad)`) stays untracked in the functions it
+`AutodiffModule::valid(&model)`, `.map(Module::no_grad)`, and burn-train 0.20's
+`training.launch(learner).model`, the inference module) stays untracked in the functions it
 reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter, a local or a struct field whose type names the inner backend (`model:
 &Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
@@ -3534,5 +3535,34 @@ fn main() {
         // Nor when the file's `B` is the plain backend.
         let plain = SHORTHAND_ALIAS.replace("type B = Autodiff<Wgpu>;", "type B = Wgpu;");
         assert_eq!(count("autodiff_forward_without_backward", None, &plain), 0);
+    }
+
+    /// burn-train 0.20 on: `SupervisedTraining::launch(learner)` hands back the trained model
+    /// as the inference module (`LearningResult<InferenceModel<LC>>`).
+    const LAUNCHED: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub fn run<B: AutodiffBackend>(device: B::Device, items: &[Item]) -> f32 {
+    let model = ModelConfig::new().init::<B>(&device);
+    let training = SupervisedTraining::new(ARTIFACTS, train_loader(), valid_loader()).num_epochs(10);
+    let trained = TRAINED;
+    score(&trained, &device, items)
+}
+fn score<B: Backend>(model: &Model<B>, device: &B::Device, items: &[Item]) -> f32 {
+    let mut hits = 0.0;
+    for item in items {
+        let logits = model.forward(item.tensor(device));
+        hits += logits.argmax(1).into_scalar().elem::<f32>();
+    }
+    hits
+}
+"#;
+
+    #[test]
+    fn a_launched_learner_hands_back_the_inference_module() {
+        let launched = LAUNCHED.replace("TRAINED", "training.launch(Learner::new(model, adam(), scheduler())).model");
+        assert_eq!(count("autodiff_forward_without_backward", None, &launched), 0);
+        // The autodiff model itself, scored the same way, is reported (at the call).
+        let tracked = LAUNCHED.replace("TRAINED", "model");
+        assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
     }
 }
