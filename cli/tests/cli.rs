@@ -271,7 +271,7 @@ fn paths_inside_a_package_are_read_with_the_rest_of_it() {
         (
             "src/main.rs",
             "use burn::backend::{Autodiff, NdArray};\nmod training;\npub type Bknd = Autodiff<NdArray>;\n\
-             fn main() {\n    let net: Net<Bknd> = Net::new();\n    for _ in 0..10 {\n        \
+             fn main() {\n    let net: Net<Bknd> = Net::new();\n    for _ in 0..10_000 {\n        \
              let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
         ),
         ("src/training/mod.rs", "pub mod rollout;\n"),
@@ -327,7 +327,7 @@ fn burn_rollout_package(dir: &Path, req: &str) {
     std::fs::write(
         dir.join("src/main.rs"),
         "use burn::backend::{Autodiff, NdArray};\ntype B = Autodiff<NdArray>;\n\
-         fn main() {\n    let net: Net<B> = Net::new();\n    for _ in 0..10 {\n        \
+         fn main() {\n    let net: Net<B> = Net::new();\n    for _ in 0..10_000 {\n        \
          let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
     )
     .unwrap();

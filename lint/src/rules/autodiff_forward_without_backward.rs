@@ -86,7 +86,10 @@ not count: it runs once and ends); the finding then names that call. With burn 0
 name no backend, a function that is not generic counts as autodiff when a caller on an autodiff
 device (`device.autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`); not a call that
 hands only the plain device and literals (`infer(device, "model.mpk")`), nor a model made
-untracked where it is bound (`let model = train(&cfg, &ad).valid();`). A test's own loop with a
+untracked where it is bound (`let model = train(&cfg, &ad).valid();`). A loop whose every loop, from
+it outwards in its function, has a literal bound of at most 32 (`for i in 0..5 { println!(..,
+model.forward(x(i))) }` after training) runs a handful of forward passes once per call and is
+left alone; a caller that calls the function in a loop is judged at its call. A test's own loop with a
 literal bound of at most 256 iterations is left alone; longer ones (timing loops) are not
 (literal bounds include the crate's integer constants and constant arrays: `0..PREVIEW_LEN`,
 `PROMPTS.iter()`). A
@@ -172,7 +175,9 @@ impl Rule for AutodiffForwardWithoutBackward {
         }
         // One finding per loop and shape: the first forward pass, with the loop's others as
         // further labels (one `model.valid()` before the loop fixes them all).
-        let mut found: Vec<(LoopId, Shape, Vec<Call<'_>>)> = Vec::new();
+        // With whether every forward is the loop's own (no call of a function that runs them,
+        // perhaps in a loop of its own: `model.sample(1_000, 500)`).
+        let mut found: Vec<(LoopId, Shape, Vec<Call<'_>>, bool)> = Vec::new();
         let mut param_off = None;
         let mut setting_off = None;
         for e in f.calls_of(CallKind::Forward) {
@@ -311,15 +316,26 @@ impl Rule for AutodiffForwardWithoutBackward {
                 Some(callee) => format!("`{callee}` runs a forward pass on an autodiff model"),
                 None => "forward pass on an autodiff model".to_string(),
             };
-            match found.iter_mut().find(|(fl, fs, _)| *fl == l && *fs == shape) {
-                Some((_, _, calls)) => calls.push((e.span(), label, e.forward_at(), e.forward_via())),
-                None => found.push((l, shape, vec![(e.span(), label, e.forward_at(), e.forward_via())])),
+            let direct = e.via().is_none();
+            match found.iter_mut().find(|(fl, fs, _, _)| *fl == l && *fs == shape) {
+                Some((_, _, calls, all_direct)) => {
+                    calls.push((e.span(), label, e.forward_at(), e.forward_via()));
+                    *all_direct &= direct;
+                }
+                None => found.push((l, shape, vec![(e.span(), label, e.forward_at(), e.forward_via())], direct)),
             }
         }
-        for (l, shape, calls) in found {
+        for (l, shape, calls, all_direct) in found {
             // A test that runs a few forward passes over literal inputs (`for x in &[0.1, 0.5]`,
             // `for i in 0..4`) and ends: the graph state it leaves is small and dies with it.
             if f.is_test() && f.literally_bounded(Some(l), TEST_LOOP_MAX) {
+                continue;
+            }
+            // A handful of forward passes, once (`for i in 0..5 { println!(.., model.forward(x_i)) }`
+            // after training): every loop from this one outwards has a small literal bound, and
+            // the forwards are its own (not `for _ in 0..10 { model.sample(1_000, 500) }`). A
+            // caller that runs the function in a loop of its own is judged at its call.
+            if all_direct && f.literally_bounded(Some(l), ONCE_LOOP_MAX) {
                 continue;
             }
             report_loop(f, cx, l, shape, &calls, param_off, setting_off);
@@ -488,6 +504,10 @@ pub(crate) const TEST_LOOP_MAX: u64 = 256;
 /// The most iterations a literally bounded loop nested in a training iteration may run and be
 /// left alone: its forward passes are swept by the iteration's backward.
 const SWEPT_LOOP_MAX: u64 = 16;
+
+/// The most iterations a literally bounded loop (and every loop around it in its function) may
+/// run and be left alone anywhere: a handful of forward passes, once per call of the function.
+const ONCE_LOOP_MAX: u64 = 32;
 
 /// A forward pass of a finding: where, and its label.
 type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>, Option<(&'a std::path::Path, usize)>);
@@ -1164,10 +1184,17 @@ fn greedy_and_deterministic_actions_agree() {
     #[test]
     fn a_test_over_a_few_literal_inputs_is_left_alone() {
         assert_eq!(count("autodiff_forward_without_backward", None, TEST_OVER_LITERALS), 0);
-        // The same loop outside a test, or over data whose size the text does not fix, is reported.
+        // Outside a test, five literal inputs are a handful of forwards, once; a thousand are
+        // not, nor is data whose size the text does not fix.
         let not_test = TEST_OVER_LITERALS.replace("#[test]\n", "");
         assert_ne!(not_test, TEST_OVER_LITERALS);
-        assert_eq!(count("autodiff_forward_without_backward", None, &not_test), 1);
+        assert_eq!(count("autodiff_forward_without_backward", None, &not_test), 0);
+        let long = not_test.replace("for &x in &[-0.9, -0.3, 0.0, 0.25, 0.8] {", "for x in 0..1000 {");
+        assert_ne!(long, not_test);
+        assert_eq!(count("autodiff_forward_without_backward", None, &long), 1);
+        // Nor a few calls of a model's sampler, each a loop of its own.
+        let sampler = "use burn::backend::{Autodiff, NdArray};\ntype B = Autodiff<NdArray>;\nimpl<B: Backend> Flow<B> {\n    pub fn sample(&self, n: usize, steps: usize) -> Tensor<B, 2> {\n        let mut x = noise::<B>(n);\n        for i in 0..steps {\n            x = x.clone() + self.forward(x, i);\n        }\n        x\n    }\n}\nfn main() {\n    let model = Flow::<B>::new();\n    for _ in 0..10 {\n        save(model.sample(1_000, 500).into_data());\n    }\n}\n";
+        assert_eq!(count("autodiff_forward_without_backward", None, sampler), 1);
         let data =
             TEST_OVER_LITERALS.replace("for &x in &[-0.9, -0.3, 0.0, 0.25, 0.8] {", "for &x in &load_inputs() {");
         assert_ne!(data, TEST_OVER_LITERALS);
@@ -1566,7 +1593,7 @@ mod ppo_tests {
     type TestBackend = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
     fn rollout() {
         let network = ActorCriticConfig::new(20, 20).init::<TestBackend>(&Default::default());
-        for step in 0..8 {
+        for step in 0..800 {
             let (_logits, _value) = network.forward(Tensor::zeros([step, 4], &Default::default()));
         }
     }
