@@ -1172,6 +1172,20 @@ impl FnModel {
         self.literal_loops_up_to(l, None, max)
     }
 
+    /// Whether loop `l` or a loop around it has a literal bound above `max` (`for _ in
+    /// 0..10_000`, a timing loop); loops whose bound the text does not fix do not count.
+    pub fn literally_longer_than(&self, l: LoopId, max: u64) -> bool {
+        let mut at = Some(l);
+        while let Some(i) = at {
+            let Some(scope) = self.loops.get(i) else { return false };
+            if scope.literal_count.is_some_and(|n| n > max) {
+                return true;
+            }
+            at = scope.parent;
+        }
+        false
+    }
+
     /// Whether loop `l` and every loop between it and loop `outer` (which encloses it, and is not
     /// counted) run a literal number of iterations (`0..3`, `for x in [a, b]`), at most `max`.
     pub fn literally_bounded_within(&self, l: LoopId, outer: LoopId, max: u64) -> bool {
