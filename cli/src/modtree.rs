@@ -3,11 +3,13 @@
 //! module left in the folder, one whose `mod` line is commented out) is never compiled, so its
 //! findings would be about code that does not run.
 //!
-//! Resolution is by name and deliberately generous: a file is reached when any reached file of
-//! the crate declares a module of its name (`mod agent;` reaches `src/agent.rs`,
-//! `src/agent/mod.rs` and `src/x/agent.rs` alike), or names it in `#[path = "…"]`. Only files
-//! that nothing could reach are left out; files outside `src/`, and crates whose `src/` has no
-//! root among the files, are kept whole.
+//! Resolution follows the compiler where the layout is the usual one: `mod agent;` in
+//! `src/main.rs` (or a `mod.rs`, or a target's root) reaches `src/agent.rs` or
+//! `src/agent/mod.rs`, and in `src/model.rs` it reaches `src/model/agent.rs` or
+//! `src/model/agent/mod.rs`; `#[path = "…"]` reaches the file it names. Where no such file
+//! exists (a `mod` inside an inline module, a layout the scan does not follow) it is generous: any
+//! file of that module name is reached. Only files that nothing could reach are left out; files
+//! outside `src/`, and crates whose `src/` has no root among the files, are kept whole.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,7 @@ pub fn compiled(
         return files;
     }
     let mut reached: HashSet<&Path> = files.iter().filter(|f| !in_src(f) || is_root(f)).map(PathBuf::as_path).collect();
+    let known: HashSet<&Path> = files.iter().map(PathBuf::as_path).collect();
     let mut names: HashSet<String> = HashSet::new();
     let mut paths: HashSet<PathBuf> = HashSet::new();
     let mut scanned: HashSet<&Path> = HashSet::new();
@@ -43,7 +46,26 @@ pub fn compiled(
         for f in files.iter().filter(|f| reached.contains(f.as_path())) {
             if scanned.insert(f) {
                 let text = read(f).unwrap_or_default();
-                declarations(&text, f, &mut names, &mut paths);
+                let mut declared = HashSet::new();
+                declarations(&text, f, &mut declared, &mut paths);
+                // Where the compiler looks for `mod name;` declared in `f`.
+                let own_dir = is_root(f) || matches!(f.file_name().and_then(|n| n.to_str()), Some("mod.rs"));
+                let dir = match (f.parent(), f.file_stem()) {
+                    (Some(parent), _) if own_dir => parent.to_path_buf(),
+                    (Some(parent), Some(stem)) => parent.join(stem),
+                    _ => PathBuf::new(),
+                };
+                for name in declared {
+                    let at = [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")];
+                    match at.into_iter().find(|p| known.contains(p.as_path())) {
+                        Some(p) => {
+                            paths.insert(p);
+                        }
+                        None => {
+                            names.insert(name);
+                        }
+                    }
+                }
             }
         }
         for f in &files {
@@ -168,6 +190,34 @@ mod tests {
                 "examples/demo.rs"
             ]
         );
+    }
+
+    #[test]
+    fn a_mod_reaches_the_file_where_the_compiler_looks() {
+        // `models/mod.rs` declares `lstm` (`models/lstm/mod.rs`); `models/lstm/v1/lstm.rs`,
+        // a stale file of the same module name one folder down, is never compiled.
+        let kept = run(&[
+            ("src/lib.rs", "pub mod models;\n"),
+            ("src/models/mod.rs", "pub mod lstm;\n"),
+            ("src/models/lstm/mod.rs", "pub mod v1;\n"),
+            ("src/models/lstm/v1.rs", "pub mod domain;\n"),
+            ("src/models/lstm/v1/domain.rs", ""),
+            ("src/models/lstm/v1/lstm.rs", "fn leaky() {}"),
+        ]);
+        assert_eq!(
+            kept,
+            [
+                "src/lib.rs",
+                "src/models/mod.rs",
+                "src/models/lstm/mod.rs",
+                "src/models/lstm/v1.rs",
+                "src/models/lstm/v1/domain.rs"
+            ]
+        );
+        // A `mod` whose file is not where the compiler looks (inside an inline module here)
+        // still reaches any file of that name.
+        let inline = run(&[("src/main.rs", "mod net {\n    pub mod layers;\n}\n"), ("src/net/layers.rs", "")]);
+        assert_eq!(inline, ["src/main.rs", "src/net/layers.rs"]);
     }
 
     #[test]
