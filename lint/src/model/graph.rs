@@ -1562,6 +1562,11 @@ impl FnModel {
         self.loops.iter().enumerate().any(|(m, s)| m != l && s.runs_backward && self.loop_within(Some(m), l))
     }
 
+    /// Whether some loop of the function runs backward: each call trains several steps.
+    pub fn has_training_loop(&self) -> bool {
+        self.loops.iter().any(|s| s.runs_backward)
+    }
+
     /// Whether loop `l` itself (nested loops and closures included) runs backward.
     pub fn loop_runs_backward(&self, l: LoopId) -> bool {
         self.loops.get(l).is_some_and(|s| s.runs_backward)

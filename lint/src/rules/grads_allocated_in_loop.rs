@@ -21,7 +21,8 @@ agent's `learn` or `act`, directly or through other calls). A store is recognise
 binding made by `alloc_grads()`, a binding, parameter or field declared as `Gradients<..>`, or a
 value handed to `trace(..)`/`traced(..)` (`model.forward(x.trace(zeroed.clone()))`). Not
 flagged: a store made once per epoch around an inner loop that trains (also in a function called
-once per epoch, or per setting of a sweep that trains through another function), one made only
+once per epoch, or per setting of a sweep that trains through another function, or in a
+function called every step that trains several steps in a loop of its own), one made only
 when none is kept yet (`self.grads.take().unwrap_or_else(|| self.net.alloc_grads())`, `if
 self.grads.is_none() { .. }`), a value of another type named like one (`episode_grads:
 GradStats`), and a test's loop of at most 256 literal iterations.
@@ -88,6 +89,12 @@ impl Rule for GradsAllocatedInLoop {
         // Not one called once per epoch (around an inner loop that trains, inline or in a
         // function it calls): that store is made once per epoch.
         let Some((file, line, caller)) = f.per_iteration_from() else { return };
+        // A function that trains in a loop of its own (`for _ in 0..20 { ..; backward; update }`)
+        // uses the store it makes per call across those steps: once per call, like once per
+        // epoch, not once per training step.
+        if f.has_training_loop() {
+            return;
+        }
         let mut per_call: Vec<_> = [CallKind::AllocGrads, CallKind::GradsCopy]
             .into_iter()
             .flat_map(|k| f.calls_of(k))
@@ -282,6 +289,27 @@ fn run(agent: &mut Agent, data: Vec<(X, Y)>) {
         let eager =
             lazy.replace("self.grads.take().unwrap_or_else(|| self.net.alloc_grads())", "self.net.alloc_grads()");
         assert_eq!(count("grads_allocated_in_loop", None, &eager), 1);
+        // Made once per call of a step function that trains twenty steps on it.
+        let trains_many = r#"
+use dfdx::prelude::*;
+impl Agent {
+    fn train_dqn(&mut self, x: X, y: Y) {
+        let mut grads = self.net.alloc_grads();
+        for _step in 0..20 {
+            let loss = mse_loss(self.net.forward(x.clone().traced(grads)), y.clone());
+            grads = loss.backward();
+            self.opt.update(&mut self.net, &grads).unwrap();
+            self.net.zero_grads(&mut grads);
+        }
+    }
+}
+fn run(agent: &mut Agent, data: Vec<(X, Y)>) {
+    for (x, y) in data {
+        agent.train_dqn(x, y);
+    }
+}
+"#;
+        assert_eq!(count("grads_allocated_in_loop", None, trains_many), 0);
     }
 
     /// A counter struct named like a store, and a test that runs a few steps on fresh stores.
