@@ -1280,7 +1280,7 @@ impl Builder<'_> {
         match stmt {
             Stmt::Expr(Expr::If(i), _) if i.else_branch.is_none() && self.exits(&i.then_branch) => {
                 if compares_a_length(&i.cond) || self.compares_a_counter(&i.cond) {
-                    return Some(EarlyExit::Length(waits_for_one_batch(&i.cond)));
+                    return Some(EarlyExit::Length(waits_briefly(&i.cond, &self.crate_fns.consts)));
                 }
                 if let Expr::Unary(u) = strip_parens(&i.cond)
                     && matches!(u.op, syn::UnOp::Not(_))
@@ -3601,7 +3601,7 @@ impl Builder<'_> {
                 else_waits = i.else_branch.is_some();
             } else {
                 self.g.size_wait_branches.push(self.next_branch + 1);
-                if waits_for_one_batch(&i.cond) {
+                if waits_briefly(&i.cond, &self.crate_fns.consts) {
                     self.g.batch_wait_branches.push(self.next_branch + 1);
                 }
             }
@@ -3663,7 +3663,7 @@ impl Builder<'_> {
         }
         if else_waits {
             self.g.size_wait_branches.push(self.next_branch + 1);
-            if waits_for_one_batch(&i.cond) {
+            if waits_briefly(&i.cond, &self.crate_fns.consts) {
                 self.g.batch_wait_branches.push(self.next_branch + 1);
             }
         }
@@ -4668,6 +4668,51 @@ fn compares_a_length(cond: &Expr) -> bool {
             syn::BinOp::And(_) => compares_a_length(&b.left) || compares_a_length(&b.right),
             _ => false,
         },
+        _ => false,
+    }
+}
+
+/// The most a collection may have to hold, by a literal or constant threshold, for the wait to
+/// count as short (`if buffer.len() == T_HORIZON` with `T_HORIZON = 20`): a handful of forwards
+/// wait for each backward.
+const SHORT_WAIT_MAX: u64 = 32;
+
+/// Whether `cond` tests only that a collection holds one batch (`memory.len() >= self.batch_size`,
+/// `BATCH_SIZE > buffer.len()`) or a handful of items (a literal or one of the crate's constants
+/// of at most [`SHORT_WAIT_MAX`]: `buffer.len() == T_HORIZON`): each of its comparisons (joined
+/// by `&&`) sets a length against such an operand. A batch-named operand not with `==`: a buffer
+/// tested for equality is emptied and refilled (an on-policy rollout of that length, each
+/// time). Never a counter (`step >= learning_starts`).
+fn waits_briefly(cond: &Expr, consts: &rustc_hash::FxHashMap<String, Option<u64>>) -> bool {
+    let small = |e: &Expr| match strip_parens(e) {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+            i.base10_parse::<u64>().is_ok_and(|n| n <= SHORT_WAIT_MAX)
+        }
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .and_then(|id| consts.get(&id.to_string()).copied().flatten())
+            .is_some_and(|n| n <= SHORT_WAIT_MAX),
+        _ => false,
+    };
+    match strip_parens(cond) {
+        Expr::Binary(b) => {
+            let other = if is_len(&b.left) {
+                Some(&*b.right)
+            } else if is_len(&b.right) {
+                Some(&*b.left)
+            } else {
+                None
+            };
+            match b.op {
+                syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => {
+                    other.is_some_and(|o| small(o) || waits_for_one_batch(cond))
+                }
+                syn::BinOp::Eq(_) => other.is_some_and(small),
+                syn::BinOp::And(_) => waits_briefly(&b.left, consts) && waits_briefly(&b.right, consts),
+                _ => false,
+            }
+        }
         _ => false,
     }
 }

@@ -71,7 +71,9 @@ self.config.learning_starts { return random_action() }`) runs in no warm-up and 
 nor is a warm-up that waits only for a replay buffer to hold one batch (`if memory.len() >=
 self.batch_size { learn() }`, also through a crate function such as `memory.sample()` that hands
 `None` until then): it is a batch of forwards, once, and every later step's backward sweeps its
-own.
+own. Nor is a wait for a handful of items, a literal or constant of at most 32 (`if
+buffer.len() == T_HORIZON` with `T_HORIZON = 20`): at most that many forwards wait for each
+backward.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
 Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
@@ -1551,7 +1553,7 @@ fn main() {
             let probs = model.pi(state).to_data();
             done = env_step(&probs);
             model.put_data(probs);
-            if model.data.len() == 20 {
+            if model.data.len() == 2048 {
                 model.train_net();
             }
         }
@@ -1574,13 +1576,25 @@ impl<B: AutodiffBackend> Ppo<B> {
         assert_eq!(text.len(), 1, "{text:?}");
         assert!(text[0].contains("warm-up"), "{text:?}");
         // A buffer of the crate that names its length `size()`.
-        let size = HORIZON.replace("if model.data.len() == 20 {", "if model.data.size() >= 20 {");
+        let size = HORIZON.replace("if model.data.len() == 2048 {", "if model.data.size() >= 2048 {");
         assert_ne!(size, HORIZON);
         let text = crate::rules::testing::messages("autodiff_forward_without_backward", &size);
         assert!(text.len() == 1 && text[0].contains("warm-up"), "{text:?}");
         // A modulo test is not a length: the backward runs on a schedule, no warm-up.
-        let every = HORIZON.replace("if model.data.len() == 20 {", "if step % 20 == 0 {");
+        let every = HORIZON.replace("if model.data.len() == 2048 {", "if step % 20 == 0 {");
         assert_eq!(count("autodiff_forward_without_backward", None, &every), 0);
+        // A horizon of a handful of steps (a literal or a constant of at most 32): at most that
+        // many forwards wait for each backward.
+        for short in ["if model.data.len() == 20 {", "if model.data.len() >= T_HORIZON {"] {
+            let src = HORIZON
+                .replace("if model.data.len() == 2048 {", short)
+                .replace("fn main() {", "const T_HORIZON: usize = 20;\nfn main() {");
+            assert_eq!(count("autodiff_forward_without_backward", None, &src), 0, "{short}");
+        }
+        let long_const = HORIZON
+            .replace("if model.data.len() == 2048 {", "if model.data.len() >= T_HORIZON {")
+            .replace("fn main() {", "const T_HORIZON: usize = 2048;\nfn main() {");
+        assert_eq!(count("autodiff_forward_without_backward", None, &long_const), 1);
     }
 
     /// One alias name, two modules, two backends: each module's own alias decides.
