@@ -1290,8 +1290,22 @@ fn names_inner_backend(ty: &str) -> bool {
 /// aliases, trait associated types without `=` and names too generic to trust (`Backend`, one
 /// letter or two capitals, which also name generic parameters) are left out. The names of all
 /// aliases, generic ones included, go into `names`.
-fn type_aliases_and_names<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>, names: &mut HashSet<String>) {
+fn type_aliases_and_names<'a>(
+    text: &'a str,
+    out: &mut Vec<(&'a str, &'a str)>,
+    names: &mut HashSet<String>,
+    shorthands: &mut Vec<(&'a str, &'a str)>,
+) {
+    shorthands.clear();
+    let mut twice: Vec<&str> = Vec::new();
     for at in memchr::memmem::find_iter(text.as_bytes(), b"type ") {
+        if let Some(shorthand) = top_level_shorthand(text, at) {
+            if shorthands.iter().any(|(n, _)| *n == shorthand.0) {
+                twice.push(shorthand.0);
+            }
+            shorthands.push(shorthand);
+            continue;
+        }
         if let Some((name, rhs)) = alias_at(text, at, true) {
             // A generic alias is not taken for a backend alias.
             if !text[at + 5 + name.len()..].trim_start().starts_with('<') {
@@ -1302,33 +1316,21 @@ fn type_aliases_and_names<'a>(text: &'a str, out: &mut Vec<(&'a str, &'a str)>, 
             }
         }
     }
+    shorthands.retain(|(n, _)| !twice.contains(n));
 }
 
-/// The file's top-level aliases with names as short as a type parameter's (`type B =
-/// Autodiff<Wgpu>;` in `main.rs`), which the crate-wide list leaves out, as (name, right-hand
-/// side); a name declared twice at the top level of the file is left out.
-fn top_level_shorthands(text: &str) -> Vec<(&str, &str)> {
-    let mut found: Vec<(&str, &str)> = Vec::new();
-    let mut twice: Vec<&str> = Vec::new();
-    for at in memchr::memmem::find_iter(text.as_bytes(), b"type ") {
-        if !at_line_start(text, at) {
-            continue;
-        }
-        let rest = &text[at + 5..];
-        let name = &rest[..rust::ident_len(rest)];
-        let generic_like = name.len() == 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()));
-        let Some(rhs) = rest[name.len()..].trim_start().strip_prefix('=') else { continue };
-        let Some(end) = rhs.find(';') else { continue };
-        if !generic_like {
-            continue;
-        }
-        if found.iter().any(|(n, _)| *n == name) {
-            twice.push(name);
-        }
-        found.push((name, &rhs[..end]));
+/// A top-level alias with a name as short as a type parameter's (`type B = Autodiff<Wgpu>;` in
+/// `main.rs`) declared by the `type ` at byte `at`, which the crate-wide list leaves out, as
+/// (name, right-hand side).
+fn top_level_shorthand(text: &str, at: usize) -> Option<(&str, &str)> {
+    let rest = &text[at + 5..];
+    let name = &rest[..rust::ident_len(rest)];
+    let generic_like = name.len() == 1 || (name.len() == 2 && name.bytes().all(|b| b.is_ascii_uppercase()));
+    if !generic_like || !at_line_start(text, at) {
+        return None;
     }
-    found.retain(|(n, _)| !twice.contains(n));
-    found
+    let rhs = rest[name.len()..].trim_start().strip_prefix('=')?;
+    Some((name, &rhs[..rhs.find(';')?]))
 }
 
 /// Whether the item keyword at byte `at` starts its line, after nothing but a visibility (`pub`,
@@ -1906,6 +1908,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut generic_rets: Vec<(&'a str, &'a str, Vec<&'a str>)> = Vec::new();
     let mut aliases = Vec::new();
     let mut alias_names = HashSet::default();
+    // The current text's top-level one-letter aliases (see `top_level_shorthand`).
+    let mut shorthands: Vec<(&'a str, &'a str)> = Vec::new();
     let mut macros = HashSet::default();
     let mut vocab_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
     let mut store_owners: HashMap<&'static str, HashSet<String>> = HashMap::default();
@@ -1916,8 +1920,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let (mut host_arrays, mut not_host_arrays) = (HashSet::default(), HashSet::default());
     for text in texts {
         let bytes = text.as_bytes();
-        type_aliases_and_names(text, &mut aliases, &mut alias_names);
-        let shorthands = top_level_shorthands(text);
+        type_aliases_and_names(text, &mut aliases, &mut alias_names, &mut shorthands);
         for at in memchr::memmem::find_iter(bytes, b"const ") {
             if let Some((name, value)) = const_at(text, at) {
                 consts.entry(name.to_string()).and_modify(|v| *v = v.filter(|&v| v == value)).or_insert(Some(value));
