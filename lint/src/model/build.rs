@@ -4724,7 +4724,12 @@ fn waits_briefly(cond: &Expr, consts: &rustc_hash::FxHashMap<String, Option<u64>
 /// learning_starts`).
 fn waits_for_one_batch(cond: &Expr) -> bool {
     fn names_a_batch(e: &Expr) -> bool {
-        let batchy = |name: String| name.to_ascii_lowercase().contains("batch");
+        // `batch_size`, `BATCH_SIZE`, `mini_batch_size`, `batchsize`, `batch`: one batch, not a
+        // count of them (`WARMUP_BATCHES`, `min_batches`).
+        let batchy = |name: String| {
+            let name = name.to_ascii_lowercase();
+            name.contains("batch_size") || name.contains("batchsize") || name == "batch" || name.ends_with("_batch")
+        };
         match strip_parens(e) {
             Expr::Cast(c) => names_a_batch(&c.expr),
             Expr::Path(p) => p.path.segments.last().is_some_and(|s| batchy(s.ident.to_string())),

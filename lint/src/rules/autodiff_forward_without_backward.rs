@@ -1470,6 +1470,9 @@ fn run<B: AutodiffBackend>(agent: &mut Agent<B>, env: &mut Env, steps: usize) {
             assert_ne!(one_batch, WARM_UP_IN_LOOP);
             assert_eq!(count("autodiff_forward_without_backward", None, &one_batch), 0, "{cond}");
         }
+        // Not a count of batches.
+        let batches = WARM_UP_IN_LOOP.replace("if memory.len() > 1_000 {", "if memory.len() > WARMUP_BATCHES {");
+        assert_eq!(count("autodiff_forward_without_backward", None, &batches), 1);
         // Not when the memory must also pass a step count (`learning_starts`).
         let both = WARM_UP_IN_LOOP
             .replace("if memory.len() > 1_000 {", "if memory.len() >= batch_size && step >= learning_starts {");
