@@ -453,7 +453,11 @@ def checkout(repo: Repo, cache: Path, mirrors: Path) -> Path:
     # refuses the manifest, and memlint then groups files by folder instead of by package, which
     # a user's run does not (until session 10 every workspace whose members lay partly outside
     # `paths` was linted that way, calls across its crates unfollowed).
-    patterns = ["Cargo.toml", "**/src/lib.rs", "**/src/main.rs"] + [
+    # Since session 19 every Rust source under a package's `src/` as well: memlint reads the
+    # rest of a package as context and follows `mod` declarations from the crate's roots, so a
+    # module file outside `paths` (`src/ml.rs` declaring `src/ml/*.rs`) decides whether the linted
+    # files are compiled at all, as in a user's full checkout.
+    patterns = ["Cargo.toml", "**/src/**/*.rs"] + [
         "*.rs" if p in (".", "./") else f"/{p.strip('/')}/**/*.rs" for p in repo.paths
     ]
     git("sparse-checkout", "set", "--no-cone", *patterns, cwd=dest)

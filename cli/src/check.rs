@@ -148,6 +148,7 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
                 .into_iter()
                 .collect();
         let before = g.files.len();
+        let left_out: Vec<PathBuf> = g.files.iter().filter(|f| !kept.contains(&absolute(f))).cloned().collect();
         g.files.retain(|f| kept.contains(&absolute(f)));
         if args.verbose > 0 && g.files.len() < before {
             eprintln!(
@@ -155,6 +156,12 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
                 before - g.files.len(),
                 root.display()
             );
+            // `-vv`: which ones.
+            if args.verbose > 1 {
+                for f in &left_out {
+                    eprintln!("memlint:   {}", f.display());
+                }
+            }
         }
     }
 

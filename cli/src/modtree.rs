@@ -33,23 +33,43 @@ pub fn compiled(
             || f.parent().is_some_and(|d| d == src.join("bin"))
             || f.parent().and_then(Path::parent).is_some_and(|d| d == src.join("bin"))
     };
-    if !files.iter().any(|f| is_root(f)) {
+    // Every file the walk knows: the files linted, then the crate's roots and the module files
+    // between them when they are not among those (`cargo memlint src/training` in a crate whose
+    // `src/lib.rs` declares `mod training;`): read for their declarations, not returned.
+    let mut universe: Vec<PathBuf> = files.clone();
+    let mut texts: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
+    let listed: HashSet<PathBuf> = files.iter().cloned().collect();
+    for extra in targets.iter().cloned().chain([src.join("lib.rs"), src.join("main.rs")]) {
+        if in_src(&extra)
+            && !listed.contains(&extra)
+            && !texts.contains_key(&extra)
+            && let Some(text) = read(&extra)
+        {
+            texts.insert(extra.clone(), text);
+            universe.push(extra);
+        }
+    }
+    if !universe.iter().any(|f| is_root(f)) {
         return files;
     }
-    let mut reached: HashSet<&Path> = files.iter().filter(|f| !in_src(f) || is_root(f)).map(PathBuf::as_path).collect();
-    let known: HashSet<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let mut index: std::collections::HashMap<PathBuf, usize> =
+        universe.iter().enumerate().map(|(i, f)| (f.clone(), i)).collect();
+    let mut reached: Vec<bool> = universe.iter().map(|f| !in_src(f) || is_root(f)).collect();
+    let mut scanned: Vec<bool> = vec![false; universe.len()];
     let mut names: HashSet<String> = HashSet::new();
     let mut paths: HashSet<PathBuf> = HashSet::new();
-    let mut scanned: HashSet<&Path> = HashSet::new();
     loop {
         let mut grew = false;
-        for f in files.iter().filter(|f| reached.contains(f.as_path())) {
-            if scanned.insert(f) {
-                let text = read(f).unwrap_or_default();
+        let mut i = 0;
+        while i < universe.len() {
+            if reached[i] && !scanned[i] {
+                scanned[i] = true;
+                let f = universe[i].clone();
+                let text = texts.remove(&f).or_else(|| read(&f)).unwrap_or_default();
                 let mut declared = HashSet::new();
-                declarations(&text, f, &mut declared, &mut paths);
+                declarations(&text, &f, &mut declared, &mut paths);
                 // Where the compiler looks for `mod name;` declared in `f`.
-                let own_dir = is_root(f) || matches!(f.file_name().and_then(|n| n.to_str()), Some("mod.rs"));
+                let own_dir = is_root(&f) || matches!(f.file_name().and_then(|n| n.to_str()), Some("mod.rs"));
                 let dir = match (f.parent(), f.file_stem()) {
                     (Some(parent), _) if own_dir => parent.to_path_buf(),
                     (Some(parent), Some(stem)) => parent.join(stem),
@@ -57,8 +77,22 @@ pub fn compiled(
                 };
                 for name in declared {
                     let at = [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")];
-                    match at.into_iter().find(|p| known.contains(p.as_path())) {
+                    let found = at.iter().find(|p| index.contains_key(*p)).cloned().or_else(|| {
+                        // A module file outside the files linted, on the way to them.
+                        at.iter().find_map(|p| {
+                            let text = read(p)?;
+                            texts.insert(p.clone(), text);
+                            Some(p.clone())
+                        })
+                    });
+                    match found {
                         Some(p) => {
+                            if !index.contains_key(&p) {
+                                index.insert(p.clone(), universe.len());
+                                universe.push(p.clone());
+                                reached.push(false);
+                                scanned.push(false);
+                            }
                             paths.insert(p);
                         }
                         None => {
@@ -67,12 +101,11 @@ pub fn compiled(
                     }
                 }
             }
+            i += 1;
         }
-        for f in &files {
-            if !reached.contains(f.as_path())
-                && (paths.contains(f) || module_name(f).is_some_and(|n| names.contains(n)))
-            {
-                reached.insert(f);
+        for (i, f) in universe.iter().enumerate() {
+            if !reached[i] && (paths.contains(f) || module_name(f).is_some_and(|n| names.contains(n))) {
+                reached[i] = true;
                 grew = true;
             }
         }
@@ -80,7 +113,7 @@ pub fn compiled(
             break;
         }
     }
-    files.iter().filter(|f| reached.contains(f.as_path())).cloned().collect()
+    files.iter().filter(|f| index.get(*f).is_some_and(|&i| reached[i])).cloned().collect()
 }
 
 /// The module name a file defines: its stem, or its folder's name for `mod.rs`.
@@ -218,6 +251,33 @@ mod tests {
         // still reaches any file of that name.
         let inline = run(&[("src/main.rs", "mod net {\n    pub mod layers;\n}\n"), ("src/net/layers.rs", "")]);
         assert_eq!(inline, ["src/main.rs", "src/net/layers.rs"]);
+    }
+
+    #[test]
+    fn the_roots_and_modules_on_the_way_are_read_when_only_a_folder_is_linted() {
+        // `cargo memlint src/ai/algorithms` in a crate with a library and a binary: `src/lib.rs`
+        // declares `ai`, `src/ai/mod.rs` declares `algorithms`; neither is linted.
+        let disk: HashMap<PathBuf, String> = [
+            ("src/lib.rs", "pub mod ai;\n"),
+            ("src/ai/mod.rs", "pub mod algorithms;\n"),
+            ("src/ai/algorithms/mod.rs", "pub mod dqn;\n"),
+            ("src/ai/algorithms/dqn.rs", ""),
+            ("src/ai/algorithms/stale.rs", ""),
+            ("src/bin/train.rs", "fn main() {}\n"),
+        ]
+        .iter()
+        .map(|(p, t)| (Path::new("/c").join(p), (*t).to_string()))
+        .collect();
+        let linted: Vec<PathBuf> =
+            ["src/ai/algorithms/mod.rs", "src/ai/algorithms/dqn.rs", "src/ai/algorithms/stale.rs", "src/bin/train.rs"]
+                .iter()
+                .map(|p| Path::new("/c").join(p))
+                .collect();
+        let kept: Vec<String> = compiled(Path::new("/c"), linted, &[], |f| disk.get(f).cloned())
+            .into_iter()
+            .map(|p| p.strip_prefix("/c").unwrap().display().to_string())
+            .collect();
+        assert_eq!(kept, ["src/ai/algorithms/mod.rs", "src/ai/algorithms/dqn.rs", "src/bin/train.rs"]);
     }
 
     #[test]
