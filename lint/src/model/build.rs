@@ -2690,8 +2690,9 @@ impl Builder<'_> {
                 return true;
             }
         }
-        if spec.fresh_tape_methods.contains(&name) {
-            // A tape with a fresh gradient store: this iteration's gradients start from zero.
+        // A tape with a fresh gradient store: this iteration's gradients start from zero. So does
+        // dfdx 0.10's `x.traced()` with no store handed in (0.11 on takes one: `traced(grads)`).
+        if spec.fresh_tape_methods.contains(&name) || (argc == 0 && spec.tape_methods.contains(&name)) {
             self.record_call(TrainingCallKind::Clear, span(self), receiver_text());
         }
         if specs.iter().any(|s| s.is_step(name, argc)) {

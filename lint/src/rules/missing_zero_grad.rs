@@ -25,6 +25,7 @@ wherever a loop calls it.
 Not reported for candle or burn, where `backward()` returns a fresh gradient store, nor where each
 iteration traces with a fresh copy of a store that nothing writes into (dfdx
 `x.trace(zeroed.clone())`: no accumulation, though `grads_allocated_in_loop` reports the copy),
+or with a fresh tape (dfdx 0.10's `x.traced()`, which takes no store, and `leaky_traced()`),
 nor where no loop runs the steps and the optimizer is made in the same function (a unit test
 running one backward and a step or two on a fresh store), and not for
 deliberate gradient accumulation where the step and the clearing run together under a condition
@@ -445,5 +446,32 @@ fn main() -> anyhow::Result<()> {
         assert_eq!(count("missing_zero_grad", None, &src), 0);
         let other = src.replace("v.zero_grad()", "println!(\"{}\", v.norm())");
         assert_eq!(count("missing_zero_grad", None, &other), 1);
+    }
+
+    /// dfdx 0.10: `x.traced()` takes no store; each backward starts from a fresh tape and
+    /// `opt.update(&mut model, gradients)` consumes what it returns.
+    const DFDX_010: &str = r#"
+use dfdx::prelude::*;
+fn fit(model: &mut Mlp, opt: &mut Sgd<Mlp>, data: &[(X, Y)]) {
+    for (x, y) in data {
+        let loss = mse_loss(model.forward_mut(x.clone().TRACE), y.clone());
+        let gradients = loss.backward();
+        opt.update(model, gradients).unwrap();
+    }
+}
+"#;
+
+    #[test]
+    fn a_tape_with_no_store_handed_in_starts_from_zero() {
+        assert_eq!(count("missing_zero_grad", None, &DFDX_010.replace("TRACE", "traced()")), 0);
+        // A store handed back in every step accumulates until cleared.
+        let reused = DFDX_010
+            .replace("for (x, y) in data {", "let mut grads = model.alloc_grads();\n    for (x, y) in data {")
+            .replace("TRACE", "traced(grads)")
+            .replace(
+                "let gradients = loss.backward();\n        opt.update(model, gradients).unwrap();",
+                "grads = loss.backward();\n        opt.update(model, &grads).unwrap();",
+            );
+        assert_eq!(count("missing_zero_grad", None, &reused), 1);
     }
 }
