@@ -489,6 +489,10 @@ struct Builder<'c> {
     /// Fields compared by the early exits passed so far in the enclosing blocks
     /// (`if self.step < self.config.learning_starts { return random }`).
     guard_fields: Vec<String>,
+    /// Locals bound so far, with the count an immutable one fixes (`let gen_tokens = 15;` gives
+    /// 15, `let sentences = [a, b, c];` gives 3; `None` for any other binding of the name): the
+    /// last of a name is the one in scope, near enough for loop bounds.
+    local_counts: Vec<(String, Option<u64>)>,
     /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
     /// runs at most once per call, so what it does after a backward is not done every step.
     leaving: usize,
@@ -674,6 +678,7 @@ impl Builder<'_> {
             aliases: Vec::new(),
             module_aliases: &[],
             guard_fields: Vec::new(),
+            local_counts: Vec::new(),
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -1497,8 +1502,28 @@ impl Builder<'_> {
         self.write(slot, plain, Store::Assign, span, false);
     }
 
+    /// The count a name fixes for a loop bound: the local in scope when one is (see
+    /// `local_counts`), else the crate's integer constant.
+    fn named_count(&self, name: &str) -> Option<u64> {
+        match self.local_counts.iter().rev().find(|(n, _)| n == name) {
+            Some((_, count)) => *count,
+            None => self.crate_fns.consts.get(name).copied().flatten(),
+        }
+    }
+
     fn local(&mut self, local: &syn::Local) {
         let init = local.init.as_ref();
+        if let Pat::Ident(p) = strip_pat_type(&local.pat) {
+            let count = (p.mutability.is_none() && p.by_ref.is_none())
+                .then(|| init.filter(|i| i.diverge.is_none()))
+                .flatten()
+                .and_then(|i| match strip_parens(&i.expr) {
+                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse::<u64>().ok(),
+                    Expr::Array(a) => Some(a.elems.len() as u64),
+                    _ => None,
+                });
+            self.local_counts.push((p.ident.to_string(), count));
+        }
         // `let model: QNet<Autodiff<NdArray>> = …`: the function works on an autodiff backend,
         // as when a parameter has that type.
         if self.g.spec.autodiff_by_type
@@ -1944,7 +1969,7 @@ impl Builder<'_> {
                     self.counters.push(p.ident.to_string());
                 }
                 counters_in(&f.body, &mut self.counters);
-                let literal_count = literal_count(&f.expr, &self.crate_fns.consts);
+                let literal_count = literal_count(&f.expr, &|name| self.named_count(name));
                 let over_variables = iterates_variables(&f.expr);
                 // `for block in self.blocks.iter()`: each binding is a part of `self` (candle: a
                 // part may keep a cache).
@@ -2881,7 +2906,7 @@ impl Builder<'_> {
                 || m.args.iter().any(
                     |a| matches!(a, Expr::Closure(c) if indexes_self_expr(&c.body, &self.crate_fns.host_array_fields)),
                 ));
-        let literal_count = literal_count(&m.receiver, &self.crate_fns.consts);
+        let literal_count = literal_count(&m.receiver, &|name| self.named_count(name));
         let over_variables = iterates_variables(&m.receiver);
         let id = self.g.loops.len();
         self.looped(header.clone(), |s| {
@@ -4209,22 +4234,22 @@ fn is_test_attr(a: &syn::Attribute) -> bool {
 /// How many times a `for` loop over `e` runs, when the source says: a range of integer literals
 /// or of the crate's integer constants (`0..4`, `0..PREVIEW_LEN`), an array literal or constant
 /// array (`[a, b]`, `PROMPTS.iter()`), and `.take(n)` of anything.
-fn literal_count(e: &Expr, consts: &rustc_hash::FxHashMap<String, Option<u64>>) -> Option<u64> {
+fn literal_count(e: &Expr, named: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
     let int = |e: &Expr| match e {
         Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
-        Expr::Path(p) => consts.get(&p.path.get_ident()?.to_string()).copied().flatten(),
+        Expr::Path(p) => named(&p.path.get_ident()?.to_string()),
         _ => None,
     };
     match e {
-        Expr::Paren(p) => literal_count(&p.expr, consts),
-        Expr::Reference(r) => literal_count(&r.expr, consts),
+        Expr::Paren(p) => literal_count(&p.expr, named),
+        Expr::Reference(r) => literal_count(&r.expr, named),
         Expr::Array(a) => Some(a.elems.len() as u64),
         Expr::Path(_) => int(e),
         Expr::MethodCall(m)
             if m.args.is_empty()
                 && matches!(m.method.to_string().as_str(), "iter" | "into_iter" | "iter_mut" | "enumerate") =>
         {
-            literal_count(&m.receiver, consts)
+            literal_count(&m.receiver, named)
         }
         // `loader.iter().take(1)`: at most `n`, whatever the receiver holds.
         Expr::MethodCall(m) if m.method == "take" && m.args.len() == 1 && rust::is_iterator_chain(&m.receiver) => {
