@@ -1522,7 +1522,11 @@ impl Builder<'_> {
                     Expr::Array(a) => Some(a.elems.len() as u64),
                     _ => None,
                 });
-            self.local_counts.push((p.ident.to_string(), count));
+            // Only names that fix a count, and later bindings that shadow one (most locals do
+            // neither, and are not recorded).
+            if count.is_some() || self.local_counts.iter().any(|(n, _)| p.ident == n) {
+                self.local_counts.push((p.ident.to_string(), count));
+            }
         }
         // `let model: QNet<Autodiff<NdArray>> = …`: the function works on an autodiff backend,
         // as when a parameter has that type.
