@@ -601,7 +601,7 @@ impl Builder<'_> {
                 guard_locals: Vec::new(),
                 trainable_from: None,
                 size_wait_branches: Vec::new(),
-                batch_wait_branches: Vec::new(),
+                brief_wait_branches: Vec::new(),
                 gated_branches: Vec::new(),
                 size_gate: false,
                 batch_gate: false,
@@ -934,8 +934,8 @@ impl Builder<'_> {
         let in_loop = self.cur_loop();
         let path = self.path.clone();
         let waits_for_size = self.g.waits_for_size(&path);
-        let waits_for_batch = self.g.waits_for_one_batch(&path);
-        self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path, waits_for_size, waits_for_batch });
+        let waits_briefly = self.g.waits_only_briefly(&path);
+        self.g.calls.push(TrainingCall { kind, span, receiver, in_loop, path, waits_for_size, waits_briefly });
     }
 
     /// Whether `e` names a gradient store: by name (`grads`, `self.grads`), by declared type
@@ -1264,7 +1264,7 @@ impl Builder<'_> {
                 Some(EarlyExit::Length(batch)) => {
                     self.g.size_wait_branches.push(self.next_branch + 1);
                     if batch {
-                        self.g.batch_wait_branches.push(self.next_branch + 1);
+                        self.g.brief_wait_branches.push(self.next_branch + 1);
                     }
                     return self.branch(|s| s.stmts(rest));
                 }
@@ -3632,7 +3632,7 @@ impl Builder<'_> {
             } else {
                 self.g.size_wait_branches.push(self.next_branch + 1);
                 if waits_briefly(&i.cond, &self.crate_fns.consts) {
-                    self.g.batch_wait_branches.push(self.next_branch + 1);
+                    self.g.brief_wait_branches.push(self.next_branch + 1);
                 }
             }
         } else {
@@ -3694,7 +3694,7 @@ impl Builder<'_> {
         if else_waits {
             self.g.size_wait_branches.push(self.next_branch + 1);
             if waits_briefly(&i.cond, &self.crate_fns.consts) {
-                self.g.batch_wait_branches.push(self.next_branch + 1);
+                self.g.brief_wait_branches.push(self.next_branch + 1);
             }
         }
         let els = match &i.else_branch {

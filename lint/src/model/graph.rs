@@ -355,9 +355,9 @@ pub struct TrainingCall {
     /// A backward that runs only once a collection has reached a size (`if memory.len() >
     /// batch_size { train() }`, here or inside the called function): a warm-up.
     pub(super) waits_for_size: bool,
-    /// Of those, one whose every wait is for a collection to hold one batch (see
-    /// [`FnModel::waits_for_one_batch`]).
-    pub(super) waits_for_batch: bool,
+    /// Of those, one whose every wait is brief: for a collection to hold one batch or a handful
+    /// of items (see [`FnModel::waits_only_briefly`]).
+    pub(super) waits_briefly: bool,
 }
 
 impl TrainingCall {
@@ -366,9 +366,10 @@ impl TrainingCall {
         self.waits_for_size
     }
 
-    /// A backward whose warm-up is one batch of a buffer (`if memory.len() >= batch_size`).
-    pub fn waits_for_batch(&self) -> bool {
-        self.waits_for_batch
+    /// A backward whose wait is brief: one batch of a buffer (`if memory.len() >= batch_size`),
+    /// or a handful of items (`if buffer.len() == T_HORIZON` with `T_HORIZON = 20`).
+    pub fn waits_briefly(&self) -> bool {
+        self.waits_briefly
     }
 
     pub fn kind(&self) -> TrainingCallKind {
@@ -556,9 +557,10 @@ pub struct FnModel {
     pub(super) trainable_from: Option<(std::path::PathBuf, usize, String)>,
     /// Branches taken only once a collection has reached a size (`if memory.len() > n`).
     pub(super) size_wait_branches: Vec<usize>,
-    /// Those of them whose size is one batch (`if memory.len() >= self.batch_size`): a replay
-    /// buffer's warm-up lasts one batch of steps, once.
-    pub(super) batch_wait_branches: Vec<usize>,
+    /// Those of them whose size is brief: one batch (`if memory.len() >= self.batch_size`: a
+    /// replay buffer's warm-up lasts one batch of steps, once) or a handful of items (a literal or
+    /// constant of at most 32: at most that many steps between backwards).
+    pub(super) brief_wait_branches: Vec<usize>,
     /// Branches taken only when a call of the crate says so (`if agent.can_learn() { .. }`,
     /// the rest of a block after `if !self.ready() { return; }` or after `let Some(batch) =
     /// memory.sample() else { return };`): (branch, callee). The crate-level pass makes them
@@ -1113,11 +1115,11 @@ impl FnModel {
     }
 
     /// Whether a call with this branch path waits for a size, and every size it waits for is
-    /// one batch of a collection (`if memory.len() >= self.batch_size { learn() }`).
-    pub fn waits_for_one_batch(&self, path: &[usize]) -> bool {
+    /// brief (see `brief_wait_branches`: `if memory.len() >= self.batch_size { learn() }`).
+    pub fn waits_only_briefly(&self, path: &[usize]) -> bool {
         let mut waits = false;
         for b in path.iter().filter(|b| self.size_wait_branches.contains(b)) {
-            if !self.batch_wait_branches.contains(b) {
+            if !self.brief_wait_branches.contains(b) {
                 return false;
             }
             waits = true;

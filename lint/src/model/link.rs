@@ -42,8 +42,8 @@ pub struct Summary {
     runs_backward: bool,
     /// Every backward it runs waits for a collection to reach a size (a warm-up).
     backward_waits: bool,
-    /// ... and every size it waits for is one batch of a buffer.
-    backward_waits_batch: bool,
+    /// ... and every size it waits for is brief (one batch, or a handful of items).
+    backward_waits_briefly: bool,
     steps: bool,
     clears: bool,
     /// The callee's framework: its steps and clears only mean something to a caller of the same
@@ -112,7 +112,7 @@ impl Summary {
             returns_host: self.returns_host && other.returns_host,
             runs_backward: self.runs_backward && other.runs_backward,
             backward_waits: self.backward_waits && other.backward_waits,
-            backward_waits_batch: self.backward_waits_batch && other.backward_waits_batch,
+            backward_waits_briefly: self.backward_waits_briefly && other.backward_waits_briefly,
             steps: self.steps && other.steps,
             clears: self.clears && other.clears,
             framework: if self.framework == other.framework { self.framework } else { None },
@@ -794,12 +794,12 @@ fn mark_size_gates(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], index: &Index)
         let by_batch: Vec<usize> =
             g.gated_branches.iter().filter(|(_, callee)| batch_gates.contains(callee)).map(|&(b, _)| b).collect();
         g.size_wait_branches.extend(opened);
-        g.batch_wait_branches.extend(by_batch);
+        g.brief_wait_branches.extend(by_batch);
         for i in 0..g.calls.len() {
             if !g.calls[i].waits_for_size && g.waits_for_size(&g.calls[i].path) {
                 g.calls[i].waits_for_size = true;
             }
-            g.calls[i].waits_for_batch = g.waits_for_one_batch(&g.calls[i].path);
+            g.calls[i].waits_briefly = g.waits_only_briefly(&g.calls[i].path);
         }
     }
 }
@@ -2510,11 +2510,11 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
             .iter()
             .filter(|c| matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep))
             .all(|c| c.waits_for_size);
-    let backward_waits_batch = backward_waits
+    let backward_waits_briefly = backward_waits
         && g.calls
             .iter()
             .filter(|c| matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep))
-            .all(|c| c.waits_for_batch);
+            .all(|c| c.waits_briefly);
     let steps = kinds(TrainingCallKind::Step) || kinds(TrainingCallKind::BackwardStep);
     let clears = kinds(TrainingCallKind::Clear);
     let mut stores = Vec::new();
@@ -2539,7 +2539,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // its callers' loops keep every forward.
     // A call through a type parameter that no impl of the crate answers may run backward.
     // A warm-up of one batch (`if buffer.len() >= batch_size`) ends after a batch of calls.
-    let forwards = (!runs_backward || (backward_waits && !backward_waits_batch))
+    let forwards = (!runs_backward || (backward_waits && !backward_waits_briefly))
         && g.opaque_calls.is_empty()
         && g.calls_of(super::graph::CallKind::Forward)
             .any(|e| counted(&e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))));
@@ -2610,7 +2610,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         result_plain: !returns_graph && !passes_args,
         runs_backward,
         backward_waits,
-        backward_waits_batch,
+        backward_waits_briefly,
         steps,
         clears,
         framework,
@@ -2672,7 +2672,7 @@ fn mark_callback_backwards(
             g.seeds.retain(|&n| n != c.result);
             changed.push(callee);
             let waits_for_size = g.waits_for_size(&c.path);
-            let waits_for_batch = g.waits_for_one_batch(&c.path);
+            let waits_briefly = g.waits_only_briefly(&c.path);
             g.calls.push(TrainingCall {
                 kind: TrainingCallKind::Backward,
                 span: c.span.clone(),
@@ -2680,7 +2680,7 @@ fn mark_callback_backwards(
                 in_loop: c.in_loop,
                 path: c.path.clone(),
                 waits_for_size,
-                waits_for_batch,
+                waits_briefly,
             });
             let mut l = c.in_loop;
             while let Some(id) = l {
@@ -2783,10 +2783,9 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
                 path: site.path.clone(),
                 waits_for_size: kind == TrainingCallKind::Backward && s.backward_waits || g.waits_for_size(&site.path),
                 // Every wait, the callee's and the call's own, is for one batch.
-                waits_for_batch: (kind == TrainingCallKind::Backward && s.backward_waits
-                    || g.waits_for_size(&site.path))
-                    && (!(kind == TrainingCallKind::Backward && s.backward_waits) || s.backward_waits_batch)
-                    && (!g.waits_for_size(&site.path) || g.waits_for_one_batch(&site.path)),
+                waits_briefly: (kind == TrainingCallKind::Backward && s.backward_waits || g.waits_for_size(&site.path))
+                    && (!(kind == TrainingCallKind::Backward && s.backward_waits) || s.backward_waits_briefly)
+                    && (!g.waits_for_size(&site.path) || g.waits_only_briefly(&site.path)),
             });
         }
     };

@@ -239,7 +239,7 @@ impl Rule for AutodiffForwardWithoutBackward {
                         && backwards.iter().all(|b| b.waits_for_size())
                         && !f.waits_for_size(e.path())
                         && !e.waits();
-                    if warm_up && backwards.iter().all(|b| b.waits_for_batch()) {
+                    if warm_up && backwards.iter().all(|b| b.waits_briefly()) {
                         // The warm-up of a replay buffer that waits for one batch (`if
                         // memory.len() >= batch_size { learn() }`): a batch of forwards, once;
                         // then every iteration's backward sweeps its own.
