@@ -123,6 +123,8 @@ class Finding:
     # The label a second reader gave the same finding without seeing the first (`[[second]]`
     # entries; None: read once).
     second: str | None = None
+    # A third reader's label, sought where the first two differ (`[[third]]` entries).
+    third: str | None = None
     also: list[int] = field(default_factory=list)
     # Places in other files the finding names in a note (`src/main.rs:175: `train` calls this
     # function with an autodiff backend`): the call that makes the reported code leak.
@@ -141,6 +143,16 @@ class Finding:
         if "false" in (self.label, self.second):
             return "false"
         return "true" if self.label == self.second == "true" else "unsure"
+
+    @property
+    def majority(self) -> str | None:
+        """The label most readers gave: the first when read once or when the second agrees;
+        else the third reader's when it sides with one of them; else unsure."""
+        if self.second is None or self.label is None or self.second == self.label:
+            return self.label
+        if self.third is not None and self.third in (self.label, self.second):
+            return self.third
+        return "unsure"
 
     def near(self, file: str, line: int) -> bool:
         return any(near(self.file, own, file, line) for own in self.lines())
@@ -295,9 +307,10 @@ def load_labels(labels_dir: Path, repo: Repo) -> tuple[list[Leak], list[Judged],
     return leaks, judged, True
 
 
-def load_second_labels(labels_dir: Path, repo: Repo) -> list[Judged]:
+def load_second_labels(labels_dir: Path, repo: Repo, table: str = "second") -> list[Judged]:
     """The `[[second]]` entries of a repository's label file: findings labelled again by a
-    second reader who did not see the first labels (rule, file, line, label, reason)."""
+    second reader who did not see the first labels (rule, file, line, label, reason); with
+    `table="third"`, a third reader's, where the first two differ."""
     path = labels_dir / f"{repo.slug}.toml"
     if not path.exists():
         return []
@@ -306,8 +319,8 @@ def load_second_labels(labels_dir: Path, repo: Repo) -> list[Judged]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise EvalError(f"{path}: {err}") from None
     out = []
-    for i, entry in enumerate(data.get("second", [])):
-        where = f"{path.name} second #{i + 1}"
+    for i, entry in enumerate(data.get(table, [])):
+        where = f"{path.name} {table} #{i + 1}"
         label = _need(entry, "label", where)
         if label not in LABELS:
             raise EvalError(f"{where}: label must be one of {', '.join(LABELS)}")
@@ -316,9 +329,10 @@ def load_second_labels(labels_dir: Path, repo: Repo) -> list[Judged]:
     return out
 
 
-def match_second(findings: list[Finding], seconds: list[Judged]) -> None:
+def match_second(findings: list[Finding], seconds: list[Judged], attr: str = "second") -> None:
     """Give every finding the nearest second-reader label of its rule and file within ±3 lines
-    of its primary place (else of its other places); labels are used once each."""
+    of its primary place (else of its other places); labels are used once each. `attr="third"`
+    sets the third reader's instead."""
     used = set()
     for f in findings:
         for places in ([f.line], f.also):
@@ -330,7 +344,7 @@ def match_second(findings: list[Finding], seconds: list[Judged]) -> None:
             if candidates:
                 j = min(candidates)[1]
                 used.add(j)
-                f.second = seconds[j].label
+                setattr(f, attr, seconds[j].label)
                 break
 
 
@@ -587,6 +601,11 @@ def score(results: list[RepoResult]) -> dict:
         for f in r.findings:
             strict[f.strict or "unlabelled"] += 1
     read_twice = sum(1 for r in results for f in r.findings if f.second is not None)
+    majority = {l: 0 for l in LABELS}
+    majority["unlabelled"] = 0
+    for r in results:
+        for f in r.findings:
+            majority[f.majority or "unlabelled"] += 1
     agreed = sum(1 for r in results for f in r.findings if f.second is not None and f.second == f.label)
     return {
         "repos": len(results),
@@ -614,6 +633,11 @@ def score(results: list[RepoResult]) -> dict:
         "strict": strict,
         "strict_precision": ratio(strict["true"], strict["true"] + strict["false"]),
         "strict_precision_interval": wilson(strict["true"], strict["true"] + strict["false"]),
+        # With a third reader where the first two differ: the label most readers gave.
+        "read_thrice": sum(1 for r in results for f in r.findings if f.third is not None),
+        "majority": majority,
+        "majority_precision": ratio(majority["true"], majority["true"] + majority["false"]),
+        "majority_precision_interval": wilson(majority["true"], majority["true"] + majority["false"]),
     }
 
 
@@ -699,6 +723,10 @@ def print_text(out: dict) -> None:
             print(f"   two readers: {t['read_twice']} findings read twice, labelled alike {t['read_twice_agreed']}; "
                   f"precision when both must say true {pct(t['strict_precision'])} (true {s['true']}, "
                   f"false {s['false']}, unsure {s['unsure']})")
+            m = t["majority"]
+            print(f"                {t['read_thrice']} of the differing ones read a third time; precision by the "
+                  f"majority of readers {pct(t['majority_precision'])} (true {m['true']}, false {m['false']}, "
+                  f"unsure {m['unsure']})")
         print(f"   recall    {pct(t['recall_rule'])}  of leaks with a rule "
               f"({t['leaks_with_rule_found']}/{t['leaks_with_rule']});  {pct(t['recall_all'])} of all "
               f"known leaks incl. rule \"none\" ({t['leaks_all_found']}/{t['leaks_all']})")
@@ -801,6 +829,7 @@ def main(argv: list[str] | None = None) -> int:
             findings = [f for f in found if f.rule not in META_RULES]
             stale = match(findings, leaks, judged)
             match_second(findings, load_second_labels(args.labels_dir, repo))
+            match_second(findings, load_second_labels(args.labels_dir, repo, "third"), "third")
             results.append(RepoResult(repo, findings, meta, leaks, status, seconds, stale))
         if args.checkout_only:
             return 0

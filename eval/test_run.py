@@ -112,6 +112,20 @@ class ScoreTest(unittest.TestCase):
         # The first readers' precision is unchanged.
         self.assertEqual(s["precision"], 3 / 4)
 
+    def test_a_third_reader_decides_where_two_differ(self):
+        r = repo("o/n")
+        findings = [run.Finding("x", "f", 1, "", "true"), run.Finding("x", "f", 20, "", "true"),
+                    run.Finding("x", "f", 40, "", "false"), run.Finding("x", "f", 60, "", "true")]
+        run.match_second(findings, [run.Judged("x", "f", 1, "true", "a"), run.Judged("x", "f", 20, "false", "b"),
+                                    run.Judged("x", "f", 40, "true", "c"), run.Judged("x", "f", 60, "false", "d")])
+        run.match_second(findings, [run.Judged("x", "f", 21, "true", "e"), run.Judged("x", "f", 40, "false", "f")],
+                         "third")
+        # Agreed; third sides with the first; third sides with the first; no third reading.
+        self.assertEqual([f.majority for f in findings], ["true", "true", "false", "unsure"])
+        s = run.score([run.RepoResult(r, findings, [], [], 0, 0.0, [])])
+        self.assertEqual((s["read_thrice"], s["majority"]["true"], s["majority"]["false"]), (2, 2, 1))
+        self.assertEqual(s["majority_precision"], 2 / 3)
+
     def test_wilson_interval_matches_the_textbook_values(self):
         # 4 of 15: 10.9 % to 52.0 % (Wilson, z = 1.96); 0 of 0 has none; 10 of 10 stays below 1.
         low, high = run.wilson(4, 15)
