@@ -592,8 +592,6 @@ fn walks_models(f: &FnModel, e: &crate::model::VocabCall, l: LoopId, outer: Loop
         && e.receiver().and_then(|r| f.receiver_binding(r)).is_some_and(|b| f.bound_by_loop_pattern(l, b))
 }
 
-/// Whether loop `l` stores a graph-carrying value made in it into a binding that outlives its
-/// iterations (a recurrent state, collected outputs).
 /// Whether the value a forward-running call is made on lives across the iterations of loop `l`
 /// (`agent` of `agent.act(obs)`, declared before the loop; `self`).
 fn receiver_outlives(f: &FnModel, e: &crate::model::VocabCall, l: LoopId) -> bool {
@@ -606,17 +604,20 @@ fn receiver_outlives(f: &FnModel, e: &crate::model::VocabCall, l: LoopId) -> boo
 /// Whether loop `l` replaces or folds a value that outlives its iterations with a graph-carrying
 /// one it computes (`x = model.forward(x, t)`): each iteration builds on the last.
 fn feeds_back(f: &FnModel, l: LoopId) -> bool {
-    f.stores().any(|(_, value, target, how, _)| {
-        matches!(how, Store::Assign | Store::Fold)
-            && f.taint(value).has(Taint::GRAPH)
-            && f.loop_within(f.loop_of(value), l)
-            && f.binding_of(target).is_some_and(|b| f.outlives(b, Iteration::Loop(l)))
-    })
+    stores_graph_past(f, l, &[Store::Assign, Store::Fold])
 }
 
+/// Whether loop `l` hands a graph-carrying value out of its iterations (a recurrent state,
+/// collected outputs, values yielded by an iterator closure).
 fn threads_graph_out(f: &FnModel, l: LoopId) -> bool {
+    stores_graph_past(f, l, &[Store::Assign, Store::Push, Store::Fold, Store::Yield])
+}
+
+/// Whether loop `l` stores a graph-carrying value made in it, in one of the ways `hows`, into a
+/// binding that outlives its iterations.
+fn stores_graph_past(f: &FnModel, l: LoopId, hows: &[Store]) -> bool {
     f.stores().any(|(_, value, target, how, _)| {
-        matches!(how, Store::Assign | Store::Push | Store::Fold | Store::Yield)
+        hows.contains(&how)
             && f.taint(value).has(Taint::GRAPH)
             && f.loop_within(f.loop_of(value), l)
             && f.binding_of(target).is_some_and(|b| f.outlives(b, Iteration::Loop(l)))
