@@ -4725,26 +4725,7 @@ fn waits_briefly(cond: &Expr, consts: &rustc_hash::FxHashMap<String, Option<u64>
             .is_some_and(|n| n <= SHORT_WAIT_MAX),
         _ => false,
     };
-    match strip_parens(cond) {
-        Expr::Binary(b) => {
-            let other = if is_len(&b.left) {
-                Some(&*b.right)
-            } else if is_len(&b.right) {
-                Some(&*b.left)
-            } else {
-                None
-            };
-            match b.op {
-                syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => {
-                    other.is_some_and(|o| small(o) || waits_for_one_batch(cond))
-                }
-                syn::BinOp::Eq(_) => other.is_some_and(small),
-                syn::BinOp::And(_) => waits_briefly(&b.left, consts) && waits_briefly(&b.right, consts),
-                _ => false,
-            }
-        }
-        _ => false,
-    }
+    every_length_test(cond, &|other, equality| small(other) || (!equality && names_a_batch(other)))
 }
 
 /// Whether `cond` tests only that a collection holds one batch (`memory.len() >= self.batch_size`,
@@ -4753,29 +4734,41 @@ fn waits_briefly(cond: &Expr, consts: &rustc_hash::FxHashMap<String, Option<u64>
 /// refilled (an on-policy rollout of that length, each time), and not a counter (`step >=
 /// learning_starts`).
 fn waits_for_one_batch(cond: &Expr) -> bool {
-    fn names_a_batch(e: &Expr) -> bool {
-        // `batch_size`, `BATCH_SIZE`, `mini_batch_size`, `batchsize`, `batch`: one batch, not a
-        // count of them (`WARMUP_BATCHES`, `min_batches`).
-        let batchy = |name: String| {
-            let name = name.to_ascii_lowercase();
-            name.contains("batch_size") || name.contains("batchsize") || name == "batch" || name.ends_with("_batch")
-        };
-        match strip_parens(e) {
-            Expr::Cast(c) => names_a_batch(&c.expr),
-            Expr::Path(p) => p.path.segments.last().is_some_and(|s| batchy(s.ident.to_string())),
-            Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if batchy(n.to_string())),
-            Expr::MethodCall(m) => m.args.is_empty() && batchy(m.method.to_string()),
-            _ => false,
+    every_length_test(cond, &|other, equality| !equality && names_a_batch(other))
+}
+
+/// Whether `cond` is one or more comparisons joined by `&&`, each of which sets a collection's
+/// length ([`is_len`]) against an operand that `accepts` (given whether the comparison is `==`).
+fn every_length_test(cond: &Expr, accepts: &impl Fn(&Expr, bool) -> bool) -> bool {
+    let Expr::Binary(b) = strip_parens(cond) else { return false };
+    match b.op {
+        syn::BinOp::And(_) => every_length_test(&b.left, accepts) && every_length_test(&b.right, accepts),
+        syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) | syn::BinOp::Eq(_) => {
+            let other = if is_len(&b.left) {
+                &*b.right
+            } else if is_len(&b.right) {
+                &*b.left
+            } else {
+                return false;
+            };
+            accepts(other, matches!(b.op, syn::BinOp::Eq(_)))
         }
+        _ => false,
     }
-    match strip_parens(cond) {
-        Expr::Binary(b) => match b.op {
-            syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_) => {
-                (is_len(&b.left) && names_a_batch(&b.right)) || (is_len(&b.right) && names_a_batch(&b.left))
-            }
-            syn::BinOp::And(_) => waits_for_one_batch(&b.left) && waits_for_one_batch(&b.right),
-            _ => false,
-        },
+}
+
+/// `batch_size`, `BATCH_SIZE`, `mini_batch_size`, `batchsize`, `batch` (a path, a field or a
+/// getter): one batch, not a count of them (`WARMUP_BATCHES`, `min_batches`).
+fn names_a_batch(e: &Expr) -> bool {
+    let batchy = |name: String| {
+        let name = name.to_ascii_lowercase();
+        name.contains("batch_size") || name.contains("batchsize") || name == "batch" || name.ends_with("_batch")
+    };
+    match strip_parens(e) {
+        Expr::Cast(c) => names_a_batch(&c.expr),
+        Expr::Path(p) => p.path.segments.last().is_some_and(|s| batchy(s.ident.to_string())),
+        Expr::Field(f) => matches!(&f.member, syn::Member::Named(n) if batchy(n.to_string())),
+        Expr::MethodCall(m) => m.args.is_empty() && batchy(m.method.to_string()),
         _ => false,
     }
 }
