@@ -47,6 +47,7 @@ const BURN: Spec = Spec {
     var_builders: &[],
     var_methods: &[],
     trainable_constructors: &[],
+    variable_type: None,
     frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],

@@ -46,6 +46,7 @@ pub(super) static SPEC: Spec = Spec {
         "Var::from_slice",
     ],
     grad_zero_in_place: None,
+    variable_type: Some("Var"),
     frozen_methods: &["build_unet", "build_vae", "build_clip_transformer"],
     frozen_constructors: &[
         "VarBuilder::from_mmaped_safetensors",

@@ -228,6 +228,10 @@ pub struct Spec {
     /// A getter of a tensor's gradient and the in-place method that zeroes what it returns (tch
     /// `v.grad().zero_()`): clearing gradients by hand, one variable at a time.
     pub grad_zero_in_place: Option<(&'static str, &'static str)>,
+    /// The type of a trainable variable, whose value is tracked wherever it is used (candle
+    /// `Var`): a function's parameter declared with it (`w: &Var`) is one, and an operation on
+    /// it records a graph.
+    pub variable_type: Option<&'static str>,
     /// Library methods that load a model's weights from files as plain tensors (candle
     /// transformers' `sd_config.build_unet(path, ..)`): frozen, as [`Spec::frozen_constructors`].
     pub frozen_methods: &'static [&'static str],

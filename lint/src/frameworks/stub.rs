@@ -33,6 +33,7 @@ pub(super) static SPEC: Spec = Spec {
     var_builders: &[],
     var_methods: &[],
     trainable_constructors: &[],
+    variable_type: None,
     frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],

@@ -357,6 +357,10 @@ impl Items<'_> {
                         if inner {
                             b.g.inert_seeds.push(v);
                         }
+                        // `w: &Var` (candle): a trainable variable, tracked in every operation.
+                        if self.known && self.spec.variable_type.is_some_and(|t| ty.as_deref() == Some(t)) {
+                            b.params.push(v);
+                        }
                         first.get_or_insert(v);
                     }
                     b.g.params.push(first);

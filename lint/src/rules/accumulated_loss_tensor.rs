@@ -769,4 +769,34 @@ pub fn train(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)])
         assert_ne!(detached, RUNNING_PUSH);
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
+
+    /// candle: the loss is made from a `Var` the function is handed, and the backward runs on
+    /// the sum itself, which is never emptied: every step backpropagates through all earlier ones.
+    const BACKWARD_ON_SUM: &str = r#"
+use candle_core::{DType, Device, Tensor, Var};
+use candle_nn::{Optimizer, SGD};
+fn train(w: &Var, xs: &[Tensor]) -> candle_core::Result<()> {
+    let mut opt = SGD::new(vec![w.clone()], 0.1)?;
+    let mut acc = Tensor::zeros((), DType::F32, &Device::Cpu)?;
+    for (i, x) in xs.iter().enumerate() {
+        let loss = x.matmul(w.as_tensor())?.sum_all()?;
+        acc = (acc + loss)?;
+        let grads = acc.backward()?;
+        opt.step(&grads)?;
+        EMPTY
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_sum_backpropagated_every_step_and_never_emptied() {
+        assert_eq!(
+            crate::rules::testing::lines("accumulated_loss_tensor", &BACKWARD_ON_SUM.replace("EMPTY", "")),
+            vec![9]
+        );
+        // Emptied after each backward: deliberate gradient accumulation.
+        let emptied = BACKWARD_ON_SUM.replace("EMPTY", "acc = Tensor::zeros((), DType::F32, &Device::Cpu)?;");
+        assert_eq!(count("accumulated_loss_tensor", None, &emptied), 0);
+    }
 }
