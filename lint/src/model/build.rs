@@ -3819,6 +3819,7 @@ impl Builder<'_> {
             literal_count: None,
             over_variables: false,
             pattern: 0..0,
+            body_branch: self.next_branch + 1,
         });
         let before = self.env.clone();
         self.loop_stack.push(id);

@@ -261,6 +261,8 @@ pub struct LoopScope {
     pub(super) over_variables: bool,
     /// The bindings a `for` loop's pattern binds (`head` of `for (k, head) in heads.iter()`).
     pub(super) pattern: std::ops::Range<BindingId>,
+    /// The branch its body is (the element of a call's [`TrainingCall::path`] that the body adds).
+    pub(super) body_branch: usize,
 }
 
 /// A closure of the function body.
@@ -1672,6 +1674,14 @@ impl FnModel {
     }
 
     /// A `for` loop over a store's variables (see the field).
+    /// For a loop whose pattern binds `name` (`opt` of `for opt in &mut self.optimizers`): its
+    /// header (`for pat in expr` for a `for` loop) and the branch its body is.
+    pub fn loop_element(&self, l: LoopId, name: &str) -> Option<(&Span, usize)> {
+        let s = self.loops.get(l)?;
+        let bound = s.pattern.clone().any(|b| self.bindings[b].name == name);
+        bound.then_some((&s.header, s.body_branch))
+    }
+
     pub fn loop_over_variables(&self, l: LoopId) -> bool {
         self.loops.get(l).is_some_and(|s| s.over_variables)
     }

@@ -18,7 +18,9 @@ backward and steps the optimizer with no gradient clearing on the path of every 
 no `opt.zero_grad()` (tch), no `model.zero_grads(&mut grads)` (dfdx), no combined call that
 clears (`opt.backward_step(&loss)` in tch), no clearing of each variable of the store (`for mut
 v in vs.trainable_variables() { v.zero_grad(); }`, or by hand: `v.grad().zero_()`, also behind `if
-g.defined()`). A closure bound to a local that runs backward
+g.defined()`), no clearing of each optimizer of a collection that a loop steps (`for opt in &mut
+self.optimizers { opt.zero_grad(); }` with `for opt in &mut self.optimizers { opt.step(); }`). A
+closure bound to a local that runs backward
 and steps (`let mut fit_batch = |x, y| { ..; loss.backward(); opt.step() };`) is an iteration
 wherever a loop calls it.
 
@@ -102,9 +104,26 @@ impl Rule for MissingZeroGrad {
                     c.in_loop().is_some_and(|l| f.loop_over_variables(l))
                         && (1..=2.min(path.len())).any(|k| step.path().starts_with(&path[..path.len() - k]))
                 };
-                let cleared = clears
-                    .iter()
-                    .any(|c| (f.runs_whenever(c.path(), step.path()) && same_optimizer(c)) || clears_variables(c));
+                // `for opt in &mut self.optimizers { opt.zero_grad() }` clears each optimizer that
+                // a loop over the same collection steps (`for opt in &mut self.optimizers {
+                // opt.step() }`), where that loop runs whenever the step does.
+                let clears_each = |c: &TrainingCall| {
+                    let (Some(lc), Some(ls)) = (c.in_loop(), step.in_loop()) else { return false };
+                    let (Some((header_c, body)), Some((header_s, _))) =
+                        (f.loop_element(lc, c.receiver()), f.loop_element(ls, step.receiver()))
+                    else {
+                        return false;
+                    };
+                    lc != ls
+                        && c.path().last() == Some(&body)
+                        && f.runs_whenever(&c.path()[..c.path().len() - 1], step.path())
+                        && collection(cx.snippet(header_c)).is_some_and(|o| collection(cx.snippet(header_s)) == Some(o))
+                };
+                let cleared = clears.iter().any(|c| {
+                    (f.runs_whenever(c.path(), step.path()) && same_optimizer(c))
+                        || clears_variables(c)
+                        || clears_each(c)
+                });
                 if cleared {
                     continue;
                 }
@@ -135,6 +154,16 @@ impl Rule for MissingZeroGrad {
             }
         }
     }
+}
+
+/// The collection a `for` loop's header (`for opt in &mut self.opts`) iterates over, as written,
+/// without the borrow or iterator call around it: `&mut self.opts`, `self.opts.iter_mut()` and
+/// `self.opts` are one collection.
+fn collection(header: &str) -> Option<&str> {
+    let (_, text) = header.strip_prefix("for ")?.split_once(" in ")?;
+    let text = text.trim();
+    let text = text.strip_prefix("&mut ").or_else(|| text.strip_prefix('&')).unwrap_or(text).trim();
+    Some(text.strip_suffix(".iter_mut()").or_else(|| text.strip_suffix(".iter()")).unwrap_or(text))
 }
 
 #[cfg(test)]
@@ -473,5 +502,40 @@ fn fit(model: &mut Mlp, opt: &mut Sgd<Mlp>, data: &[(X, Y)]) {
                 "grads = loss.backward();\n        opt.update(model, &grads).unwrap();",
             );
         assert_eq!(count("missing_zero_grad", None, &reused), 1);
+    }
+
+    /// One optimizer per agent: each is cleared in a loop over the optimizers, and stepped in
+    /// another loop over the same collection.
+    const EACH_OPTIMIZER: &str = r#"
+use tch::nn::OptimizerConfig;
+impl Trainer {
+    fn update(&mut self, xs: &tch::Tensor, epochs: usize) {
+        for _ in 0..epochs {
+            CLEAR
+            let loss = xs.mean(tch::Kind::Float);
+            if loss.double_value(&[]) > 0.0 {
+                loss.backward();
+                for opt in self.optimizers.iter_mut() {
+                    opt.step();
+                }
+            }
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn clearing_each_optimizer_of_the_collection_it_steps_clears() {
+        let each = "for opt in &mut self.optimizers { opt.zero_grad(); }";
+        assert_eq!(count("missing_zero_grad", None, &EACH_OPTIMIZER.replace("CLEAR", each)), 0);
+        // Not cleared at all; another collection's optimizers; or only now and then.
+        for clear in [
+            "",
+            "for opt in &mut self.critics { opt.zero_grad(); }",
+            "if self.reset { for opt in &mut self.optimizers { opt.zero_grad(); } }",
+            "for opt in &mut self.optimizers { if opt.ready() { opt.zero_grad(); } }",
+        ] {
+            assert_eq!(count("missing_zero_grad", None, &EACH_OPTIMIZER.replace("CLEAR", clear)), 1, "{clear}");
+        }
     }
 }
