@@ -142,6 +142,11 @@ pub struct Package {
 }
 
 impl Package {
+    /// Whether the package has a library target (whose `pub` items other crates may use).
+    pub fn has_library(&self) -> bool {
+        self.targets.iter().any(|t| t.is("lib"))
+    }
+
     pub fn root(&self) -> &Path {
         self.manifest_path.parent().unwrap_or(Path::new("."))
     }

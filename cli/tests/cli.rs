@@ -204,7 +204,7 @@ fn calls_into_path_dependencies_are_followed() {
             "use burn::tensor::backend::AutodiffBackend;\n\
              fn play<B: AutodiffBackend>(net: &Net<B>, env: &mut Env, steps: usize) {\n    \
              for _ in 0..steps {\n        let a = agents::act(net, env.obs());\n        env.step(a);\n    }\n}\n\
-             fn main() {}\n",
+             fn main() {\n    play(&net(), &mut env(), 10);\n}\n",
         ),
     );
     for args in
@@ -272,7 +272,8 @@ fn paths_inside_a_package_are_read_with_the_rest_of_it() {
             "src/main.rs",
             "use burn::backend::{Autodiff, NdArray};\nmod training;\npub type Bknd = Autodiff<NdArray>;\n\
              fn main() {\n    let net: Net<Bknd> = Net::new();\n    for _ in 0..10_000 {\n        \
-             let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n}\n",
+             let q = net.forward(obs());\n        show(q.argmax(1).into_scalar());\n    }\n    \
+             training::rollout::play(&net, &mut Env::new());\n}\n",
         ),
         ("src/training/mod.rs", "pub mod rollout;\n"),
         (
@@ -295,6 +296,42 @@ fn paths_inside_a_package_are_read_with_the_rest_of_it() {
     let out = memlint(&["--message-format", "short"], &dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.lines().filter(|l| l.contains("autodiff_forward_without_backward")).count(), 2, "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// In a package of binaries only, nothing outside it can call its functions: a loop in one that
+/// nothing in the crate calls never runs and is not reported. With a library target its `pub`
+/// items may be used elsewhere, so the same loop is reported.
+#[test]
+fn code_a_binary_never_runs_is_not_reported() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-unreached-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rollout = "use burn::backend::{Autodiff, NdArray};\n\
+                   pub fn play(net: &Net<Autodiff<NdArray>>, env: &mut Env) {\n    loop {\n        \
+                   let a = net.forward(env.obs()).argmax(1).into_scalar();\n        if env.step(a) { break; }\n    }\n}\n";
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"c5\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nburn = \"0.20\"\n",
+        ),
+        ("src/main.rs", "mod rollout;\nfn main() {\n    // rollout::play(&net, &mut env);\n}\n"),
+        ("src/rollout.rs", rollout),
+    ];
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let hits = || short_hits(&["--message-format", "short"], &dir, "autodiff_forward_without_backward");
+    assert!(hits().is_empty());
+    // Called from `main`: reported.
+    std::fs::write(dir.join("src/main.rs"), "mod rollout;\nfn main() {\n    rollout::play(&net, &mut env);\n}\n")
+        .unwrap();
+    assert_eq!(hits().len(), 1);
+    // Not called, but a library's: reported.
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub mod rollout;\n").unwrap();
+    assert_eq!(hits().len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -63,6 +63,16 @@ impl<'a> Context<'a> {
         Self { file, rule, levels, findings }
     }
 
+    /// How many findings have been reported so far.
+    pub(crate) fn reported(&self) -> usize {
+        self.findings.len()
+    }
+
+    /// Takes back the findings reported since there were `mark`.
+    pub(crate) fn take_since(&mut self, mark: usize) -> std::vec::Drain<'_, Finding> {
+        self.findings.drain(mark..)
+    }
+
     /// The file being checked (function rules).
     pub fn file(&self) -> Option<&Arc<SourceFile>> {
         self.file.as_ref()

@@ -11,6 +11,7 @@ pub mod frameworks;
 pub mod levels;
 pub mod model;
 pub mod output;
+mod reach;
 pub mod rule;
 pub mod rules;
 pub mod source;
@@ -44,6 +45,10 @@ pub struct Linter {
     /// The crate depends on a burn older than 0.13, which has no process-wide graph store
     /// (its manifest says so: set by the CLI per package).
     pub burn_before_graph_store: bool,
+    /// The crate is known to have binary targets only (its manifest says so; set by the CLI per
+    /// package): nothing outside it uses its items, so a function nothing in it calls, or a
+    /// method of a type nothing in it names, never runs, and findings there are not reported.
+    pub binary: bool,
 }
 
 /// One parsed and walked file, before the crate-level pass.
@@ -61,7 +66,7 @@ struct FileResult {
 
 impl Linter {
     pub fn new(levels: Levels) -> Self {
-        Self { levels, framework: None, burn_before_graph_store: false }
+        Self { levels, framework: None, burn_before_graph_store: false, binary: false }
     }
 
     /// Lints the files of one crate: function rules per file (in parallel on the current rayon
@@ -130,9 +135,19 @@ impl Linter {
         let field_types = type_graph::field_types(decls.iter().chain(&context_decls));
         model::link(&mut linked, &fields, &modules, &field_types, &crate_fns);
         let linked = &linked[..files.len()];
-        let per_file: Vec<Vec<Finding>> =
-            linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs)).collect();
-        findings.extend(per_file.into_iter().flatten());
+        let reach = reach::Reach::new(&all, self.binary);
+        let per_file: Vec<(Vec<Finding>, Vec<Finding>)> =
+            linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs, &reach)).collect();
+        // Findings in code that never runs are dropped after suppression, so that a comment
+        // allowing one is still used.
+        let mut unreached = std::collections::HashSet::new();
+        for (live, dead) in per_file {
+            findings.extend(live);
+            for f in dead {
+                unreached.insert((f.file.path.clone(), f.primary.span.clone(), f.rule));
+                findings.push(f);
+            }
+        }
         let graph_stores: Vec<model::FieldStore> = linked
             .iter()
             .flat_map(|(file, graphs)| {
@@ -145,6 +160,9 @@ impl Linter {
             .collect();
         findings.extend(self.check_types(&decls, graph_stores));
         let mut findings = suppress::apply(files, findings, &self.levels);
+        if !unreached.is_empty() {
+            findings.retain(|f| !unreached.contains(&(f.file.path.clone(), f.primary.span.clone(), f.rule)));
+        }
         sort(&mut findings);
         findings
     }
@@ -229,16 +247,28 @@ impl Linter {
         parsed
     }
 
-    fn check_functions(&self, file: &Arc<SourceFile>, graphs: &[model::FnModel]) -> Vec<Finding> {
+    /// Runs the function rules over one file's functions: the findings, and apart from them
+    /// those in functions that never run (see [`reach`]).
+    fn check_functions(
+        &self,
+        file: &Arc<SourceFile>,
+        graphs: &[model::FnModel],
+        reach: &reach::Reach<'_>,
+    ) -> (Vec<Finding>, Vec<Finding>) {
         let mut findings = Vec::new();
+        let mut dead = Vec::new();
         for rule in rules::all() {
             let mut cx = Context::new(Some(file.clone()), rule.meta(), &self.levels, &mut findings);
             let applies = rule.applies();
             for g in graphs.iter().filter(|g| applies.to(g.spec(), g.framework_known())) {
+                let mark = cx.reported();
                 rule.check_function(g, &mut cx);
+                if cx.reported() > mark && reach.never_runs(g) {
+                    dead.extend(cx.take_since(mark));
+                }
             }
         }
-        findings
+        (findings, dead)
     }
 
     fn check_types(&self, decls: &[TypeDecl], graph_stores: Vec<model::FieldStore>) -> Vec<Finding> {

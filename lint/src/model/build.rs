@@ -179,6 +179,7 @@ impl Items<'_> {
                 let test = self.in_test || f.attrs.iter().any(is_test_attr);
                 if let Some(g) = self.out.get_mut(at) {
                     g.is_test = test;
+                    g.registered = f.attrs.iter().any(registers);
                 }
             }
             syn::Item::Impl(imp) => {
@@ -209,6 +210,7 @@ impl Items<'_> {
                         let test = self.in_test || f.attrs.iter().any(|a| is_test_attr(a) || is_cfg_test(a));
                         if let Some(g) = self.out.get_mut(at) {
                             g.is_test = test;
+                            g.registered = f.attrs.iter().any(registers);
                         }
                         self.trait_impl = false;
                         self.impl_mapper = false;
@@ -274,7 +276,9 @@ impl Items<'_> {
         } else {
             &self.aliases
         };
+        let item = sig_span.start..byte_range(block.brace_token.span.close(), self.offset).end;
         let mut b = Builder::new(sig_span, self.spec, self.known, self.offset);
+        b.g.item = item;
         b.crate_fns = self.crate_fns;
         b.generics = [Some(&sig.generics), outer_generics];
         b.module_aliases = aliases;
@@ -630,6 +634,8 @@ impl Builder<'_> {
                 uses_after_backward: Vec::new(),
                 param_ops: 0,
                 is_test: false,
+                item: 0..0,
+                registered: false,
                 args_after_backward: Vec::new(),
                 cleared: Vec::new(),
                 param_reads: Vec::new(),
@@ -4234,6 +4240,28 @@ fn is_cfg_test(a: &syn::Attribute) -> bool {
 }
 
 /// `#[test]`, `#[tokio::test]`, `#[rstest]`-style: an attribute whose last segment is `test`.
+/// An attribute that may make code outside the crate's text call the function: anything but
+/// the ones that only document, configure lints, inline or select by `cfg`.
+fn registers(attr: &syn::Attribute) -> bool {
+    const QUIET: &[&str] = &[
+        "doc",
+        "allow",
+        "warn",
+        "deny",
+        "expect",
+        "inline",
+        "cfg",
+        "cfg_attr",
+        "must_use",
+        "deprecated",
+        "track_caller",
+        "cold",
+        "rustfmt",
+        "clippy",
+    ];
+    attr.path().segments.first().is_none_or(|s| !QUIET.iter().any(|q| s.ident == q))
+}
+
 fn is_test_attr(a: &syn::Attribute) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == "test")
 }

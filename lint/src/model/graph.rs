@@ -461,6 +461,11 @@ pub struct FnModel {
     pub(super) param_ops: u64,
     /// A test (`#[test]`, or inside a `#[cfg(test)]` module or item): it runs once.
     pub(super) is_test: bool,
+    /// The whole item, from `fn` to the closing brace of its body.
+    pub(super) item: Span,
+    /// Carries an attribute that may make something outside the crate's code call it
+    /// (`#[wasm_bindgen]`, `#[no_mangle]`, `#[tokio::main]`); not `doc`, `allow`, `inline`, `cfg`.
+    pub(super) registered: bool,
     /// Calls made after a backward that hand on values made before it, by call-site index
     /// (kept apart from [`CallSite`]: few calls have one).
     pub(super) args_after_backward: Vec<(usize, ArgsAfterBackward)>,
@@ -1161,6 +1166,27 @@ impl FnModel {
     /// A test function (see the field).
     pub fn is_test(&self) -> bool {
         self.is_test
+    }
+
+    /// The function's whole item, from `fn` to the end of its body.
+    pub fn item(&self) -> &Span {
+        &self.item
+    }
+
+    /// Whether something other than the crate's code may call it: a trait's method (through
+    /// the trait), `main`, a test, or a function with an attribute that registers it.
+    pub fn entry_point(&self) -> bool {
+        self.trait_default || self.is_test || self.registered || (self.owner.is_none() && self.ident == "main")
+    }
+
+    /// The type of the `impl` or `trait` the function is in.
+    pub fn owner_type(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    /// Defined in `impl Trait for Type`.
+    pub fn in_trait_impl(&self) -> bool {
+        self.trait_impl
     }
 
     /// For a function called once per iteration of an innermost training loop (see the field):
