@@ -276,9 +276,7 @@ impl Items<'_> {
         } else {
             &self.aliases
         };
-        let item = sig_span.start..byte_range(block.brace_token.span.close(), self.offset).end;
         let mut b = Builder::new(sig_span, self.spec, self.known, self.offset);
-        b.g.item = item;
         b.crate_fns = self.crate_fns;
         b.generics = [Some(&sig.generics), outer_generics];
         b.module_aliases = aliases;
@@ -634,7 +632,6 @@ impl Builder<'_> {
                 uses_after_backward: Vec::new(),
                 param_ops: 0,
                 is_test: false,
-                item: 0..0,
                 registered: false,
                 args_after_backward: Vec::new(),
                 cleared: Vec::new(),
@@ -2014,7 +2011,7 @@ impl Builder<'_> {
                 }
                 self.looped(header, |s| {
                     s.g.loops[id].over_self = over_self;
-                    s.g.loops[id].literal_count = literal_count;
+                    s.g.loops[id].literal_count = literal_count.map(saturate);
                     s.g.loops[id].over_variables = over_variables;
                     let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
@@ -2925,7 +2922,7 @@ impl Builder<'_> {
         let id = self.g.loops.len();
         self.looped(header.clone(), |s| {
             s.g.loops[id].over_self = over_self;
-            s.g.loops[id].literal_count = literal_count;
+            s.g.loops[id].literal_count = literal_count.map(saturate);
             s.g.loops[id].over_variables = over_variables;
             if let Some(v) = walk(s) {
                 let node = s.value_node(v, header.clone());
@@ -3825,7 +3822,7 @@ impl Builder<'_> {
             literal_count: None,
             over_variables: false,
             pattern: 0..0,
-            body_branch: self.next_branch + 1,
+            body_branch: saturate(self.next_branch as u64 + 1),
         });
         let before = self.env.clone();
         self.loop_stack.push(id);
@@ -4264,6 +4261,11 @@ fn registers(attr: &syn::Attribute) -> bool {
 
 fn is_test_attr(a: &syn::Attribute) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == "test")
+}
+
+/// A count kept in a `u32` field, saturated.
+fn saturate(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// How many times a `for` loop over `e` runs when its text says: a range of integer literals

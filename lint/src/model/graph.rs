@@ -254,15 +254,16 @@ pub struct LoopScope {
     /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
     pub(super) over_self: bool,
     /// A `for` loop over a literal range or array (`for i in 0..4`, `for x in &[0.1, 0.5]`):
-    /// how many times it runs.
-    pub(super) literal_count: Option<u64>,
+    /// how many times it runs (at most `u32::MAX`: small scopes keep the loop tables cheap to
+    /// copy).
+    pub(super) literal_count: Option<u32>,
     /// A `for` loop over a store's variables (`for mut v in vs.trainable_variables()`): what it
     /// does to each, it does to all the parameters an optimizer steps.
     pub(super) over_variables: bool,
     /// The bindings a `for` loop's pattern binds (`head` of `for (k, head) in heads.iter()`).
     pub(super) pattern: std::ops::Range<BindingId>,
     /// The branch its body is (the element of a call's [`TrainingCall::path`] that the body adds).
-    pub(super) body_branch: usize,
+    pub(super) body_branch: u32,
 }
 
 /// A closure of the function body.
@@ -461,8 +462,6 @@ pub struct FnModel {
     pub(super) param_ops: u64,
     /// A test (`#[test]`, or inside a `#[cfg(test)]` module or item): it runs once.
     pub(super) is_test: bool,
-    /// The whole item, from `fn` to the closing brace of its body.
-    pub(super) item: Span,
     /// Carries an attribute that may make something outside the crate's code call it
     /// (`#[wasm_bindgen]`, `#[no_mangle]`, `#[tokio::main]`); not `doc`, `allow`, `inline`, `cfg`.
     pub(super) registered: bool,
@@ -1168,11 +1167,6 @@ impl FnModel {
         self.is_test
     }
 
-    /// The function's whole item, from `fn` to the end of its body.
-    pub fn item(&self) -> &Span {
-        &self.item
-    }
-
     /// Whether something other than the crate's code may call it: a trait's method (through
     /// the trait), `main`, a test, or a function with an attribute that registers it.
     pub fn entry_point(&self) -> bool {
@@ -1208,7 +1202,7 @@ impl FnModel {
         let mut at = Some(l);
         while let Some(i) = at {
             let Some(scope) = self.loops.get(i) else { return false };
-            if scope.literal_count.is_some_and(|n| n > max) {
+            if scope.literal_count.is_some_and(|n| u64::from(n) > max) {
                 return true;
             }
             at = scope.parent;
@@ -1230,7 +1224,7 @@ impl FnModel {
                 return true;
             }
             let Some(scope) = self.loops.get(i) else { return false };
-            if scope.literal_count.is_none_or(|n| n > max) {
+            if scope.literal_count.is_none_or(|n| u64::from(n) > max) {
                 return false;
             }
             at = scope.parent;
@@ -1705,7 +1699,7 @@ impl FnModel {
     pub fn loop_element(&self, l: LoopId, name: &str) -> Option<(&Span, usize)> {
         let s = self.loops.get(l)?;
         let bound = s.pattern.clone().any(|b| self.bindings[b].name == name);
-        bound.then_some((&s.header, s.body_branch))
+        bound.then_some((&s.header, s.body_branch as usize))
     }
 
     pub fn loop_over_variables(&self, l: LoopId) -> bool {
