@@ -52,6 +52,8 @@ const BURN: Spec = Spec {
     grad_zero_in_place: None,
     frozen_constructors: &[],
     detach_changes_type: false,
+    copy_into_methods: &[],
+    view_methods: &[],
     host_number_types: &["ElemType", "FloatElem"],
     scalar_fix: "{}.into_scalar::<f32>()",
     detach_fix: "{}.detach()",

@@ -64,6 +64,8 @@ pub(super) static SPEC: Spec = Spec {
         "ModelWeights::from_ggml",
     ],
     detach_changes_type: false,
+    copy_into_methods: &[],
+    view_methods: &[],
     host_number_types: &[],
     scalar_fix: "{}.to_scalar::<f32>()?",
     detach_fix: "{}.detach()",

@@ -46,6 +46,8 @@ pub(super) static SPEC: Spec = Spec {
     grad_zero_in_place: None,
     frozen_constructors: &[],
     detach_changes_type: true,
+    copy_into_methods: &[],
+    view_methods: &[],
     host_number_types: &[],
     scalar_fix: "{}.array()",
     detach_fix: "{}.retaped::<NoneTape>()",

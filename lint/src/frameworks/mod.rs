@@ -238,6 +238,13 @@ pub struct Spec {
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.
     pub detach_changes_type: bool,
+    /// In-place copies into the receiver (`buf.copy_(&src)`): the receiver's autograd history
+    /// takes in the source's graph (libtorch `CopySlices`) and keeps it for as long as the
+    /// receiver lives.
+    pub copy_into_methods: &'static [&'static str],
+    /// Methods that return a view sharing the receiver's storage (`buf.narrow(0, t, n)`): an
+    /// in-place copy into the view writes the tensor it views.
+    pub view_methods: &'static [&'static str],
     /// Element type names that are host numbers besides Rust's (burn `ElemType`, `FloatElem`).
     pub host_number_types: &'static [&'static str],
     /// How to turn a loss into a host scalar, with `{}` for the expression.

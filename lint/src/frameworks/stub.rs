@@ -38,6 +38,8 @@ pub(super) static SPEC: Spec = Spec {
     grad_zero_in_place: None,
     frozen_constructors: &[],
     detach_changes_type: false,
+    copy_into_methods: &[],
+    view_methods: &[],
     host_number_types: &[],
     scalar_fix: "{}.item()",
     detach_fix: "{}.freeze()",

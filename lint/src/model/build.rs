@@ -2536,6 +2536,13 @@ impl Builder<'_> {
             let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
             self.note_var_creation(span, root);
         }
+        // `self.advantages.narrow(0, t, n).copy_(&gae)`: an in-place copy into the tensor the
+        // receiver views.
+        if argc == 1 && name.ends_with('_') && self.specs().iter().any(|s| s.copy_into_methods.contains(&name.as_str()))
+        {
+            self.copy_into(m);
+            return Val::plain();
+        }
         // `trajectory.push(s, a, r, v)`: more arguments than any collection method takes, so
         // the crate's own method (a call site), not `Vec::push`.
         // `stats.push(&loss)` with `stats: RunningLoss` and `impl RunningLoss { fn push(..) }`:
@@ -2582,6 +2589,26 @@ impl Builder<'_> {
             self.write(slot, value, Store::Push, span, true);
         }
         drop(recv_val);
+    }
+
+    /// `dst.copy_(&src)`, `dst.narrow(0, t, n).copy_(&src)`: `src` is stored into the binding
+    /// `dst` names, through any views of it.
+    fn copy_into(&mut self, m: &syn::ExprMethodCall) {
+        let stored = self.expr(&m.args[0]);
+        let recv_val = self.expr(&m.receiver);
+        drop(recv_val);
+        let mut dst = strip_place(strip_try(&m.receiver));
+        while let Expr::MethodCall(v) = dst
+            && self.specs().iter().any(|s| s.view_methods.contains(&v.method.to_string().as_str()))
+        {
+            dst = strip_place(strip_try(&v.receiver));
+        }
+        if let Some(slot) = self.place_slot(dst) {
+            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            let arg = self.full(&m.args[0]);
+            let value = self.value_node(stored, arg);
+            self.write(slot, value, Store::CopyInto, span, true);
+        }
     }
 
     /// A parameter's tensor read (`param.val()`) or a rewrite through a closure
@@ -2652,7 +2679,9 @@ impl Builder<'_> {
         }
         // `acc.take()` empties an `Option` (or a cell): like `clear()` for what it held.
         let takes = name == "take" && m.args.is_empty();
-        if (rust::CLEAR_METHODS.contains(&name) || takes)
+        // `buf.detach_()` (tch): the tensor drops the autograd history it held.
+        let cuts_in_place = name.ends_with('_') && m.args.is_empty() && self.g.spec.cut_methods.contains(&name);
+        if (rust::CLEAR_METHODS.contains(&name) || takes || cuts_in_place)
             && let Some(slot) = self.place_slot(&m.receiver)
         {
             let version = self.env[slot].1;

@@ -130,6 +130,9 @@ pub enum Store {
     Push,
     /// Control-flow merge or loop back edge (version to version).
     Merge,
+    /// `buf.narrow(0, t, n).copy_(&v)` (tch): an in-place copy into the tensor `buf` or a view of
+    /// it; the tensor's autograd history takes in `v`'s graph.
+    CopyInto,
     /// What an iterator method's closure returns, gathered into the method's result
     /// (`xs.iter().map(|x| model.forward(x))`): it leaves the per-element loop as that result,
     /// which is kept only as long as whatever the result is bound to.
@@ -2112,6 +2115,16 @@ impl FnModel {
         self.call_sites
             .iter()
             .any(|site| site.args.iter().any(|a| a.reads.iter().any(|&n| self.binding_of(n) == Some(binding))))
+    }
+
+    /// Whether this function replaces what `binding` holds on every path it writes it: it
+    /// assigns it a new value (`self.adv = Tensor::zeros(..)`) or cuts it in place
+    /// (`self.adv.detach_()`).
+    pub fn replaces(&self, binding: BindingId) -> bool {
+        self.cleared.iter().any(|c| self.binding_of(c.version) == Some(binding))
+            || self
+                .stores()
+                .any(|(_, _, target, how, _)| how == Store::Assign && self.binding_of(target) == Some(binding))
     }
 
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an

@@ -2520,7 +2520,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     let mut stores = Vec::new();
     // Most functions store nothing into `self` or a parameter: skip the searches then.
     let stores_outside = g.graph.edge_references().any(|e| {
-        matches!(e.weight(), Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold, .. })
+        matches!(e.weight(), Edge::StoredInto { how: Store::Push | Store::Assign | Store::Fold | Store::CopyInto, .. })
             && g.binding_of(e.target())
                 .is_some_and(|b| matches!(g.bindings[b].kind, BindingKind::SelfField | BindingKind::Param))
     });
@@ -2710,10 +2710,16 @@ fn stored_outside(g: &FnModel, start: NodeIndex, param: usize) -> Option<StoredP
             if matches!(g.graph[t].kind, NodeKind::Value(super::graph::Producer::Plain)) {
                 continue;
             }
-            if let Edge::StoredInto { how: how @ (Store::Push | Store::Assign | Store::Fold), span, .. } = e.weight()
+            if let Edge::StoredInto {
+                how: how @ (Store::Push | Store::Assign | Store::Fold | Store::CopyInto),
+                span,
+                ..
+            } = e.weight()
                 && let NodeKind::Version(b) = g.graph[t].kind
                 && Some(b) != start_binding
                 && !g.bindings[b].host
+                // A buffer the function allocates anew or cuts each call holds one call's copies.
+                && !(*how == Store::CopyInto && g.bindings[b].kind == BindingKind::SelfField && g.replaces(b))
             {
                 let binding = &g.bindings[b];
                 let inner = g.through(e.id()).cloned();

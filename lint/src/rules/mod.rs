@@ -6,6 +6,7 @@ mod autodiff_forward_without_backward;
 mod autodiff_ops_after_backward;
 mod eval_without_no_grad;
 mod grads_allocated_in_loop;
+mod graph_copied_into_buffer;
 mod leaky_trace_in_loop;
 mod missing_zero_grad;
 mod no_grad_guard_dropped;
@@ -42,6 +43,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &soft_update_without_detach::SoftUpdateWithoutDetach,
         &variables_created_per_step::VariablesCreatedPerStep,
         &sampling_loop_chains_graph::SamplingLoopChainsGraph,
+        &graph_copied_into_buffer::GraphCopiedIntoBuffer,
     ];
     RULES
 }
