@@ -646,6 +646,7 @@ impl Builder<'_> {
                 per_step_from: None,
                 per_iteration_from: None,
                 untracks_models: false,
+                grad_off: false,
                 crate_untracks_models: false,
                 returns_plain: false,
                 returns_tensor: false,
@@ -3028,6 +3029,7 @@ impl Builder<'_> {
             span,
             in_loop: self.cur_loop(),
             path: self.path.clone(),
+            no_grad: self.no_grad > 0,
             ..CallSite::default()
         });
     }
@@ -3304,6 +3306,7 @@ impl Builder<'_> {
             turbofish_autodiff: None,
             receiver_generic: false,
             plain_device_only: false,
+            no_grad: self.no_grad > 0,
             host_result: false,
         });
         Val { reads: vec![result], producer: Producer::Derived, op: false }

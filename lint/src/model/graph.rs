@@ -519,6 +519,10 @@ pub struct FnModel {
     pub(super) result_backpropagated: bool,
     /// This function makes a module untracked with the framework's no-grad method.
     pub(super) untracks_models: bool,
+    /// Every call of this function in the crate is made with gradients off (tch: inside a
+    /// caller's `no_grad` region, or from a function that is itself only so called): its forward
+    /// passes record no graph. Set by the crate-level pass.
+    pub(super) grad_off: bool,
     /// Somewhere in the crate a module is made untracked with the framework's no-grad method
     /// (burn: `model.valid()`, `module.no_grad()`).
     pub(super) crate_untracks_models: bool,
@@ -721,6 +725,9 @@ pub struct CallSite {
     /// burn 0.22: the call hands only the plain device and literals (`infer(device, "/tmp/m")`
     /// in a function that also makes `device.autodiff()`): no autodiff model or device.
     pub(super) plain_device_only: bool,
+    /// Made inside a no-grad region of the caller (`tch::no_grad(|| self.bootstrap(obs))`, after
+    /// `let _g = tch::no_grad_guard();`).
+    pub(super) no_grad: bool,
     /// Only host data leaves the callee: its declared result is a host type (`fn act(&self,
     /// obs) -> usize`, `()`), it pushes nothing into its receiver and keeps no parameter past
     /// the call. Set by the crate-level pass.
@@ -1848,12 +1855,15 @@ impl FnModel {
                         Taint(t.0 & !Taint::INERT_MODEL.0)
                     }
                     NodeKind::Version(_) => node.taint.union(incoming),
-                    NodeKind::Value(Producer::Derived) if is_op[n.index()] && incoming.has(Taint::PARAM) => {
+                    NodeKind::Value(Producer::Derived)
+                        if is_op[n.index()] && incoming.has(Taint::PARAM) && !self.grad_off =>
+                    {
                         node.taint.union(Taint(incoming.0 & !Taint::PARAM.0)).union(Taint::GRAPH)
                     }
                     NodeKind::Value(Producer::Derived) => node.taint.union(incoming),
                     NodeKind::Value(Producer::Plain) => node.taint,
                     NodeKind::Value(Producer::InertModel) => node.taint.union(Taint::INERT_MODEL),
+                    NodeKind::Value(Producer::Forward { .. }) if self.grad_off => node.taint,
                     NodeKind::Value(Producer::Forward { receiver }) => {
                         let inert = receiver.is_some_and(|r| self.graph[r].taint.has(Taint::INERT_MODEL));
                         // A model that records nothing of its own still carries the graph of

@@ -214,6 +214,7 @@ pub fn link(
     note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
     follow_inert_fields(files);
+    mark_grad_off(files, &resolved);
     instantiate_autodiff(files, &resolved);
 
     // Only callees need summaries; only callers of a changed summary need re-propagation.
@@ -579,6 +580,48 @@ fn follow_inert_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
             .collect();
         if !seeds.is_empty() {
             g.inert_seeds.extend(seeds);
+            g.propagate();
+        }
+    }
+}
+
+/// Functions every call of which the crate makes with gradients off, where gradients are a global
+/// mode (tch): inside a no-grad region of the caller, or from a function that is itself only so
+/// called. Their forward passes record no graph (`fn bootstrap(&mut self) { let v =
+/// self.critic.forward(..); self.buffer.finish(&v) }` called only after `let _g =
+/// tch::no_grad_guard();`).
+fn mark_grad_off(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let global = |g: &FnModel| g.spec.global_grad_mode;
+    // Usually no call of the crate is made under no_grad: nothing to do.
+    if !files.iter().any(|(_, graphs)| graphs.iter().any(global))
+        || !resolved.iter().any(|(caller, ci, _)| {
+            let g = &files[caller.0].1[caller.1];
+            global(g) && g.call_sites[*ci].no_grad
+        })
+    {
+        return;
+    }
+    let mut off: BTreeSet<FnId> = BTreeSet::new();
+    for _ in 0..MAX_ROUNDS {
+        // Per callee: whether every call that may reach it is made with gradients off.
+        let mut all_off: BTreeMap<FnId, bool> = BTreeMap::new();
+        for (caller, ci, callees) in resolved {
+            let g = &files[caller.0].1[caller.1];
+            let site_off = global(g) && (g.call_sites[*ci].no_grad || off.contains(caller));
+            for c in callees {
+                *all_off.entry(*c).or_insert(true) &= site_off;
+            }
+        }
+        let next: BTreeSet<FnId> = all_off.into_iter().filter(|&(_, o)| o).map(|(c, _)| c).collect();
+        if next == off {
+            break;
+        }
+        off = next;
+    }
+    for (fi, gi) in off {
+        let g = &mut files[fi].1[gi];
+        if global(g) && !g.grad_off {
+            g.grad_off = true;
             g.propagate();
         }
     }

@@ -26,9 +26,9 @@ same function allocates anew (`self.adv = Tensor::zeros(..)`) or detaches in pla
 (`self.adv.detach_()`) each call, or a local made inside the training loop: it holds one
 step's graph at a time.
 
-Known limit: a `no_grad` region in a caller of the function that runs the forward is not seen,
-so a bootstrap forward made in a helper that is only called under `tch::no_grad_guard()` is
-reported.
+A function that every call of the crate makes with gradients off (after a caller's `let _g =
+tch::no_grad_guard();`, inside `tch::no_grad(|| ..)`, or from a function itself only so called)
+records no graph, so its copies are not reported either.
 
 ### Why is this bad?
 An in-place copy into a tensor that does not require gradients makes it require them: libtorch
@@ -198,6 +198,32 @@ impl Trainer {
             "let last_value = tch::no_grad(|| self.policy.forward(obs));",
         );
         assert_eq!(count("graph_copied_into_buffer", None, &no_grad), 0);
+    }
+
+    #[test]
+    fn accepts_a_forward_in_a_helper_only_called_with_gradients_off() {
+        let helper = FIELD_BUFFER.replace(
+            "        let last_value = self.policy.forward(obs);\n        self.buffer.finish(&last_value);\n",
+            "        {\n            let _g = tch::no_grad_guard();\n            self.bootstrap(obs);\n        }\n",
+        ) + r#"
+impl Trainer {
+    fn bootstrap(&mut self, obs: &Tensor) {
+        let last_value = self.policy.forward(obs);
+        self.buffer.finish(&last_value);
+    }
+}
+"#;
+        assert_eq!(count("graph_copied_into_buffer", None, &helper), 0);
+        // One level further up, through a closure: still off.
+        let deeper = helper.replace(
+            "            let _g = tch::no_grad_guard();\n            self.bootstrap(obs);",
+            "            tch::no_grad(|| self.gather_rollout(obs));",
+        ) + "impl Trainer { fn gather_rollout(&mut self, obs: &Tensor) { self.bootstrap(obs) } }\n";
+        assert_eq!(count("graph_copied_into_buffer", None, &deeper), 0);
+        // A second call with gradients on makes the helper record a graph again.
+        let also_on = helper
+            .replace("        let loss = self.policy", "        self.bootstrap(obs);\n        let loss = self.policy");
+        assert_eq!(count("graph_copied_into_buffer", None, &also_on), 1);
     }
 
     #[test]
