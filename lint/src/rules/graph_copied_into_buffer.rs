@@ -131,17 +131,9 @@ impl Rule for GraphCopiedIntoBuffer {
                 report = report
                     .label(b.decl().clone(), format!("`{}` is declared outside the training iteration", b.name()));
             }
-            for hop in through.into_iter().flat_map(crate::model::Through::hops) {
-                let text = match hop.inner() {
-                    Some(next) => format!("`{}` passes it to `{}`", hop.callee(), next.callee()),
-                    None => format!("`{}` copies it into `{}` here", hop.callee(), hop.target()),
-                };
-                if cx.file().is_some_and(|file| file.path == hop.file()) {
-                    report = report.label(hop.span().clone(), text);
-                } else {
-                    report.elsewhere.push((hop.file().to_path_buf(), hop.line(), text));
-                }
-            }
+            report = super::label_hops(report, cx, through, |hop| {
+                format!("`{}` copies it into `{}` here", hop.callee(), hop.target())
+            });
             let fix = crate::frameworks::fill(f.spec().detach_fix, &fix_on);
             cx.report(
                 report

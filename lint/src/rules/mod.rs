@@ -24,6 +24,29 @@ use crate::rule::{Rule, RuleMeta};
 /// The label on the loop whose iterations a finding concerns.
 pub(crate) const TRAINING_LOOP: &str = "this loop runs backward every iteration";
 
+/// Labels the chain of calls down to a store made inside called functions of the crate, one
+/// per hop, outermost first: a label where the hop is in the reported file, else a note naming
+/// the place. `innermost` words the hop that makes the store (`"`f` stores it in `x` here"`).
+pub(crate) fn label_hops(
+    mut report: crate::context::Report,
+    cx: &crate::context::Context<'_>,
+    through: Option<&crate::model::Through>,
+    innermost: impl Fn(&crate::model::Through) -> String,
+) -> crate::context::Report {
+    for hop in through.into_iter().flat_map(crate::model::Through::hops) {
+        let text = match hop.inner() {
+            Some(next) => format!("`{}` passes it to `{}`", hop.callee(), next.callee()),
+            None => innermost(hop),
+        };
+        if cx.file().is_some_and(|file| file.path == hop.file()) {
+            report = report.label(hop.span().clone(), text);
+        } else {
+            report.elsewhere.push((hop.file().to_path_buf(), hop.line(), text));
+        }
+    }
+    report
+}
+
 /// Every rule, in the order they are documented.
 pub fn all() -> &'static [&'static dyn Rule] {
     static RULES: &[&dyn Rule] = &[

@@ -197,17 +197,9 @@ fn report(f: &FnModel, cx: &Context<'_>, c: &Candidate, names: &[String]) -> Rep
         report = report.label(span, text);
     }
     // The chain of calls down to the store: one label per hop.
-    for hop in through.into_iter().flat_map(crate::model::Through::hops) {
-        let text = match hop.inner() {
-            Some(next) => format!("`{}` passes it to `{}`", hop.callee(), next.callee()),
-            None => format!("`{}` stores it in `{}` here", hop.callee(), hop.target()),
-        };
-        if cx.file().is_some_and(|file| file.path == hop.file()) {
-            report = report.label(hop.span().clone(), text);
-        } else {
-            report.elsewhere.push((hop.file().to_path_buf(), hop.line(), text));
-        }
-    }
+    report = super::label_hops(report, cx, through, |hop| {
+        format!("`{}` stores it in `{}` here", hop.callee(), hop.target())
+    });
     // A state fed back into the next iteration (`hidden = cell(x, hidden)`): cutting it is
     // truncated backpropagation through time, which changes the gradients that reach the
     // parameters; a human decides where to truncate.
