@@ -647,6 +647,7 @@ impl Builder<'_> {
                 per_iteration_from: None,
                 untracks_models: false,
                 grad_off: false,
+                conditional_branches: Vec::new(),
                 crate_untracks_models: false,
                 returns_plain: false,
                 returns_tensor: false,
@@ -713,6 +714,8 @@ impl Builder<'_> {
                 in_loop,
                 receiver: Some(receiver),
                 callee: "forward".to_string(),
+                // A library model's cache: kept only while the caller asks for it.
+                always: false,
                 fresh_each_iteration: fresh,
             });
         }
@@ -1274,10 +1277,12 @@ impl Builder<'_> {
                     if batch {
                         self.g.brief_wait_branches.push(self.next_branch + 1);
                     }
+                    self.g.conditional_branches.push(self.next_branch + 1);
                     return self.branch(|s| s.stmts(rest));
                 }
                 Some(EarlyExit::Gate(callee)) => {
                     self.g.gated_branches.push((self.next_branch + 1, callee));
+                    self.g.conditional_branches.push(self.next_branch + 1);
                     return self.branch(|s| s.stmts(rest));
                 }
                 Some(EarlyExit::Threshold(cond)) => compared_fields(cond, &mut self.guard_fields),
@@ -3308,6 +3313,7 @@ impl Builder<'_> {
             plain_device_only: false,
             no_grad: self.no_grad > 0,
             host_result: false,
+            args_returned: 0,
         });
         Val { reads: vec![result], producer: Producer::Derived, op: false }
     }
@@ -3722,6 +3728,7 @@ impl Builder<'_> {
         // `if self.head.is_none() { self.head = Some(nn::linear(..)) }`: made once, when missing.
         let lazy = is_none_test(&i.cond);
         self.lazy_init += usize::from(lazy);
+        self.g.conditional_branches.push(self.next_branch + 1);
         let then = self.branch(|s| s.block(&i.then_branch));
         self.lazy_init -= usize::from(lazy);
         self.leaving -= usize::from(leaves);
@@ -3737,7 +3744,10 @@ impl Builder<'_> {
             }
         }
         let els = match &i.else_branch {
-            Some((_, e)) => self.branch(|s| s.expr(e)),
+            Some((_, e)) => {
+                self.g.conditional_branches.push(self.next_branch + 1);
+                self.branch(|s| s.expr(e))
+            }
             None => Val::plain(),
         };
         self.env.truncate(mark);
@@ -3777,6 +3787,7 @@ impl Builder<'_> {
             {
                 self.g.gated_branches.push((self.next_branch + 1, callee.clone()));
             }
+            self.g.conditional_branches.push(self.next_branch + 1);
             let v = self.branch(|s| {
                 let mark = s.env.len();
                 s.bind_pat(&arm.pat, scrutinee.clone(), scrut_span.clone());

@@ -523,6 +523,9 @@ pub struct FnModel {
     /// caller's `no_grad` region, or from a function that is itself only so called): its forward
     /// passes record no graph. Set by the crate-level pass.
     pub(super) grad_off: bool,
+    /// Branch ids (see `branch_paths`) that run only on a condition: `if`/`else` blocks, `match`
+    /// arms, the rest of a block after an early exit. Loop bodies and closures are not.
+    pub(super) conditional_branches: Vec<usize>,
     /// Somewhere in the crate a module is made untracked with the framework's no-grad method
     /// (burn: `model.valid()`, `module.no_grad()`).
     pub(super) crate_untracks_models: bool,
@@ -725,6 +728,9 @@ pub struct CallSite {
     /// burn 0.22: the call hands only the plain device and literals (`infer(device, "/tmp/m")`
     /// in a function that also makes `device.autodiff()`): no autodiff model or device.
     pub(super) plain_device_only: bool,
+    /// The arguments (bit `k`: argument `k`) every function the call may reach computes its
+    /// result from. Set by the crate-level pass where a cache can chain graphs (candle).
+    pub(super) args_returned: u64,
     /// Made inside a no-grad region of the caller (`tch::no_grad(|| self.bootstrap(obs))`, after
     /// `let _g = tch::no_grad_guard();`).
     pub(super) no_grad: bool,
@@ -741,6 +747,9 @@ pub struct StateAt {
     pub(super) in_self: bool,
     /// In parameters, a bit each (the first 64).
     pub(super) params: u64,
+    /// In `self`, by a write on every path through the function (not under an `if` or `match`:
+    /// a cache kept only when a flag is on is not).
+    pub(super) self_always: bool,
 }
 
 impl StateAt {
@@ -759,7 +768,11 @@ impl StateAt {
 
     /// What two candidate callees both keep.
     pub(super) fn meet(self, other: StateAt) -> StateAt {
-        StateAt { in_self: self.in_self && other.in_self, params: self.params & other.params }
+        StateAt {
+            in_self: self.in_self && other.in_self,
+            params: self.params & other.params,
+            self_always: self.self_always && other.self_always,
+        }
     }
 }
 
@@ -771,6 +784,8 @@ pub struct StateCall {
     pub(super) receiver: Option<NodeIndex>,
     /// `Llama::forward`.
     pub(super) callee: String,
+    /// The callee keeps its state in the receiver on every path (see [`StateAt::self_always`]).
+    pub(super) always: bool,
     /// The state starts afresh on each iteration of the call's loop: it lives in a receiver or
     /// `&mut` argument made in that loop (`let mut cache = Cache::new(..)`), or the receiver is
     /// reset there (`model.reset_cache()`).
@@ -1480,6 +1495,8 @@ impl FnModel {
                 && self.computed_from_binding(value, b, target)
             {
                 at.add(root);
+                at.self_always |=
+                    root.is_none() && !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
             }
         }
         at
@@ -1501,20 +1518,39 @@ impl FnModel {
     /// values and every store into other bindings (`k = cat(prev, k)` in one branch, merged).
     fn computed_from_binding(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
         // What a call of the crate returns is taken as computed from its receiver and arguments
-        // until the crate-level pass knows more: not evidence of a state read back.
-        let results: std::collections::HashSet<NodeIndex> = self.call_sites.iter().map(|c| c.result).collect();
+        // until the crate-level pass knows more: only the arguments its callees return from
+        // (`CallSite::args_returned`) are evidence of a state read back.
+        let results: std::collections::HashMap<NodeIndex, &CallSite> =
+            self.call_sites.iter().map(|c| (c.result, c)).collect();
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![value];
         while let Some(n) = stack.pop() {
-            if seen.len() > 512 || !seen.insert(n) || results.contains(&n) {
+            if seen.len() > 512 || !seen.insert(n) {
+                continue;
+            }
+            if let Some(site) = results.get(&n) {
+                for (k, arg) in site.args.iter().enumerate().take(64) {
+                    if site.args_returned & (1 << k) != 0 {
+                        stack.extend(arg.reads.iter().copied());
+                    }
+                }
                 continue;
             }
             match self.graph[n].kind {
-                NodeKind::Version(v) if v == b => {
-                    if n != target {
-                        return true;
-                    }
+                // What the place held when the call began (a field's or parameter's first
+                // version; any earlier version of a lock guard's local): the new value reads the
+                // state back across calls.
+                NodeKind::Version(v)
+                    if v == b
+                        && n != target
+                        && (self.bindings[b].kind == BindingKind::Local
+                            || self.self_fields.contains(&n)
+                            || self.params.contains(&Some(n))) =>
+                {
+                    return true;
                 }
+                // A host value or a cut (`self.h = self.h.detach()` first): nothing carried over.
+                NodeKind::Value(Producer::Plain) => {}
                 _ => stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source())),
             }
         }
@@ -1558,6 +1594,16 @@ impl FnModel {
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
         self.params.iter().any(|p| p.is_some_and(|p| seen[p.index()]))
+    }
+
+    /// Calls of the crate's functions that keep a graph-carrying value in their receiver on
+    /// every path through them (a recurrent state, not a cache behind a flag): (call, loop,
+    /// receiver value, callee).
+    pub fn stateful_calls_always(&self) -> impl Iterator<Item = (&Span, Option<LoopId>, Option<NodeIndex>, &str)> + '_ {
+        self.state_calls
+            .iter()
+            .filter(|c| !c.fresh_each_iteration && c.always)
+            .map(|c| (&c.span, c.in_loop, c.receiver, c.callee.as_str()))
     }
 
     /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache):
@@ -2135,6 +2181,12 @@ impl FnModel {
             || self
                 .stores()
                 .any(|(_, _, target, how, _)| how == Store::Assign && self.binding_of(target) == Some(binding))
+    }
+
+    /// Whether `binding` is reset within `iteration` (`model.reset_cache()`, `dec.clear_state()`
+    /// in the training loop or a loop inside it): what it keeps starts afresh every iteration.
+    pub fn reset_within(&self, binding: BindingId, iteration: Iteration) -> bool {
+        self.resets.iter().any(|&(b, l)| b == binding && self.iteration_of(l) == Some(iteration))
     }
 
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an

@@ -355,6 +355,24 @@ fn mark_stateful_calls(
                 })
         };
     let calls = || resolved.iter().map(|r| (r, false)).chain(forwards.iter().map(|r| (r, true)));
+    // Which arguments each call's result is computed from (`self.h = self.cell.step(x, &self.h)?`
+    // reads the state back through `Cell::step`): what every candidate callee returns from.
+    let mut returned: HashMap<FnId, u64> = HashMap::default();
+    for (caller, ci, callees) in resolved {
+        let mut mask = u64::MAX;
+        for c in callees {
+            mask &= *returned.entry(*c).or_insert_with(|| {
+                files[c.0].1[c.1]
+                    .params_returned()
+                    .iter()
+                    .enumerate()
+                    .fold(0, |m, (k, &r)| if r && k < 64 { m | 1 << k } else { m })
+            });
+        }
+        if !callees.is_empty() {
+            files[caller.0].1[caller.1].call_sites[*ci].args_returned = mask;
+        }
+    }
     let mut state: HashMap<FnId, StateAt> = HashMap::default();
     for (fi, (_, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
@@ -394,6 +412,7 @@ fn mark_stateful_calls(
                 && let Some(root) = root_of(g, site, None)
             {
                 at.add(root);
+                at.self_always = root.is_none() && callee.self_always && site.path.is_empty();
             }
             for k in bits(callee.params) {
                 if let Some(root) = root_of(g, site, Some(k)) {
@@ -401,7 +420,11 @@ fn mark_stateful_calls(
                 }
             }
             let had = state.get(caller).copied().unwrap_or_default();
-            let now = StateAt { in_self: had.in_self || at.in_self, params: had.params | at.params };
+            let now = StateAt {
+                in_self: had.in_self || at.in_self,
+                params: had.params | at.params,
+                self_always: had.self_always || at.self_always,
+            };
             if now != had {
                 grown.push((*caller, now));
             }
@@ -438,6 +461,7 @@ fn mark_stateful_calls(
                 receiver: site.receiver,
                 callee: c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident)),
                 fresh_each_iteration: !chains,
+                always: callee.self_always,
             },
         ));
     }

@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{FnModel, Store, Taint};
+use crate::model::{FnModel, Store, Taint, TrainingCallKind};
 use crate::rule::{Group, Rule, RuleMeta};
 use petgraph::graph::NodeIndex;
 
@@ -34,7 +34,11 @@ Also finds a recurrent state whose new value is computed from the old one by a f
 (`h = (wx.forward(&x)? + wh.forward(&h)?)?.tanh()?`) when nothing cuts it: each iteration's graph
 links to every earlier one. For such a state no automatic fix is offered: cutting the new value
 would stop the gradients that train `wx` and `wh`. Cut the incoming state once per training
-iteration instead.
+iteration instead. The same holds for a state a method of the crate keeps in its receiver on every
+call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)`), called once
+per training iteration on a model that outlives it: reported at the call, unless the method cuts
+the state first (`self.h = self.h.detach()`) or the loop resets it (`model.reset_state()`). A
+state written only under a condition (a key/value cache behind a `use_cache` flag) is not.
 
 Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
 of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
@@ -165,6 +169,49 @@ impl Rule for AccumulatedLossTensor {
             }
             cx.report(report);
         }
+        state_kept_by_a_call(f, cx);
+    }
+}
+
+/// A method of the crate that keeps a graph-carrying state in its receiver (`self.h =
+/// self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)`), called once per training
+/// iteration on a model that outlives it and is not reset in it: as for a state kept in a local,
+/// each iteration's graph links to every earlier one.
+fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
+    for (span, in_loop, receiver, callee) in f.stateful_calls_always() {
+        let Some(iteration) = f.iteration_of(in_loop) else { continue };
+        // A callee that runs the backward itself is a training step of its own: what it keeps
+        // is judged there.
+        if f.training_calls().iter().any(|c| {
+            matches!(c.kind(), TrainingCallKind::Backward | TrainingCallKind::BackwardStep) && c.span() == span
+        }) {
+            continue;
+        }
+        let kept_in = match receiver.and_then(|r| f.receiver_binding(r)) {
+            Some(b) if f.outlives(b, iteration) && !f.reset_within(b, iteration) => f.binding(b),
+            // `self.step_cell(..)` or a receiver made in the iteration.
+            Some(_) => continue,
+            None => continue,
+        };
+        let mut report = Report::new(
+            format!("`{callee}` keeps each training iteration's graph in the state of `{}`", kept_in.name()),
+            span.clone(),
+            format!("`{callee}` keeps a graph-carrying value in its receiver's state"),
+        );
+        if kept_in.kind() == crate::model::BindingKind::Local {
+            report = report.label(
+                kept_in.decl().clone(),
+                format!("`{}` is declared outside the training iteration", kept_in.name()),
+            );
+        }
+        if let Some((span, text)) = f.iteration_label(iteration) {
+            report = report.label(span, text);
+        }
+        cx.report(
+            report
+                .help("cut the kept state once per training iteration (for a field `h`: `self.h = self.h.detach()` at the start of the call), or reset it before each sequence")
+                .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed"),
+        );
     }
 }
 
@@ -798,5 +845,72 @@ fn train(w: &Var, xs: &[Tensor]) -> candle_core::Result<()> {
         // Emptied after each backward: deliberate gradient accumulation.
         let emptied = BACKWARD_ON_SUM.replace("EMPTY", "acc = Tensor::zeros((), DType::F32, &Device::Cpu)?;");
         assert_eq!(count("accumulated_loss_tensor", None, &emptied), 0);
+    }
+
+    /// A recurrent state kept in `self` by a method called once per training step (issue 11:
+    /// found by the runtime guard at 213 KiB per iteration, missed by the linter).
+    const STATE_IN_SELF: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+struct Cell { wx: Linear, wh: Linear }
+impl Cell {
+    fn step(&self, x: &Tensor, h: &Tensor) -> Result<Tensor> { (self.wx.forward(x)? + self.wh.forward(h)?)?.tanh() }
+}
+struct Model { cell: Cell, h: Tensor }
+impl Model {
+    fn forward_chunk(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        CUT
+        let mut out = Vec::new();
+        for x in xs {
+            self.h = self.cell.step(x, &self.h)?;
+            out.push(self.h.clone());
+        }
+        Tensor::stack(&out, 0)
+    }
+    fn reset_state(&mut self) -> Result<()> { self.h = self.h.zeros_like()?; Ok(()) }
+}
+fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
+    let dev = Device::Cpu;
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, &dev);
+    let cell = Cell { wx: candle_nn::linear(4, 4, vb.pp("wx"))?, wh: candle_nn::linear(4, 4, vb.pp("wh"))? };
+    let mut model = Model { cell, h: Tensor::zeros((1, 4), DType::F32, &dev)? };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for xs in chunks {
+        RESET
+        let y = model.forward_chunk(xs)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_state_kept_in_self_by_a_method_called_every_step() {
+        let src = STATE_IN_SELF.replace("CUT", "").replace("RESET", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![30]);
+        // Cut at the start of each call, or reset before each chunk: one chunk's graph at a time.
+        let cut = STATE_IN_SELF.replace("CUT", "self.h = self.h.detach();").replace("RESET", "");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        let reset = STATE_IN_SELF.replace("CUT", "").replace("RESET", "model.reset_state()?;");
+        assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
+        // A state kept only when a flag of the model is on (a key/value cache switched off for
+        // training) is not known to be kept.
+        let flagged = STATE_IN_SELF
+            .replace(
+                "struct Model { cell: Cell, h: Tensor }",
+                "struct Model { cell: Cell, h: Tensor, use_cache: bool }",
+            )
+            .replace(
+                "self.h = self.cell.step(x, &self.h)?;",
+                "if self.use_cache { self.h = self.cell.step(x, &self.h)?; }",
+            )
+            .replace(
+                "h: Tensor::zeros((1, 4), DType::F32, &dev)? }",
+                "h: Tensor::zeros((1, 4), DType::F32, &dev)?, use_cache: false }",
+            )
+            .replace("CUT", "")
+            .replace("RESET", "");
+        assert_eq!(count("accumulated_loss_tensor", None, &flagged), 0);
     }
 }

@@ -58,3 +58,41 @@ fn collect_features(enc: &Linear, opt: &mut SGD, batches: &[Tensor], dev: &Devic
     }
     Ok(feats)
 }
+
+// A recurrent state kept in `self` by a method called once per training iteration: every
+// iteration's graph links to every earlier one through `self.h`.
+struct Rnn {
+    wx: Linear,
+    wh: Linear,
+    h: Tensor,
+}
+
+impl Rnn {
+    fn forward_chunk(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        let mut outs = Vec::new();
+        for x in xs {
+            self.h = (self.wx.forward(x)? + self.wh.forward(&self.h)?)?.tanh()?;
+            outs.push(self.h.clone());
+        }
+        Tensor::stack(&outs, 0)
+    }
+
+    fn forward_chunk_cut(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        self.h = self.h.detach();
+        self.forward_chunk(xs)
+    }
+}
+
+fn train_stateful(chunks: &[Vec<Tensor>], dev: &Device) -> Result<()> {
+    let vm = candle_nn::VarMap::new();
+    let vb = candle_nn::VarBuilder::from_varmap(&vm, DType::F32, dev);
+    let mut opt = SGD::new(vm.all_vars(), 0.01)?;
+    let wx = candle_nn::linear(16, 16, vb.pp("wx"))?;
+    let wh = candle_nn::linear(16, 16, vb.pp("wh"))?;
+    let mut rnn = Rnn { wx, wh, h: Tensor::zeros((1, 16), DType::F32, dev)? };
+    for chunk in chunks {
+        let ys = rnn.forward_chunk(chunk)?; //~ accumulated_loss_tensor
+        opt.backward_step(&ys.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
