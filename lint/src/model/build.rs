@@ -716,6 +716,7 @@ impl Builder<'_> {
                 callee: "forward".to_string(),
                 // A library model's cache: kept only while the caller asks for it.
                 always: false,
+                kept_at: None,
                 fresh_each_iteration: fresh,
             });
         }

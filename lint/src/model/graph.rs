@@ -786,10 +786,40 @@ pub struct StateCall {
     pub(super) callee: String,
     /// The callee keeps its state in the receiver on every path (see [`StateAt::self_always`]).
     pub(super) always: bool,
+    /// Where such a state is written (file, line, span, the field as written: `self.h`), in the
+    /// callee or a function it calls.
+    pub(super) kept_at: Option<(std::path::PathBuf, usize, Span, String)>,
     /// The state starts afresh on each iteration of the call's loop: it lives in a receiver or
     /// `&mut` argument made in that loop (`let mut cache = Cache::new(..)`), or the receiver is
     /// reset there (`model.reset_cache()`).
     pub(super) fresh_each_iteration: bool,
+}
+
+impl StateCall {
+    /// The call.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The innermost loop around the call.
+    pub fn in_loop(&self) -> Option<LoopId> {
+        self.in_loop
+    }
+
+    /// The value the call runs on.
+    pub fn receiver(&self) -> Option<NodeIndex> {
+        self.receiver
+    }
+
+    /// The called function (`Rnn::forward_chunk`).
+    pub fn callee(&self) -> &str {
+        &self.callee
+    }
+
+    /// Where the kept state is written: (file, line, span, the field as written).
+    pub fn kept_at(&self) -> Option<&(std::path::PathBuf, usize, Span, String)> {
+        self.kept_at.as_ref()
+    }
 }
 
 /// A call made after a backward (burn): the arguments that read values made before it, for the
@@ -1480,9 +1510,11 @@ impl FnModel {
     /// (a key/value cache, `self.k = Some(Tensor::cat(&[prev, &k], 2)?)`; a recurrent state,
     /// `self.h = self.cell.forward(x, &self.h)?`): in `self`, in parameters. Each call chains
     /// its graph onto the previous call's.
-    pub(super) fn keeps_graph_state(&self) -> StateAt {
+    pub(super) fn keeps_graph_state(&self) -> (StateAt, Option<(Span, String)>) {
         let mut at = StateAt::default();
-        for (edge, value, target, how, _) in self.stores() {
+        // The first write that keeps the state in `self` on every path, and the field.
+        let mut kept_at = None;
+        for (edge, value, target, how, span) in self.stores() {
             // Its own stores: one made inside a called function is that function's.
             if self.through(edge).is_some()
                 || !matches!(how, Store::Assign | Store::Fold)
@@ -1495,11 +1527,15 @@ impl FnModel {
                 && self.computed_from_binding(value, b, target)
             {
                 at.add(root);
-                at.self_always |=
+                let always =
                     root.is_none() && !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
+                at.self_always |= always;
+                if always && kept_at.is_none() {
+                    kept_at = Some((span.clone(), self.bindings[b].name.clone()));
+                }
             }
         }
-        at
+        (at, kept_at)
     }
 
     /// The state binding `b` is part of: `Some(None)` for `self` (a field, an element or guard
@@ -1599,11 +1635,8 @@ impl FnModel {
     /// Calls of the crate's functions that keep a graph-carrying value in their receiver on
     /// every path through them (a recurrent state, not a cache behind a flag): (call, loop,
     /// receiver value, callee).
-    pub fn stateful_calls_always(&self) -> impl Iterator<Item = (&Span, Option<LoopId>, Option<NodeIndex>, &str)> + '_ {
-        self.state_calls
-            .iter()
-            .filter(|c| !c.fresh_each_iteration && c.always)
-            .map(|c| (&c.span, c.in_loop, c.receiver, c.callee.as_str()))
+    pub fn stateful_calls_always(&self) -> impl Iterator<Item = &StateCall> + '_ {
+        self.state_calls.iter().filter(|c| !c.fresh_each_iteration && c.always)
     }
 
     /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache):

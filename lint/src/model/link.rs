@@ -374,11 +374,17 @@ fn mark_stateful_calls(
         }
     }
     let mut state: HashMap<FnId, StateAt> = HashMap::default();
-    for (fi, (_, graphs)) in files.iter().enumerate() {
+    type KeptAt = (std::path::PathBuf, usize, Span, String);
+    let mut kept_at: HashMap<FnId, KeptAt> = HashMap::default();
+    for (fi, (file, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
-            let at = g.keeps_graph_state();
+            let (at, at_span) = g.keeps_graph_state();
             if at.any() {
                 state.insert((fi, gi), at);
+            }
+            if let Some((span, name)) = at_span {
+                let (line, _) = file.line_col(span.start);
+                kept_at.insert((fi, gi), (file.path.clone(), line, span, name));
             }
         }
     }
@@ -427,6 +433,12 @@ fn mark_stateful_calls(
             };
             if now != had {
                 grown.push((*caller, now));
+                if at.self_always
+                    && !kept_at.contains_key(caller)
+                    && let Some(k) = callees.iter().find_map(|c| kept_at.get(c)).cloned()
+                {
+                    kept_at.insert(*caller, k);
+                }
             }
         }
         if grown.is_empty() {
@@ -462,6 +474,7 @@ fn mark_stateful_calls(
                 callee: c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident)),
                 fresh_each_iteration: !chains,
                 always: callee.self_always,
+                kept_at: callees.iter().find_map(|c| kept_at.get(c)).cloned(),
             },
         ));
     }

@@ -178,7 +178,8 @@ impl Rule for AccumulatedLossTensor {
 /// iteration on a model that outlives it and is not reset in it: as for a state kept in a local,
 /// each iteration's graph links to every earlier one.
 fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
-    for (span, in_loop, receiver, callee) in f.stateful_calls_always() {
+    for call in f.stateful_calls_always() {
+        let (span, in_loop, receiver, callee) = (call.span(), call.in_loop(), call.receiver(), call.callee());
         let Some(iteration) = f.iteration_of(in_loop) else { continue };
         // A callee that runs the backward itself is a training step of its own: what it keeps
         // is judged there.
@@ -206,6 +207,14 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
         }
         if let Some((span, text)) = f.iteration_label(iteration) {
             report = report.label(span, text);
+        }
+        if let Some((file, line, at, field)) = call.kept_at() {
+            let text = format!("`{field}` is computed from its old value here");
+            if cx.file().is_some_and(|f| &f.path == file) {
+                report = report.label(at.clone(), text);
+            } else {
+                report.elsewhere.push((file.clone(), *line, text));
+            }
         }
         cx.report(
             report
