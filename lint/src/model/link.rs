@@ -298,8 +298,11 @@ pub fn link(
     mark_per_step(files, &resolved);
     mark_per_iteration(files, &resolved);
     follow_trainable_models(files, &resolved);
-    // Only where a model is built from trainable variables can a cache chain graphs (candle).
-    if files.iter().any(|(_, graphs)| graphs.iter().any(|g| !g.trainable_seeds.is_empty())) {
+    // Only where a model is built from trainable variables can a cache chain graphs (candle),
+    // or where every forward outside a no-grad region records one (tch).
+    if files.iter().any(|(_, graphs)| {
+        graphs.iter().any(|g| !g.trainable_seeds.is_empty() || (g.spec.global_grad_mode && !g.grad_off))
+    }) {
         let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
         mark_stateful_calls(files, &resolved, &forwards);
     }

@@ -960,4 +960,35 @@ impl Online {
             STEP_KEEPS_STATE.replace("self.w_h.forward(&self.h)?", "self.w_h.forward(x)?").replace("KEPT", "h");
         assert_eq!(count("accumulated_loss_tensor", None, &output), 0);
     }
+
+    /// tch: a running sum of activations kept in a field by a method the training loop calls
+    /// with gradients on; under a caller's no-grad guard it records nothing.
+    const TCH_STATS: &str = r#"
+use tch::{nn, nn::Module, nn::OptimizerConfig, Kind, Tensor};
+struct Stats { sum: Tensor }
+impl Stats {
+    fn track(&mut self, net: &nn::Sequential, x: &Tensor) {
+        let feats = net.forward(x);
+        self.sum = &self.sum + feats.sum(Kind::Float);
+    }
+}
+fn train(vs: &nn::VarStore, net: &nn::Sequential, xs: &[Tensor]) {
+    let mut opt = nn::Adam::default().build(vs, 1e-3).unwrap();
+    let mut stats = Stats { sum: Tensor::zeros([1], (Kind::Float, tch::Device::Cpu)) };
+    for x in xs {
+        GUARD
+        stats.track(net, x);
+        END
+        opt.backward_step(&net.forward(x).mean(Kind::Float));
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_tch_sum_a_method_keeps_in_its_receiver() {
+        let src = TCH_STATS.replace("GUARD", "").replace("END", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![15]);
+        let guarded = TCH_STATS.replace("GUARD", "{ let _g = tch::no_grad_guard();").replace("END", "}");
+        assert_eq!(count("accumulated_loss_tensor", None, &guarded), 0);
+    }
 }
