@@ -421,7 +421,9 @@ fn mark_stateful_calls(
                 && let Some(root) = root_of(g, site, None)
             {
                 at.add(root);
-                at.self_always = root.is_none() && callee.self_always && site.path.is_empty();
+                at.self_always = root.is_none()
+                    && callee.self_always
+                    && !site.path.iter().any(|b| g.conditional_branches.contains(b));
             }
             for k in bits(callee.params) {
                 if let Some(root) = root_of(g, site, Some(k)) {

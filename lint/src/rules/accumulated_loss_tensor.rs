@@ -991,4 +991,45 @@ fn train(vs: &nn::VarStore, net: &nn::Sequential, xs: &[Tensor]) {
         let guarded = TCH_STATS.replace("GUARD", "{ let _g = tch::no_grad_guard();").replace("END", "}");
         assert_eq!(count("accumulated_loss_tensor", None, &guarded), 0);
     }
+
+    #[test]
+    fn a_state_kept_by_a_submodule_called_in_a_loop_is_reported() {
+        // `Seq::forward_seq` calls the cell once per element: the cell's state is kept on every
+        // path through `forward_seq` (a loop body is not a condition).
+        let src = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+struct Cell { wx: Linear, wh: Linear, h: Tensor }
+impl Cell {
+    fn forward_step(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.h = (self.wx.forward(x)? + self.wh.forward(&self.h)?)?.tanh()?;
+        Ok(self.h.clone())
+    }
+}
+struct Seq { cell: Cell }
+impl Seq {
+    fn forward_seq(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        let mut last = xs[0].clone();
+        for x in xs {
+            last = self.cell.forward_step(x)?;
+        }
+        Ok(last)
+    }
+}
+fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
+    let dev = Device::Cpu;
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, &dev);
+    let cell = Cell { wx: candle_nn::linear(4, 4, vb.pp("wx"))?, wh: candle_nn::linear(4, 4, vb.pp("wh"))?, h: Tensor::zeros((1, 4), DType::F32, &dev)? };
+    let mut model = Seq { cell };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for xs in chunks {
+        let y = model.forward_seq(xs)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", src), vec![29]);
+    }
 }
