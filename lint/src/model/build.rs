@@ -470,6 +470,13 @@ struct Builder<'c> {
     /// Bindings of a `for` over a local's elements by `&mut` (`for s in states.iter_mut()`):
     /// (element, the local). A write through the element (`*s = ..`) writes into the local.
     mut_elements: Vec<(BindingId, BindingId)>,
+    /// Writes through such an element (`*s = s.detach()`): the local, the value written and the
+    /// branch path of the write. One made on every path of the loop's body replaces every
+    /// element: after the loop the local holds only what was written.
+    element_writes: Vec<(BindingId, NodeIndex, Vec<usize>)>,
+    /// Index bindings of a `for` over every index of a local or field (`for i in 0..hs.len()`):
+    /// (index, the local). A write of `hs[i]` is a write through an element.
+    index_walks: Vec<(BindingId, BindingId)>,
     /// Locals bound to the current element of a sequence a loop walks (see
     /// `element_of_sequence`).
     sequence_elements: Vec<BindingId>,
@@ -675,6 +682,8 @@ impl Builder<'_> {
             bool_ifs: Vec::new(),
             library_forwards: Vec::new(),
             mut_elements: Vec::new(),
+            element_writes: Vec::new(),
+            index_walks: Vec::new(),
             sequence_elements: Vec::new(),
             disabled_caches: Vec::new(),
             no_grad: 0,
@@ -2003,8 +2012,26 @@ impl Builder<'_> {
                 }
                 .and_then(|e| match strip_parens(e) {
                     Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
+                    // `for h in self.hs.iter_mut()`: each element is a place of the field.
+                    Expr::Field(f) if is_self(&f.base) => self.place_slot(e),
                     _ => None,
                 })
+                .map(|slot| self.env[slot].0);
+                // `for i in 0..self.hs.len()`: each index names an element of the field.
+                let index_owner = match strip_parens(&f.expr) {
+                    Expr::Range(r)
+                        if r.start.as_deref().is_none_or(is_zero_literal)
+                            && matches!(r.limits, syn::RangeLimits::HalfOpen(_)) =>
+                    {
+                        match r.end.as_deref().map(strip_parens) {
+                            Some(Expr::MethodCall(m)) if m.method == "len" && m.args.is_empty() => {
+                                self.place_slot(&m.receiver.clone())
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                }
                 .map(|slot| self.env[slot].0);
                 // `for x in loader.iter() { ..; break; }`, `for _ in 0..1`: a block that runs at
                 // most once, not a loop.
@@ -2016,15 +2043,22 @@ impl Builder<'_> {
                     });
                     return;
                 }
-                self.looped(header, |s| {
+                let mut body_path = Vec::new();
+                self.looped(header.clone(), |s| {
                     s.g.loops[id].over_self = over_self;
                     s.g.loops[id].literal_count = literal_count.map(saturate);
                     s.g.loops[id].over_variables = over_variables;
+                    body_path = s.path.clone();
                     let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.g.loops[id].pattern = first..s.g.bindings.len();
                     if let Some(owner) = mut_owner {
                         s.mut_elements.extend((first..s.g.bindings.len()).map(|b| (b, owner)));
+                    }
+                    if let Some(owner) = index_owner
+                        && s.g.bindings.len() == first + 1
+                    {
+                        s.index_walks.push((first, owner));
                     }
                     if alias {
                         s.g.guard_locals.extend((first..s.g.bindings.len()).map(|b| (b, None)));
@@ -2034,6 +2068,14 @@ impl Builder<'_> {
                     }
                     s.block(&f.body);
                 });
+                // `for h in self.hs.iter_mut() { *h = h.detach(); }`: every element was replaced.
+                if let Some(owner) = mut_owner.or(index_owner)
+                    && let Some(&(_, value, _)) =
+                        self.element_writes.iter().rev().find(|(o, _, path)| *o == owner && *path == body_path)
+                    && let Some(slot) = self.env.iter().rposition(|(b, _)| *b == owner)
+                {
+                    self.write(slot, value, Store::Assign, header, false);
+                }
                 self.counters.truncate(mark);
             }
             Expr::While(w) if runs_once(&w.body) => self.at_most_once(|s| {
@@ -2457,7 +2499,18 @@ impl Builder<'_> {
                 && let Some(owner_slot) = self.env.iter().rposition(|(b, _)| *b == owner)
             {
                 self.write(owner_slot, value, Store::Assign, span.clone(), true);
+                self.element_writes.push((owner, value, self.path.clone()));
             }
+        }
+        // `for i in 0..hs.len() { hs[i] = hs[i].detach(); }`: likewise, by index.
+        if !self.index_walks.is_empty()
+            && let Expr::Index(ix) = strip_parens(left)
+            && let Expr::Path(p) = strip_parens(&ix.index)
+            && let Some(index) = p.path.get_ident().and_then(|i| self.lookup(&i.to_string())).map(|s| self.env[s].0)
+            && let Some(&(_, owner)) = self.index_walks.iter().find(|(i, _)| *i == index)
+            && self.env[slot].0 == owner
+        {
+            self.element_writes.push((owner, value, self.path.clone()));
         }
         self.write(slot, value, how, span, !whole);
     }
@@ -2899,7 +2952,13 @@ impl Builder<'_> {
                 && rust::is_iterator_chain(&m.receiver)
                 && m.args.iter().any(|a| matches!(strip_parens(a), Expr::Closure(_)));
             let element = per_element.then(|| recv.clone());
-            let mut parts = vec![(recv, recv_span)];
+            // `hs.iter().map(|h| h.detach())`: the result's elements are what the closure
+            // yields; the receiver's elements reach them only through the closure's parameter.
+            let mut parts = if per_element && rust::YIELDING_METHODS.contains(&name.as_str()) {
+                Vec::new()
+            } else {
+                vec![(recv, recv_span)]
+            };
             let walk_args = |s: &mut Self, parts: &mut Vec<(Val, Span)>| {
                 // `map_with(model, |model, i| ..)`, `fold(init, |acc, x| ..)`: the closure's first
                 // parameter is a copy of the first argument; `map(|x| ..)` on an iterator: an
@@ -4345,6 +4404,11 @@ fn literal_count(e: &Expr, named: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
         }
         _ => None,
     }
+}
+
+/// Whether `e` is the literal `0`.
+fn is_zero_literal(e: &Expr) -> bool {
+    matches!(strip_parens(e), Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) if i.base10_digits() == "0")
 }
 
 fn is_range(e: &Expr) -> bool {

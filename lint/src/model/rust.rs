@@ -138,6 +138,11 @@ pub const PER_ELEMENT_METHODS: &[&str] = &[
     "for_each_init",
 ];
 
+/// [`PER_ELEMENT_METHODS`] whose result holds only what their closure returns (`map`, not
+/// `filter` or `inspect`, which hand on the receiver's elements).
+pub const YIELDING_METHODS: &[&str] =
+    &["map", "filter_map", "flat_map", "map_while", "find_map", "map_with", "map_init"];
+
 /// Methods that make an iterator of a collection, range or reader (the receiver of a
 /// [`PER_ELEMENT_METHODS`] call is an iterator when its chain starts with one of these).
 const ITERATOR_SOURCES: &[&str] = &[

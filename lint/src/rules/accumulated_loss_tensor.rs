@@ -95,11 +95,9 @@ impl Rule for AccumulatedLossTensor {
             }
             let Some(binding) = f.binding_of(target) else { continue };
             // A state computed from its old value through a local of the step (`let h =
-            // (wx.forward(x)? + wh.forward(&self.h)?)?.tanh()?; .. self.h = h;`) is a fold too.
-            if how == Store::Assign
-                && (f.binding(binding).kind() != crate::model::BindingKind::SelfField
-                    || !f.feeds_forward_through_locals(value, binding))
-            {
+            // (wx.forward(x)? + wh.forward(&self.h)?)?.tanh()?; .. self.h = h;`, `hs[i] = h`)
+            // is a fold too.
+            if how == Store::Assign && !f.feeds_forward_through_locals(value, binding) {
                 continue;
             }
             let Some(iteration) = f.iteration_of(f.loop_of(value)) else { continue };
@@ -1031,5 +1029,112 @@ fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
 }
 "#;
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", src), vec![29]);
+    }
+
+    /// A multi-layer recurrent state, one tensor per layer, kept in `self` and cut element by
+    /// element at the start of each chunk.
+    const LAYER_STATES_IN_SELF: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+struct Cell { wx: Linear, wh: Linear }
+impl Cell {
+    fn step(&self, x: &Tensor, h: &Tensor) -> Result<Tensor> { (self.wx.forward(x)? + self.wh.forward(h)?)?.tanh() }
+}
+struct Stack { cells: Vec<Cell>, hs: Vec<Tensor> }
+impl Stack {
+    fn forward_chunk(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        CUT
+        let mut out = Vec::new();
+        for x in xs {
+            let mut inp = x.clone();
+            for (i, cell) in self.cells.iter().enumerate() {
+                let h = cell.step(&inp, &self.hs[i])?;
+                self.hs[i] = h.clone();
+                inp = h;
+            }
+            out.push(inp);
+        }
+        Tensor::stack(&out, 0)
+    }
+}
+fn train(chunks: &[Vec<Tensor>], cells: Vec<Cell>, hs: Vec<Tensor>, vm: &VarMap) -> Result<()> {
+    let mut model = Stack { cells, hs };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for xs in chunks {
+        let y = model.forward_chunk(xs)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, &dev);
+    let cells = vec![Cell { wx: candle_nn::linear(4, 4, vb.pp("wx"))?, wh: candle_nn::linear(4, 4, vb.pp("wh"))? }];
+    train(&[], cells, vec![Tensor::zeros((1, 4), DType::F32, &dev)?], &vm)
+}
+"#;
+
+    #[test]
+    fn a_state_cut_element_by_element_is_cut() {
+        let src = LAYER_STATES_IN_SELF.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![29]);
+        for cut in [
+            "for h in self.hs.iter_mut() { *h = h.detach(); }",
+            "for h in &mut self.hs { *h = h.detach(); }",
+            "self.hs = self.hs.iter().map(|h| h.detach()).collect();",
+            "for i in 0..self.hs.len() { self.hs[i] = self.hs[i].detach(); }",
+        ] {
+            let src = LAYER_STATES_IN_SELF.replace("CUT", cut);
+            assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{cut}");
+        }
+        // Elements written without a cut, or cut only on some paths: the old state is read back.
+        for kept in [
+            "for h in self.hs.iter_mut() { *h = h.clone(); }",
+            "for h in self.hs.iter_mut() { if h.dims().len() > 5 { *h = h.detach(); } }",
+            "for i in 1..self.hs.len() { self.hs[i] = self.hs[i].detach(); }",
+            "self.hs = self.hs.iter().filter(|h| h.dims().len() < 5).cloned().collect();",
+        ] {
+            let src = LAYER_STATES_IN_SELF.replace("CUT", kept);
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![29], "{kept}");
+        }
+    }
+
+    /// The same states in a local of the training loop: each layer's new state is computed
+    /// from its old one through a local (`let h = ..; hs[i] = h.clone();`).
+    const LAYER_STATES_LOCAL: &str = r#"
+use candle_core::{Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer};
+fn train(chunks: &[Vec<Tensor>], cells: &[(Linear, Linear)], mut hs: Vec<Tensor>, opt: &mut AdamW) -> Result<()> {
+    for xs in chunks {
+        CUT
+        let mut out = Vec::new();
+        for x in xs {
+            let mut inp = x.clone();
+            for (i, (wx, wh)) in cells.iter().enumerate() {
+                let h = (wx.forward(&inp)? + wh.forward(&hs[i])?)?.tanh()?;
+                hs[i] = h.clone();
+                inp = h;
+            }
+            out.push(inp);
+        }
+        opt.backward_step(&Tensor::stack(&out, 0)?.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_local_state_written_through_a_local_is_recurrent() {
+        let src = LAYER_STATES_LOCAL.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![12]);
+        for cut in [
+            "for h in hs.iter_mut() { *h = h.detach(); }",
+            "hs = hs.iter().map(|h| h.detach()).collect();",
+            "for i in 0..hs.len() { hs[i] = hs[i].detach(); }",
+        ] {
+            let src = LAYER_STATES_LOCAL.replace("CUT", cut);
+            assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{cut}");
+        }
     }
 }

@@ -93,6 +93,14 @@ fn candidates(f: &FnModel) -> Vec<Candidate> {
             {
                 return None;
             }
+            // A state fed back through a forward pass (`hidden = out` with `out =
+            // cell.forward(&(x + &hidden)?)?`) is a fold: `accumulated_loss_tensor` judges it.
+            if how == Store::Assign
+                && !f.spec().graph_swept_by_backward
+                && f.feeds_forward_through_locals(value, binding)
+            {
+                return None;
+            }
             Some((edge, value, how, span.clone(), binding, iteration))
         })
         .collect()

@@ -52,7 +52,7 @@ fn rnn(cell: &Linear, opt: &mut AdamW, xs: &[Tensor], h0: Tensor) -> Result<()> 
         let out = cell.forward(&(x + &hidden)?)?;
         let loss = out.sqr()?.mean_all()?;
         opt.backward_step(&loss)?;
-        hidden = out; //~ retained_graph_output
+        hidden = out; //~ accumulated_loss_tensor
     }
     Ok(())
 }
