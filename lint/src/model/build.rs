@@ -610,6 +610,7 @@ impl Builder<'_> {
                 forward_sites: Vec::new(),
                 state_calls: Vec::new(),
                 resets: Vec::new(),
+                field_cuts: Vec::new(),
                 opaque_calls: Vec::new(),
                 guard_locals: Vec::new(),
                 trainable_from: None,
@@ -2502,6 +2503,15 @@ impl Builder<'_> {
                 self.element_writes.push((owner, value, self.path.clone()));
             }
         }
+        // `model.h = model.h.detach()`: a field of `model` cut (see `FnModel::field_cuts`).
+        if let Expr::Field(fl) = strip_parens(left)
+            && let syn::Member::Named(field) = &fl.member
+            && !(is_self(&fl.base) && self.has_self)
+            && matches!(self.g.graph[value].kind, NodeKind::Value(Producer::Plain))
+        {
+            let cut = (self.env[slot].0, field.to_string(), self.cur_loop());
+            self.g.field_cuts.push(cut);
+        }
         // `for i in 0..hs.len() { hs[i] = hs[i].detach(); }`: likewise, by index.
         if !self.index_walks.is_empty()
             && let Expr::Index(ix) = strip_parens(left)
@@ -2765,11 +2775,13 @@ impl Builder<'_> {
         let receiver_text = || expr_text(&m.receiver);
         // `trainer.step(&model, x, y)` on a value of a crate type that defines `step`: the
         // crate's own method (a call site), not the framework's optimizer step.
+        // So is `self.cell.step(x)` with `cell: Cell` declared in the caller's type.
         if matches!(name, "step" | "update" | "train_step")
             && let Some(owners) = self.crate_fns.vocab_owners.get(name)
-            && let Some(b) = self.binding_ref(&m.receiver)
-            && !b.ty_guessed
-            && b.ty.as_deref().is_some_and(|ty| owners.contains(ty))
+            && (self
+                .binding_ref(&m.receiver)
+                .is_some_and(|b| !b.ty_guessed && b.ty.as_deref().is_some_and(|ty| owners.contains(ty)))
+                || self.self_field_type(&m.receiver).is_some_and(|ty| owners.contains(ty)))
         {
             return false;
         }
@@ -3252,6 +3264,16 @@ impl Builder<'_> {
             }
             _ => None,
         }
+    }
+
+    /// The declared type of `self.field` in a method of the field's struct, when it is a crate
+    /// type that defines a training-call name (see `CrateNames::vocab_fields`).
+    fn self_field_type(&self, receiver: &Expr) -> Option<&str> {
+        let Expr::Field(f) = strip_parens(receiver) else { return None };
+        let (true, syn::Member::Named(field), Some(owner)) = (is_self(&f.base), &f.member, &self.g.owner) else {
+            return None;
+        };
+        self.crate_fns.vocab_fields.get(&(owner.clone(), field.to_string())).map(String::as_str)
     }
 
     /// For a receiver that is a field of a local with a stated type (`model.cell` with `let

@@ -558,6 +558,10 @@ pub struct FnModel {
     pub(super) state_calls: Vec<StateCall>,
     /// `model.reset_cache()`, `model.clear_kv_cache()`: the binding, and the loop it is in.
     pub(super) resets: Vec<(BindingId, Option<LoopId>)>,
+    /// A field of a binding given a value that carries no graph (`model.h = model.h.detach()`,
+    /// `self.cell.h = self.cell.h.zeros_like()?`): the binding, the field's name and the loop.
+    /// A state that a method keeps in that field starts afresh there.
+    pub(super) field_cuts: Vec<(BindingId, String, Option<LoopId>)>,
     /// Calls through a type parameter to a method no type of the crate implements (a trait's
     /// required method, implemented by the library's users): what they run is unknown, a
     /// backward included. Their loops, set by the crate-level pass.

@@ -304,7 +304,7 @@ pub fn link(
         graphs.iter().any(|g| !g.trainable_seeds.is_empty() || (g.spec.global_grad_mode && !g.grad_off))
     }) {
         let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
-        mark_stateful_calls(files, &resolved, &forwards);
+        mark_stateful_calls(files, &index, &resolved, &forwards);
     }
 }
 
@@ -339,6 +339,7 @@ fn resolve_sites(
 /// `forwards` resolves the callers' `forward_sites`.
 fn mark_stateful_calls(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    index: &Index<'_>,
     resolved: &[(FnId, usize, Vec<FnId>)],
     forwards: &[(FnId, usize, Vec<FnId>)],
 ) {
@@ -347,16 +348,20 @@ fn mark_stateful_calls(
     }
     // Calls resolved by name only (`self.tokenizer.decode(..)` reaching a model's `decode`) are
     // followed when they are forward passes (`forward`, `forward_with_cache`) or methods of the
-    // receiver's declared type.
-    let trusted =
-        |files: &[(Arc<SourceFile>, Vec<FnModel>)], site: &super::graph::CallSite, callees: &[FnId], forward: bool| {
-            forward
-                || callees.iter().all(|c| {
-                    let c = &files[c.0].1[c.1];
-                    c.ident.starts_with("forward")
-                        || site.receiver_type.as_deref().is_some_and(|t| c.owner.as_deref() == Some(t))
-                })
-        };
+    // receiver's declared type (a binding's, or a field's: `self.cell.step(..)` with `cell: Cell`).
+    let trusted = |files: &[(Arc<SourceFile>, Vec<FnModel>)],
+                   caller: FnId,
+                   site: &super::graph::CallSite,
+                   callees: &[FnId],
+                   forward: bool| {
+        forward || {
+            let declared = site.receiver_type.as_deref().or_else(|| index.field_type(files, caller, site));
+            callees.iter().all(|c| {
+                let c = &files[c.0].1[c.1];
+                c.ident.starts_with("forward") || declared.is_some_and(|t| c.owner.as_deref() == Some(t))
+            })
+        }
+    };
     let calls = || resolved.iter().map(|r| (r, false)).chain(forwards.iter().map(|r| (r, true)));
     // Which arguments each call's result is computed from (`self.h = self.cell.step(x, &self.h)?`
     // reads the state back through `Cell::step`): what every candidate callee returns from.
@@ -407,17 +412,41 @@ fn mark_stateful_calls(
         }
     };
     let bits = |p: u64| (0..64).filter(move |k| p & (1 << k) != 0);
+    // Whether `g` starts binding `b`'s kept state afresh in `in_loop`: a reset method
+    // (`model.reset_cache()`), or a cut of the field the callees keep it in (`model.h =
+    // model.h.detach()`).
+    fn restarts(
+        g: &FnModel,
+        b: super::graph::BindingId,
+        in_loop: Option<super::graph::LoopId>,
+        callees: &[FnId],
+        kept_at: &HashMap<FnId, (std::path::PathBuf, usize, Span, String)>,
+    ) -> bool {
+        g.resets.iter().any(|&(r, l)| r == b && l == in_loop)
+            || callees.iter().filter_map(|c| kept_at.get(c)).any(|(_, _, _, name)| {
+                let field = name.rsplit('.').next().unwrap_or(name);
+                g.field_cuts.iter().any(|(r, f, l)| *r == b && f == field && *l == in_loop)
+            })
+    }
     for _ in 0..MAX_ROUNDS {
         let mut grown = Vec::new();
         for ((caller, ci, callees), forward) in calls() {
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
             let callee = kept(&state, callees);
-            if !callee.any() || !trusted(files, site, callees, forward) {
+            if !callee.any() || !trusted(files, *caller, site, callees, forward) {
                 continue;
             }
             let mut at = StateAt::default();
+            // `self.cell.reset_state(); self.cell.step(x)`, `self.cell.h = self.cell.h.detach()`
+            // before a loop of such calls: the caller starts the part's state afresh on each of
+            // its calls, so nothing kept there outlives them.
+            let reset_here = site.receiver.and_then(|r| g.receiver_binding(r)).is_some_and(|b| {
+                let loops = g.resets.iter().map(|r| r.1).chain(g.field_cuts.iter().map(|c| c.2));
+                loops.into_iter().any(|l| restarts(g, b, l, callees, &kept_at))
+            });
             if callee.in_self
+                && !reset_here
                 && let Some(root) = root_of(g, site, None)
             {
                 at.add(root);
@@ -456,14 +485,14 @@ fn mark_stateful_calls(
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
         let callee = kept(&state, callees);
-        if !callee.any() || !trusted(files, site, callees, forward) {
+        if !callee.any() || !trusted(files, *caller, site, callees, forward) {
             continue;
         }
         // The state outlives an iteration of the call's loop: it lives in a binding made before
         // the loop, and is not reset in it (`model.reset_cache()`).
         let lasting = |b: super::graph::BindingId| {
             site.in_loop.is_none_or(|l| !g.loop_within(g.bindings[b].decl_loop, l))
-                && !g.resets.iter().any(|&(r, l)| r == b && l == site.in_loop)
+                && !restarts(g, b, site.in_loop, callees, &kept_at)
         };
         // `model` of `model.decoder().forward(..)` too: a getter lends a part of it.
         let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
@@ -1286,6 +1315,9 @@ pub struct CrateNames {
     /// define a method of that name (`impl<B> Trainer<B> { fn step(&self, ..) }`). A call of it on
     /// a value of such a type is the crate's own method, not the framework's.
     pub(super) vocab_owners: HashMap<&'static str, HashSet<String>>,
+    /// Fields declared with one of those types (owner, field → type: `cell: Cell` in `struct
+    /// Layer`): `self.cell.step(x)` in a method of `Layer` is the crate's own method too.
+    pub(super) vocab_fields: HashMap<(String, String), String>,
     /// Likewise for the collections' store names (`push`, `insert`, ..): the crate's types that
     /// define such a method (`impl RunningLoss { fn push(&mut self, loss: &Tensor) }`). A call of
     /// it on a value of such a type is the crate's own method, not `Vec::push`.
@@ -2227,6 +2259,16 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     for ((owner, field), _) in untracked.into_iter().filter(|&(_, u)| u) {
         inner_fields.entry(owner.to_string()).or_default().insert(field.to_string());
     }
+    let vocab_types: HashSet<&str> = vocab_owners.values().flatten().map(String::as_str).collect();
+    let mut vocab_fields: HashMap<(String, String), String> = HashMap::default();
+    if !vocab_types.is_empty() {
+        for &(owner, field, ty) in &typed {
+            let head = &ty[..rust::ident_len(ty)];
+            if vocab_types.contains(head) {
+                vocab_fields.insert((owner.to_string(), field.to_string()), head.to_string());
+            }
+        }
+    }
     let plain_fns = plain_fns.difference(&other_fns).cloned().collect();
     let autodiff_aliases = autodiff_aliases(&aliases);
     let mut autodiff_rets: HashMap<&str, bool> = HashMap::default();
@@ -2273,6 +2315,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         tuple_fns,
         alias_names,
         vocab_owners,
+        vocab_fields,
         store_owners,
         tensor_name_owners,
     }
@@ -2424,6 +2467,28 @@ impl<'a> Index<'a> {
         lookup(owner) || lookup(&format!("{owner}@{}", files[caller.0].0.path().display()))
     }
 
+    /// The declared type of a `self.field` receiver (`self.policy.act(..)` with `policy:
+    /// Greedy<B>` declared in the caller's type).
+    fn field_type(
+        &self,
+        files: &[(Arc<SourceFile>, Vec<FnModel>)],
+        caller: FnId,
+        site: &super::graph::CallSite,
+    ) -> Option<&'a str> {
+        let owner = site.receiver_field_owner.as_deref().or(files[caller.0].1[caller.1].owner.as_deref())?;
+        let field = site.receiver_field.as_deref()?;
+        let lookup = |owner: &str| {
+            let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
+            self.field_types[from..]
+                .iter()
+                .take_while(|(o, _, _)| o == owner)
+                .find(|(_, f, _)| f == field)
+                .map(|(_, _, t)| t.as_str())
+        };
+        // A type declared in several files: the one of the method's file.
+        lookup(owner).or_else(|| lookup(&format!("{owner}@{}", files[caller.0].0.path().display())))
+    }
+
     /// The functions a call site may reach (one when the name and shape make it unambiguous):
     /// method calls go to methods (`self` receiver: preferably of the caller's own type), path
     /// calls to free or associated functions (`Self::f`, `Type::f`: of that type).
@@ -2501,21 +2566,10 @@ impl<'a> Index<'a> {
         // A receiver typed by an alias (`let agent = MyAgent::new(..)`) is of the aliased type
         // (looked up only when no candidate is a method of the named type).
         // `self.policy.act(..)` with `policy: Greedy<B>` declared in the caller's type.
-        let field_type = || -> Option<&str> {
-            let owner = site.receiver_field_owner.as_deref().or(caller_owner)?;
-            let field = site.receiver_field.as_deref()?;
-            let lookup = |owner: &str| {
-                let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
-                self.field_types[from..]
-                    .iter()
-                    .take_while(|(o, _, _)| o == owner)
-                    .find(|(_, f, _)| f == field)
-                    .map(|(_, _, t)| t.as_str())
-            };
-            // A type declared in several files: the one of the method's file.
-            lookup(owner).or_else(|| lookup(&format!("{owner}@{}", files[caller.0].0.path().display())))
-        };
-        let declared = site.receiver_type.as_deref().or_else(|| if site.method { field_type() } else { None });
+        let declared = site
+            .receiver_type
+            .as_deref()
+            .or_else(|| if site.method { self.field_type(files, caller, site) } else { None });
         // Through a type parameter (`self.agent.update(..)` with `agent: A`): trait methods only,
         // of whichever types implement them.
         if site.receiver_generic || declared == Some(crate::type_graph::TYPE_PARAM) {

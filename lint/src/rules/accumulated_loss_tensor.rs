@@ -910,6 +910,11 @@ fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
         let reset = STATE_IN_SELF.replace("CUT", "").replace("RESET", "model.reset_state()?;");
         assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
+        let cut_by_loop = STATE_IN_SELF.replace("CUT", "").replace("RESET", "model.h = model.h.detach();");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut_by_loop), 0);
+        // Another field cut: the state is still kept.
+        let other = STATE_IN_SELF.replace("CUT", "").replace("RESET", "model.cell = model.cell.clone();");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &other), vec![30]);
         // A state kept only when a flag of the model is on (a key/value cache switched off for
         // training) is not known to be kept.
         let flagged = STATE_IN_SELF
@@ -1134,6 +1139,77 @@ fn train(chunks: &[Vec<Tensor>], cells: &[(Linear, Linear)], mut hs: Vec<Tensor>
             "for i in 0..hs.len() { hs[i] = hs[i].detach(); }",
         ] {
             let src = LAYER_STATES_LOCAL.replace("CUT", cut);
+            assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{cut}");
+        }
+    }
+
+    /// A state kept two calls below the training loop, through fields whose calls are resolved by
+    /// the fields' declared types; the innermost method is named like an optimizer's `step`.
+    const STATE_TWO_FIELDS_DOWN: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+struct Cell { wx: Linear, wh: Linear, h: Tensor }
+impl Cell {
+    fn step(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.h = (self.wx.forward(x)? + self.wh.forward(&self.h)?)?.tanh()?;
+        Ok(self.h.clone())
+    }
+}
+struct Layer { cell: Cell, norm: Linear }
+impl Layer {
+    fn run(&mut self, x: &Tensor) -> Result<Tensor> {
+        let h = self.cell.step(x)?;
+        self.norm.forward(&h)
+    }
+}
+struct Model { layer: Layer }
+impl Model {
+    fn forward_chunk(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        let mut outs = Vec::new();
+        for x in xs {
+            outs.push(self.layer.run(x)?);
+        }
+        Tensor::stack(&outs, 0)
+    }
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, &dev);
+    let cell = Cell { wx: candle_nn::linear(4, 4, vb.pp("wx"))?, wh: candle_nn::linear(4, 4, vb.pp("wh"))?, h: Tensor::zeros((1, 4), DType::F32, &dev)? };
+    let layer = Layer { cell, norm: candle_nn::linear(4, 4, vb.pp("n"))? };
+    let mut model = Model { layer };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let chunks: Vec<Vec<Tensor>> = Vec::new();
+    for xs in &chunks {
+        let y = model.forward_chunk(xs)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_kept_through_typed_fields_is_reported_at_the_call() {
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", STATE_TWO_FIELDS_DOWN), vec![38]);
+        // Reset by the method that calls it: nothing chains across calls.
+        let reset = STATE_TWO_FIELDS_DOWN
+            .replace(
+                "        let h = self.cell.step(x)?;",
+                "        self.cell.reset_state()?;\n        let h = self.cell.step(x)?;",
+            )
+            .replace(
+                "impl Cell {",
+                "impl Cell {\n    fn reset_state(&mut self) -> Result<()> { self.h = self.h.zeros_like()?; Ok(()) }",
+            );
+        assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
+        // The field it is kept in cut before each chunk: by the training loop, or by the method
+        // that runs the chunk.
+        for (at, cut) in [
+            ("        let y = model.forward_chunk(xs)?;", "model.layer.cell.h = model.layer.cell.h.detach();"),
+            ("        let mut outs = Vec::new();", "self.layer.cell.h = self.layer.cell.h.detach();"),
+        ] {
+            let src = STATE_TWO_FIELDS_DOWN.replace(at, &format!("        {cut}\n{at}"));
             assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{cut}");
         }
     }
