@@ -122,6 +122,9 @@ pub(super) static SPEC: Spec = Spec {
         "permute",
         "as_strided",
         "view_as",
+        // A new handle on the same tensor (storage and autograd history): tch's
+        // `at_shallow_clone` copies the `at::Tensor`, not its data.
+        "shallow_clone",
     ],
     host_number_types: &[],
     scalar_fix: "f64::try_from(&{})?",

@@ -53,3 +53,27 @@ fn fit(net: &nn::Sequential, opt: &mut nn::Optimizer, xs: &[Tensor]) {
         opt.backward_step(&loss);
     }
 }
+
+// Running statistics written through a new handle on the field: `shallow_clone()` shares the
+// tensor, history included.
+struct RunningNorm {
+    lin: nn::Linear,
+    mean: Tensor,
+}
+
+impl RunningNorm {
+    fn forward_train(&self, x: &Tensor) -> Tensor {
+        let y = self.lin.forward(x);
+        let m = y.mean_dim(Some([0i64].as_slice()), false, Kind::Float);
+        self.mean.shallow_clone().copy_(&(&self.mean * 0.9 + m * 0.1)); //~ graph_copied_into_buffer
+        tch::no_grad(|| self.mean.shallow_clone().copy_(&(&self.mean * 0.9 + y.mean(Kind::Float) * 0.1)));
+        (y - &self.mean).relu()
+    }
+}
+
+fn fit_norm(norm: &RunningNorm, opt: &mut nn::Optimizer, xs: &[Tensor]) {
+    for x in xs {
+        let loss = norm.forward_train(x).mean(Kind::Float);
+        opt.backward_step(&loss);
+    }
+}
