@@ -2452,19 +2452,7 @@ impl<'a> Index<'a> {
         if site.receiver_generic {
             return true;
         }
-        let owner = site.receiver_field_owner.as_deref().or(files[caller.0].1[caller.1].owner.as_deref());
-        let (Some(owner), Some(field), true) = (owner, site.receiver_field.as_deref(), site.method) else {
-            return false;
-        };
-        let lookup = |owner: &str| {
-            let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
-            self.field_types[from..]
-                .iter()
-                .take_while(|(o, _, _)| o == owner)
-                .find(|(_, f, _)| f == field)
-                .is_some_and(|(_, _, t)| t == crate::type_graph::TYPE_PARAM)
-        };
-        lookup(owner) || lookup(&format!("{owner}@{}", files[caller.0].0.path().display()))
+        site.method && self.field_type(files, caller, site) == Some(crate::type_graph::TYPE_PARAM)
     }
 
     /// The declared type of a `self.field` receiver (`self.policy.act(..)` with `policy:
@@ -2477,16 +2465,27 @@ impl<'a> Index<'a> {
     ) -> Option<&'a str> {
         let owner = site.receiver_field_owner.as_deref().or(files[caller.0].1[caller.1].owner.as_deref())?;
         let field = site.receiver_field.as_deref()?;
-        let lookup = |owner: &str| {
-            let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
-            self.field_types[from..]
-                .iter()
-                .take_while(|(o, _, _)| o == owner)
-                .find(|(_, f, _)| f == field)
-                .map(|(_, _, t)| t.as_str())
-        };
-        // A type declared in several files: the one of the method's file.
-        lookup(owner).or_else(|| lookup(&format!("{owner}@{}", files[caller.0].0.path().display())))
+        // The entries of `owner` and of `owner@<file>` (a type declared in several files) sort
+        // together, right from `owner` on.
+        let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);
+        let mut file_entry = None;
+        for (o, f, t) in &self.field_types[from..] {
+            let Some(rest) = o.strip_prefix(owner) else { break };
+            if f != field {
+                continue;
+            }
+            if rest.is_empty() {
+                return Some(t.as_str());
+            }
+            // The one of the method's file.
+            if file_entry.is_none()
+                && let Some(path) = rest.strip_prefix('@')
+                && std::path::Path::new(path) == files[caller.0].0.path()
+            {
+                file_entry = Some(t.as_str());
+            }
+        }
+        file_entry
     }
 
     /// The functions a call site may reach (one when the name and shape make it unambiguous):
