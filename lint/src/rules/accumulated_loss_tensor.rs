@@ -1192,6 +1192,9 @@ fn main() -> Result<()> {
     #[test]
     fn a_state_kept_through_typed_fields_is_reported_at_the_call() {
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", STATE_TWO_FIELDS_DOWN), vec![38]);
+        // `forward_chunk`'s loop over the sequence is the training step's forward pass (its
+        // result is backpropagated): not a sampling loop.
+        assert_eq!(count("sampling_loop_chains_graph", None, STATE_TWO_FIELDS_DOWN), 0);
         // Reset by the method that calls it: nothing chains across calls.
         let reset = STATE_TWO_FIELDS_DOWN
             .replace(

@@ -189,6 +189,13 @@ impl Rule for SamplingLoopChainsGraph {
             // built from plain weights keeps no graph either way. A loop nested in the training
             // loop itself is left alone: its calls may well turn the cache off
             // (`model.forward(&x, 0, false)` for a validation loss).
+            // The training step's own forward pass (its result is backpropagated by a caller:
+            // `let y = model.forward_chunk(xs)?; opt.backward_step(..y..)`): a sequence run
+            // through stateful parts is unrolled for that backward. What the state keeps across
+            // calls is `accumulated_loss_tensor`'s, at the call.
+            if f.result_backpropagated() {
+                continue;
+            }
             let training = f.per_step_from().is_some();
             let trainable =
                 f.taint(model).has(Taint::TRAINABLE) || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE));
