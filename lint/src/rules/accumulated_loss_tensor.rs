@@ -31,15 +31,20 @@ every step until the process runs out. Measured with candle 0.11 on an H200: +12
 for a small MLP; on CPU, 5 MB → 850 MB of RSS in 400 steps.
 
 Also finds a recurrent state whose new value is computed from the old one by a forward pass
-(`h = (wx.forward(&x)? + wh.forward(&h)?)?.tanh()?`, or a field written from a local of the step:
-`let h = ..self.w_h.forward(&self.h)?..; ..; self.h = h;`) when nothing cuts it: each iteration's graph
+(`h = (wx.forward(&x)? + wh.forward(&h)?)?.tanh()?`, or a field, local or one layer's element
+written from a local of the step: `let h = ..self.w_h.forward(&self.h)?..; ..; self.h = h;`,
+`hs[i] = h.clone()`) when nothing cuts it: each iteration's graph
 links to every earlier one. For such a state no automatic fix is offered: cutting the new value
 would stop the gradients that train `wx` and `wh`. Cut the incoming state once per training
 iteration instead. The same holds for a state a method of the crate keeps in its receiver on every
 call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)`), called once
-per training iteration on a model that outlives it: reported at the call, unless the method cuts
-the state first (`self.h = self.h.detach()`) or the loop resets it (`model.reset_state()`). A
-state written only under a condition (a key/value cache behind a `use_cache` flag) is not.
+per training iteration on a model that outlives it (also through fields of the crate's types,
+`self.layer.run(x)` reaching `self.cell.step(x)`): reported at the call, unless the method cuts
+the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_state()`) or cuts
+the field it is kept in (`model.h = model.h.detach()`). States kept one per layer may be cut
+element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
+`0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`). A state written only under a
+condition (a key/value cache behind a `use_cache` flag) is not reported.
 
 Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
 of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
