@@ -1888,6 +1888,13 @@ impl Builder<'_> {
             }
             Expr::Binary(b) => self.binary(b),
             Expr::Assign(a) => {
+                // `x = if c { a } else { b }` is `if c { x = a } else { x = b }`: each branch's write
+                // is on that branch (a state kept only when a flag is on).
+                if let Expr::If(i) = strip_parens(&a.right)
+                    && let Some(branches) = assign_in_branches(&a.left, i)
+                {
+                    return self.expr(&Expr::If(branches));
+                }
                 self.assign(&a.left, &a.right, self.between(first_token(&a.left), last_token(&a.right)));
                 Val::plain()
             }
@@ -4426,6 +4433,32 @@ fn literal_count(e: &Expr, named: &dyn Fn(&str) -> Option<u64>) -> Option<u64> {
         }
         _ => None,
     }
+}
+
+/// `if c { a } else { b }` with each branch's value assigned to `left` (`if c { left = a } else
+/// { left = b }`), when every branch ends in a value; `None` otherwise.
+fn assign_in_branches(left: &Expr, i: &syn::ExprIf) -> Option<syn::ExprIf> {
+    fn assign_tail(left: &Expr, block: &mut Block) -> Option<()> {
+        let Some(Stmt::Expr(tail, None)) = block.stmts.last_mut() else { return None };
+        let value = std::mem::replace(tail, Expr::Verbatim(Default::default()));
+        *tail = Expr::Assign(syn::ExprAssign {
+            attrs: Vec::new(),
+            left: Box::new(left.clone()),
+            eq_token: Default::default(),
+            right: Box::new(value),
+        });
+        Some(())
+    }
+    let (_, els) = i.else_branch.as_ref()?;
+    let mut out = i.clone();
+    assign_tail(left, &mut out.then_branch)?;
+    let (_, els_out) = out.else_branch.as_mut()?;
+    match (&**els, &mut **els_out) {
+        (Expr::Block(_), Expr::Block(b)) => assign_tail(left, &mut b.block)?,
+        (Expr::If(inner), slot @ Expr::If(_)) => *slot = Expr::If(assign_in_branches(left, inner)?),
+        _ => return None,
+    }
+    Some(out)
 }
 
 /// Whether `e` is the literal `0`.

@@ -754,11 +754,30 @@ pub struct StateAt {
     /// In `self`, by a write on every path through the function (not under an `if` or `match`:
     /// a cache kept only when a flag is on is not).
     pub(super) self_always: bool,
+    /// Every write that keeps it lies on a branch a `bool` parameter opens (`if training {
+    /// state.w = (&state.w - &dw)? } else { state.w = ...detach() }`): (parameter, the value that
+    /// opens it). A call that passes the other value keeps nothing.
+    pub(super) gate: Option<(u8, bool)>,
 }
 
 impl StateAt {
     pub(super) fn any(self) -> bool {
         self.in_self || self.params != 0
+    }
+
+    /// Adds a place kept by writes behind `gate` (see [`StateAt::gate`]): different gates, or
+    /// one write with none, leave the state ungated.
+    pub(super) fn add_gated(&mut self, root: Option<usize>, gate: Option<(u8, bool)>) {
+        let first = !self.any();
+        self.add(root);
+        self.gate = if first || self.gate == gate { gate } else { None };
+    }
+
+    /// Whether a call passing `args`'s `bool` literals keeps nothing: it closes the gate.
+    pub(super) fn closed_by(&self, args: &[ArgValue]) -> bool {
+        self.gate.is_some_and(|(p, opens_on)| {
+            args.get(usize::from(p)).and_then(|a| a.bool_literal).is_some_and(|v| v != opens_on)
+        })
     }
 
     /// Adds a place: `None` for `self`, `Some(i)` for parameter `i`.
@@ -776,6 +795,7 @@ impl StateAt {
             in_self: self.in_self && other.in_self,
             params: self.params & other.params,
             self_always: self.self_always && other.self_always,
+            gate: if self.gate == other.gate { self.gate } else { None },
         }
     }
 }
@@ -1530,7 +1550,7 @@ impl FnModel {
             if let Some(root) = self.state_root(b)
                 && self.computed_from_binding(value, b, target)
             {
-                at.add(root);
+                at.add_gated(root, self.param_gate_of(self.write_path(target)));
                 let always =
                     root.is_none() && !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
                 at.self_always |= always;
@@ -1540,6 +1560,13 @@ impl FnModel {
             }
         }
         (at, kept_at)
+    }
+
+    /// The `bool` parameter whose branch a path lies on, with the value that opens it (see
+    /// [`StateAt::gate`]).
+    pub(super) fn param_gate_of(&self, path: &[usize]) -> Option<(u8, bool)> {
+        let &(_, param, opens_on, _) = self.param_gates.iter().find(|(b, ..)| path.contains(b))?;
+        u8::try_from(param).ok().map(|p| (p, opens_on))
     }
 
     /// The state binding `b` is part of: `Some(None)` for `self` (a field, an element or guard

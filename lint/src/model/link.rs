@@ -412,6 +412,17 @@ fn mark_stateful_calls(
         }
     };
     let bits = |p: u64| (0..64).filter(move |k| p & (1 << k) != 0);
+    // The gate a call's state is kept behind in the caller: the caller's own `bool` parameter
+    // handed on as the callee's gate (`block.forward_native(x, state, training)` inside `fn
+    // forward_lm(.., training: bool)`), or the caller's branch the call sits on.
+    fn handed_gate(g: &FnModel, site: &super::graph::CallSite, gate: Option<(u8, bool)>) -> Option<(u8, bool)> {
+        let handed = gate.and_then(|(p, opens_on)| {
+            let [read] = site.args.get(usize::from(p))?.reads.as_slice() else { return None };
+            let j = g.params.iter().position(|q| *q == Some(*read))?;
+            u8::try_from(j).ok().map(|j| (j, opens_on))
+        });
+        handed.or_else(|| g.param_gate_of(&site.path))
+    }
     // Whether `g` starts binding `b`'s kept state afresh in `in_loop`: a reset method
     // (`model.reset_cache()`), or a cut of the field the callees keep it in (`model.h =
     // model.h.detach()`).
@@ -434,9 +445,10 @@ fn mark_stateful_calls(
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
             let callee = kept(&state, callees);
-            if !callee.any() || !trusted(files, *caller, site, callees, forward) {
+            if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
                 continue;
             }
+            let gate = handed_gate(g, site, callee.gate);
             let mut at = StateAt::default();
             // `self.cell.reset_state(); self.cell.step(x)`, `self.cell.h = self.cell.h.detach()`
             // before a loop of such calls: the caller starts the part's state afresh on each of
@@ -449,21 +461,25 @@ fn mark_stateful_calls(
                 && !reset_here
                 && let Some(root) = root_of(g, site, None)
             {
-                at.add(root);
+                at.add_gated(root, gate);
                 at.self_always = root.is_none()
                     && callee.self_always
                     && !site.path.iter().any(|b| g.conditional_branches.contains(b));
             }
             for k in bits(callee.params) {
                 if let Some(root) = root_of(g, site, Some(k)) {
-                    at.add(root);
+                    at.add_gated(root, gate);
                 }
+            }
+            if !at.any() {
+                continue;
             }
             let had = state.get(caller).copied().unwrap_or_default();
             let now = StateAt {
                 in_self: had.in_self || at.in_self,
                 params: had.params | at.params,
                 self_always: had.self_always || at.self_always,
+                gate: if !had.any() || had.gate == at.gate { at.gate } else { None },
             };
             if now != had {
                 grown.push((*caller, now));
@@ -485,7 +501,7 @@ fn mark_stateful_calls(
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
         let callee = kept(&state, callees);
-        if !callee.any() || !trusted(files, *caller, site, callees, forward) {
+        if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
             continue;
         }
         // The state outlives an iteration of the call's loop: it lives in a binding made before

@@ -870,6 +870,56 @@ fn main() -> Result<()> {
         assert_eq!(count("sampling_loop_chains_graph", None, &per_prompt), 0);
     }
 
+    /// A state handed in by `&mut` that the step keeps with its graph only when a `bool`
+    /// parameter asks for it (meta-training), and detached otherwise.
+    const GATED_STATE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, VarBuilder, VarMap};
+pub struct Block { w: Linear }
+impl Block {
+    pub fn step(&self, x: &Tensor, state: &mut Tensor, training: bool) -> Result<Tensor> {
+        let updated = (&*state + self.w.forward(x)?)?;
+        KEEP
+        state.matmul(x)
+    }
+}
+pub struct Net { block: Block }
+impl Net {
+    pub fn run(&self, x: &Tensor, state: &mut Tensor, training: bool) -> Result<Tensor> {
+        self.block.step(x, state, training)
+    }
+}
+fn main() -> Result<()> {
+    let varmap = VarMap::new();
+    let block = Block { w: linear(4, 4, VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))? };
+    let net = Net { block: Block { w: linear(4, 4, VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))? } };
+    let x = Tensor::ones((4, 4), DType::F32, &Device::Cpu)?;
+    let mut state = Tensor::eye(4, DType::F32, &Device::Cpu)?;
+    for _ in 0..100 {
+        CALL
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_kept_only_when_a_flag_asks_is_judged_by_the_callers_value() {
+        let statement = "if training { *state = updated; } else { *state = updated.detach(); }";
+        let expression = "*state = if training { updated } else { updated.detach() };";
+        for keep in [statement, expression] {
+            for (call, found) in [
+                ("let _ = block.step(&x, &mut state, false)?;", 0),
+                ("let _ = block.step(&x, &mut state, true)?;", 1),
+                // Handed on through a function's own `bool` parameter.
+                ("let _ = net.run(&x, &mut state, false)?;", 0),
+                ("let _ = net.run(&x, &mut state, true)?;", 1),
+            ] {
+                let src = GATED_STATE.replace("KEEP", keep).replace("CALL", call);
+                assert_eq!(count("sampling_loop_chains_graph", None, &src), found, "{keep} / {call}");
+            }
+        }
+    }
+
     /// A preview sampler run during training on a copy built from plain weights.
     const FROZEN_COPY: &str = r#"
 use candle_core::{DType, Device, Result, Tensor};
