@@ -406,15 +406,18 @@ impl Items<'_> {
 /// The abstract value of an expression: what it reads and how it was produced.
 #[derive(Debug, Clone)]
 struct Val {
-    reads: Vec<NodeIndex>,
+    reads: Reads,
     producer: Producer,
     /// The op-ness of a derived value: tensor operations on parameters produce a graph, moves do not.
     op: bool,
 }
 
+/// What a value reads: one or two nodes mostly, kept inline.
+type Reads = smallvec::SmallVec<[NodeIndex; 2]>;
+
 impl Val {
     fn plain() -> Self {
-        Self { reads: Vec::new(), producer: Producer::Plain, op: false }
+        Self { reads: Reads::new(), producer: Producer::Plain, op: false }
     }
 }
 
@@ -474,6 +477,9 @@ struct Builder<'c> {
     /// branch path of the write. One made on every path of the loop's body replaces every
     /// element: after the loop the local holds only what was written.
     element_writes: Vec<(BindingId, NodeIndex, Vec<usize>)>,
+    /// Resets through such an element (`for c in self.cells.iter_mut() { c.reset(); }`): the
+    /// local or field, and the branch path of the reset.
+    element_resets: Vec<(BindingId, Vec<usize>)>,
     /// Index bindings of a `for` over every index of a local or field (`for i in 0..hs.len()`):
     /// (index, the local). A write of `hs[i]` is a write through an element.
     index_walks: Vec<(BindingId, BindingId)>,
@@ -684,6 +690,7 @@ impl Builder<'_> {
             library_forwards: Vec::new(),
             mut_elements: Vec::new(),
             element_writes: Vec::new(),
+            element_resets: Vec::new(),
             index_walks: Vec::new(),
             sequence_elements: Vec::new(),
             disabled_caches: Vec::new(),
@@ -905,7 +912,7 @@ impl Builder<'_> {
         }
         reads.sort_unstable();
         reads.dedup();
-        Val { reads, producer: Producer::Derived, op }
+        Val { reads: reads.into(), producer: Producer::Derived, op }
     }
 
     fn vocab(&mut self, kind: CallKind, span: Span, fix_span: Option<Span>, discarded: bool) {
@@ -1108,7 +1115,7 @@ impl Builder<'_> {
             self.g.param_rewrites.push(super::graph::ParamRewrite {
                 span,
                 value,
-                reads: body.reads.clone(),
+                reads: body.reads.to_vec(),
                 old: vec![p],
             });
         }
@@ -1137,7 +1144,7 @@ impl Builder<'_> {
         self.g.param_rewrites.push(super::graph::ParamRewrite {
             span: span.clone(),
             value: span,
-            reads: tail.reads.clone(),
+            reads: tail.reads.to_vec(),
             old,
         });
     }
@@ -2084,6 +2091,13 @@ impl Builder<'_> {
                 {
                     self.write(slot, value, Store::Assign, header, false);
                 }
+                // `for c in self.cells.iter_mut() { c.reset(); }`: every element starts afresh.
+                if let Some(owner) = mut_owner
+                    && self.element_resets.iter().any(|(o, path)| *o == owner && *path == body_path)
+                {
+                    let reset = (owner, self.cur_loop());
+                    self.g.resets.push(reset);
+                }
                 self.counters.truncate(mark);
             }
             Expr::While(w) if runs_once(&w.body) => self.at_most_once(|s| {
@@ -2407,7 +2421,7 @@ impl Builder<'_> {
             && let Some(ident) = p.path.get_ident()
             && let Some(slot) = self.lookup(&ident.to_string())
         {
-            return Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false };
+            return Val { reads: smallvec::smallvec![self.env[slot].1], producer: Producer::Derived, op: false };
         }
         Val::plain()
     }
@@ -2425,7 +2439,7 @@ impl Builder<'_> {
             && let syn::Member::Named(name) = &f.member
             && let Some(slot) = self.self_field(&name.to_string())
         {
-            return Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false };
+            return Val { reads: smallvec::smallvec![self.env[slot].1], producer: Producer::Derived, op: false };
         }
         self.expr(&f.base)
     }
@@ -2440,7 +2454,8 @@ impl Builder<'_> {
                 if let Some(slot) = self.place_slot(&b.left) {
                     // `*totals.entry(name.clone()).or_default() += x`: the new value is the
                     // place's old one and `x`; the key only picks the place.
-                    let lhs = Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: lhs.op };
+                    let lhs =
+                        Val { reads: smallvec::smallvec![self.env[slot].1], producer: Producer::Derived, op: lhs.op };
                     let parts = vec![(lhs, self.cheap(&b.left)), (rhs, self.cheap(&b.right))];
                     let val = self.combine(parts, true);
                     let value = self.value_node(val, self.full(&b.right));
@@ -2475,7 +2490,7 @@ impl Builder<'_> {
         }
         let n = self.value_node(val, 0..0);
         self.g.additive_nodes.push(n);
-        Val { reads: vec![n], producer: Producer::Derived, op: false }
+        Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false }
     }
 
     fn assign(&mut self, left: &Expr, right: &Expr, span: Span) {
@@ -2537,7 +2552,7 @@ impl Builder<'_> {
     /// total { Some(t) => Some(t + loss), .. }`, `if let Some(t) = &total { total = Some(t + &loss) }`).
     fn reads_transitively(&self, val: &Val, version: NodeIndex) -> bool {
         let here = self.cur_loop();
-        let mut stack: Vec<NodeIndex> = val.reads.clone();
+        let mut stack: Vec<NodeIndex> = val.reads.to_vec();
         let mut seen = std::collections::HashSet::new();
         let mut budget = 256;
         while let Some(n) = stack.pop() {
@@ -2699,7 +2714,7 @@ impl Builder<'_> {
             let recv = self.expr(&m.receiver);
             let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
             self.g.param_reads.push(n);
-            return Some(Val { reads: vec![n], producer: Producer::Derived, op: false });
+            return Some(Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false });
         }
         if spec.param_map_methods.contains(&name)
             && let [Expr::Closure(c)] = m.args.iter().collect::<Vec<_>>().as_slice()
@@ -2751,8 +2766,12 @@ impl Builder<'_> {
             && !self.g.spec.trainable_constructors.is_empty()
             && let Some(slot) = self.place_slot(&m.receiver)
         {
-            let reset = (self.env[slot].0, self.cur_loop());
+            let b = self.env[slot].0;
+            let reset = (b, self.cur_loop());
             self.g.resets.push(reset);
+            if let Some(&(_, owner)) = self.mut_elements.iter().find(|(e, _)| *e == b) {
+                self.element_resets.push((owner, self.path.clone()));
+            }
         }
         // `acc.take()` empties an `Option` (or a cell): like `clear()` for what it held.
         let takes = name == "take" && m.args.is_empty();
@@ -2941,7 +2960,7 @@ impl Builder<'_> {
             self.exprs(m.args.iter(), false);
             let n = self.value_node(Val { producer: Producer::Plain, ..recv }, recv_span);
             self.params.push(n);
-            return Val { reads: vec![n], producer: Producer::Derived, op: false };
+            return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
         }
         let moves = common::MOVE_METHODS.contains(&name.as_str());
         // `stats.add(loss.clone())` with `stats: EpochStats` and `impl EpochStats { fn add(..) }`:
@@ -2970,10 +2989,16 @@ impl Builder<'_> {
             let per_element = rust::PER_ELEMENT_METHODS.contains(&name.as_str())
                 && rust::is_iterator_chain(&m.receiver)
                 && m.args.iter().any(|a| matches!(strip_parens(a), Expr::Closure(_)));
-            let element = per_element.then(|| recv.clone());
+            // `state.as_ref().map(|s| s.detach())` on an `Option`: the result is what the closure
+            // returns, from the receiver's value handed to its parameter.
+            let option_map = !per_element
+                && m.args.len() == 1
+                && matches!(m.args.first(), Some(Expr::Closure(_)))
+                && rust::UNWRAP_MAP_METHODS.contains(&name.as_str());
+            let element = (per_element || option_map).then(|| recv.clone());
             // `hs.iter().map(|h| h.detach())`: the result's elements are what the closure
             // yields; the receiver's elements reach them only through the closure's parameter.
-            let mut parts = if per_element && rust::YIELDING_METHODS.contains(&name.as_str()) {
+            let mut parts = if option_map || (per_element && rust::YIELDING_METHODS.contains(&name.as_str())) {
                 Vec::new()
             } else {
                 vec![(recv, recv_span)]
@@ -3043,7 +3068,7 @@ impl Builder<'_> {
                 s.write(slot, node, Store::Yield, header.clone(), true);
             }
         });
-        Val { reads: vec![self.env[slot].1], producer: Producer::Derived, op: false }
+        Val { reads: smallvec::smallvec![self.env[slot].1], producer: Producer::Derived, op: false }
     }
 
     /// A forward pass or tape attachment: its value carries a graph unless the model is inert.
@@ -3191,7 +3216,14 @@ impl Builder<'_> {
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
         let receiver_field = if receiver_type.is_none() { self.receiver_field(&m.receiver, false) } else { None };
         let receiver_field_owner = receiver_field.as_ref().and_then(|_| self.field_owner(&m.receiver));
+        let receiver_element_of = if receiver_type.is_none() && receiver_field.is_none() && !self.element_of.is_empty()
+        {
+            self.receiver_field(&m.receiver, true)
+        } else {
+            None
+        };
         if let Some(site) = self.g.call_sites.last_mut() {
+            site.receiver_element_of = receiver_element_of;
             site.closure_args = closure_args;
             site.receiver_type = receiver_type;
             site.receiver_type_guessed = receiver_type_guessed;
@@ -3388,6 +3420,7 @@ impl Builder<'_> {
             receiver_type: None,
             receiver_type_guessed: false,
             receiver_field: None,
+            receiver_element_of: None,
             receiver_field_owner: None,
             type_param_dispatch: false,
             closure_args: Vec::new(),
@@ -3404,7 +3437,7 @@ impl Builder<'_> {
             host_result: false,
             args_returned: 0,
         });
-        Val { reads: vec![result], producer: Producer::Derived, op: false }
+        Val { reads: smallvec::smallvec![result], producer: Producer::Derived, op: false }
     }
 
     /// A value the function returns.
@@ -3440,11 +3473,11 @@ impl Builder<'_> {
                 if v.producer == Producer::Derived {
                     let (span, value) = (call_span(self), self.full(value));
                     let (reads, old) = (v.reads.clone(), self.g.param_reads.clone());
-                    self.g.param_rewrites.push(super::graph::ParamRewrite { span, value, reads, old });
+                    self.g.param_rewrites.push(super::graph::ParamRewrite { span, value, reads: reads.to_vec(), old });
                 }
                 let n = self.value_node(Val::plain(), 0..0);
                 self.params.push(n);
-                return Some(Val { reads: vec![n], producer: Producer::Derived, op: false });
+                return Some(Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false });
             }
         }
         None
@@ -3475,7 +3508,7 @@ impl Builder<'_> {
                     path: self.path.clone(),
                     result,
                 });
-                return Val { reads: vec![result], producer: Producer::Derived, op: false };
+                return Val { reads: smallvec::smallvec![result], producer: Producer::Derived, op: false };
             }
         }
         let Expr::Path(p) = &*c.func else {
@@ -3539,7 +3572,7 @@ impl Builder<'_> {
             let span = self.between(first_token(&c.func), c.paren_token.span.close());
             let n = self.value_node(args, span);
             self.g.trainable_seeds.push(n);
-            return Val { reads: vec![n], producer: Producer::Derived, op: false };
+            return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
         }
         // `VarBuilder::from_mmaped_safetensors(..)`: plain weights; a model built from them is
         // as inert as one made untracked.
@@ -3612,7 +3645,7 @@ impl Builder<'_> {
             self.exprs(c.args.iter(), false);
             let n = self.value_node(Val::plain(), span);
             self.params.push(n);
-            return Val { reads: vec![n], producer: Producer::Derived, op: false };
+            return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
         }
         if common::TENSOR_TYPES.contains(&ty) && common::DATA_CONSTRUCTORS.contains(&last) {
             self.exprs(c.args.iter(), false);

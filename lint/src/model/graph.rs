@@ -656,7 +656,7 @@ impl PartialEq for At {
 /// An argument of a call site, kept unmaterialized until the call resolves.
 #[derive(Debug, Clone)]
 pub struct ArgValue {
-    pub(super) reads: Vec<NodeIndex>,
+    pub(super) reads: smallvec::SmallVec<[NodeIndex; 2]>,
     pub(super) producer: Producer,
     pub(super) op: bool,
     /// The argument as written (empty: exact spans of every argument cost more than they give).
@@ -703,6 +703,10 @@ pub struct CallSite {
     /// The receiver is a field of `self` (`self.policy.act(..)`): its name, whose declared type
     /// the crate-level pass looks up.
     pub(super) receiver_field: Option<String>,
+    /// The receiver is an element of a field of `self` that a loop walks (`c` of `for c in
+    /// self.cells.iter_mut()`): that field's name. The kept-state pass trusts a call there to
+    /// reach a method of the field's element type, and sees resets of the field.
+    pub(super) receiver_element_of: Option<String>,
     /// The type whose field the receiver is, when that is not `self`'s type: the declared type
     /// of a local (`model.cell.step(..)` with `model` a `Forecaster`).
     pub(super) receiver_field_owner: Option<String>,
@@ -1562,6 +1566,32 @@ impl FnModel {
         (at, kept_at)
     }
 
+    /// The fields of `self` this method starts afresh on every call: given a value without a
+    /// graph (`self.mem = self.core.zero_state(1)?`, `self.h = self.h.iter().map(|t|
+    /// t.detach()).collect()`) on every path, and never a graph-carrying one. A call of it cuts
+    /// what the receiver kept there (see `FnModel::field_cuts`).
+    pub(super) fn fields_reset(&self) -> Vec<String> {
+        let mut reset: Vec<BindingId> = Vec::new();
+        let mut kept: Vec<BindingId> = Vec::new();
+        for (_, value, target, how, _) in self.stores() {
+            let Some(b) = self.binding_of(target) else { continue };
+            if self.bindings[b].kind != BindingKind::SelfField {
+                continue;
+            }
+            if self.taint(value).has(Taint::GRAPH) {
+                kept.push(b);
+            } else if matches!(how, Store::Assign | Store::Fold)
+                && self.whole_write(target)
+                && !self.write_path(target).iter().any(|br| self.conditional_branches.contains(br))
+            {
+                reset.push(b);
+            }
+        }
+        reset.retain(|b| !kept.contains(b));
+        reset.dedup();
+        reset.iter().filter_map(|&b| self.bindings[b].name.strip_prefix("self.").map(str::to_string)).collect()
+    }
+
     /// The `bool` parameter whose branch a path lies on, with the value that opens it (see
     /// [`StateAt::gate`]).
     pub(super) fn param_gate_of(&self, path: &[usize]) -> Option<(u8, bool)> {
@@ -2184,9 +2214,12 @@ impl FnModel {
     /// only now and then (`if step % 2000 == 0 { running = zeros }`).
     pub fn cut_whenever(&self, binding: BindingId, iteration: Iteration, written: NodeIndex) -> bool {
         let at = self.write_path(written);
+        // A write of one part (`pol.hidden = pol.hidden.detach()`) leaves the others (a sum
+        // kept in `pol.baseline`) as they were.
         self.stores().any(|(_, value, target, how, _)| {
             matches!(how, Store::Assign | Store::Fold | Store::Let)
                 && self.binding_of(target) == Some(binding)
+                && self.whole_write(target)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
                 && at.starts_with(self.write_path(target))
@@ -2251,6 +2284,14 @@ impl FnModel {
     /// in the training loop or a loop inside it): what it keeps starts afresh every iteration.
     pub fn reset_within(&self, binding: BindingId, iteration: Iteration) -> bool {
         self.resets.iter().any(|&(b, l)| b == binding && self.iteration_of(l) == Some(iteration))
+    }
+
+    /// Whether field `field` of `binding` is cut within `iteration` (`model.h =
+    /// model.h.detach()`, `agent.start_episode()` with `self.mem = zero_state()`; see
+    /// `FnModel::field_cuts`). `field` may be written `self.h`.
+    pub fn field_cut_within(&self, binding: BindingId, field: &str, iteration: Iteration) -> bool {
+        let field = field.rsplit('.').next().unwrap_or(field);
+        self.field_cuts.iter().any(|(b, f, l)| *b == binding && f == field && self.iteration_of(*l) == Some(iteration))
     }
 
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an

@@ -304,6 +304,7 @@ pub fn link(
         graphs.iter().any(|g| !g.trainable_seeds.is_empty() || (g.spec.global_grad_mode && !g.grad_off))
     }) {
         let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
+        mark_field_resets(files, &resolved);
         mark_stateful_calls(files, &index, &resolved, &forwards);
     }
 }
@@ -337,6 +338,40 @@ fn resolve_sites(
 /// field of it) or with a parameter (`self.layers[i].attn.forward(x, &mut cache)`), to a
 /// fixpoint. Every call of one is then recorded in its caller (`FnModel::state_calls`).
 /// `forwards` resolves the callers' `forward_sites`.
+/// Calls of methods that start fields of their receiver afresh (`agent.start_episode()` with
+/// `self.mem = self.core.zero_state(1)?`): cuts of those fields of the receiver, where the call
+/// is (see `FnModel::fields_reset`).
+fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let mut resets: HashMap<FnId, Vec<String>> = HashMap::default();
+    type FieldCut = (super::graph::BindingId, String, Option<super::graph::LoopId>);
+    let mut found: Vec<(FnId, FieldCut)> = Vec::new();
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        if !site.method || site.receiver_self || callees.is_empty() {
+            continue;
+        }
+        let Some(b) = site.receiver.and_then(|r| g.receiver_binding(r)) else { continue };
+        let mut common: Option<Vec<String>> = None;
+        for c in callees {
+            let fields = resets.entry(*c).or_insert_with(|| files[c.0].1[c.1].fields_reset());
+            common = Some(match common {
+                None => fields.clone(),
+                Some(mut seen) => {
+                    seen.retain(|f| fields.contains(f));
+                    seen
+                }
+            });
+        }
+        for field in common.unwrap_or_default() {
+            found.push((*caller, (b, field, site.in_loop)));
+        }
+    }
+    for (caller, cut) in found {
+        files[caller.0].1[caller.1].field_cuts.push(cut);
+    }
+}
+
 fn mark_stateful_calls(
     files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
     index: &Index<'_>,
@@ -355,7 +390,11 @@ fn mark_stateful_calls(
                    callees: &[FnId],
                    forward: bool| {
         forward || {
-            let declared = site.receiver_type.as_deref().or_else(|| index.field_type(files, caller, site));
+            let declared =
+                site.receiver_type.as_deref().or_else(|| index.field_type(files, caller, site)).or_else(|| {
+                    let owner = files[caller.0].1[caller.1].owner.as_deref()?;
+                    index.declared_field_type(files, caller, owner, site.receiver_element_of.as_deref()?)
+                });
             callees.iter().all(|c| {
                 let c = &files[c.0].1[c.1];
                 c.ident.starts_with("forward") || declared.is_some_and(|t| c.owner.as_deref() == Some(t))
@@ -453,7 +492,14 @@ fn mark_stateful_calls(
             // `self.cell.reset_state(); self.cell.step(x)`, `self.cell.h = self.cell.h.detach()`
             // before a loop of such calls: the caller starts the part's state afresh on each of
             // its calls, so nothing kept there outlives them.
-            let reset_here = site.receiver.and_then(|r| g.receiver_binding(r)).is_some_and(|b| {
+            // Also through the field a loop walks (`for c in self.cells.iter_mut() { c.reset(); }`
+            // before `for c in self.cells.iter_mut() { x = c.forward(&x)?; }`).
+            let owner = site.receiver_field.as_deref().or(site.receiver_element_of.as_deref()).and_then(|f| {
+                g.bindings.iter().position(|b| {
+                    b.kind == super::graph::BindingKind::SelfField && b.name.strip_prefix("self.") == Some(f)
+                })
+            });
+            let reset_here = site.receiver.and_then(|r| g.receiver_binding(r)).into_iter().chain(owner).any(|b| {
                 let loops = g.resets.iter().map(|r| r.1).chain(g.field_cuts.iter().map(|c| c.2));
                 loops.into_iter().any(|l| restarts(g, b, l, callees, &kept_at))
             });
@@ -2480,7 +2526,17 @@ impl<'a> Index<'a> {
         site: &super::graph::CallSite,
     ) -> Option<&'a str> {
         let owner = site.receiver_field_owner.as_deref().or(files[caller.0].1[caller.1].owner.as_deref())?;
-        let field = site.receiver_field.as_deref()?;
+        self.declared_field_type(files, caller, owner, site.receiver_field.as_deref()?)
+    }
+
+    /// The declared (element) type of field `field` of type `owner`, as the caller's file sees it.
+    fn declared_field_type(
+        &self,
+        files: &[(Arc<SourceFile>, Vec<FnModel>)],
+        caller: FnId,
+        owner: &str,
+        field: &str,
+    ) -> Option<&'a str> {
         // The entries of `owner` and of `owner@<file>` (a type declared in several files) sort
         // together, right from `owner` on.
         let from = self.field_types.partition_point(|(o, _, _)| o.as_str() < owner);

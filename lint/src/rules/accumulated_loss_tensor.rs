@@ -200,8 +200,9 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
         }) {
             continue;
         }
+        let cut = |b| call.kept_at().is_some_and(|(.., field)| f.field_cut_within(b, field, iteration));
         let kept_in = match receiver.and_then(|r| f.receiver_binding(r)) {
-            Some(b) if f.outlives(b, iteration) && !f.reset_within(b, iteration) => f.binding(b),
+            Some(b) if f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b) => f.binding(b),
             // `self.step_cell(..)` or a receiver made in the iteration.
             Some(_) => continue,
             None => continue,
@@ -917,6 +918,22 @@ fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
         assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
         let cut_by_loop = STATE_IN_SELF.replace("CUT", "").replace("RESET", "model.h = model.h.detach();");
         assert_eq!(count("accumulated_loss_tensor", None, &cut_by_loop), 0);
+        // A method of any name that starts the field afresh, called in the training loop (here
+        // one loop out from the call that keeps the state).
+        for start in [
+            "fn begin_chunk(&mut self) { self.h = self.h.detach(); }",
+            "fn begin_chunk(&mut self) { self.h = Some(&self.h).map(|t| t.detach()).unwrap(); }",
+        ] {
+            let src = STATE_IN_SELF
+                .replace("CUT", "")
+                .replace("    fn reset_state(", &format!("    {start}\n    fn reset_state("))
+                .replace("RESET", "model.begin_chunk();")
+                .replace(
+                    "let y = model.forward_chunk(xs)?;",
+                    "let y = { let mut y = None; for _ in 0..1 { y = Some(model.forward_chunk(xs)?); } y.unwrap() };",
+                );
+            assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{start}");
+        }
         // Another field cut: the state is still kept.
         let other = STATE_IN_SELF.replace("CUT", "").replace("RESET", "model.cell = model.cell.clone();");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &other), vec![30]);
@@ -1220,5 +1237,56 @@ fn main() -> Result<()> {
             let src = STATE_TWO_FIELDS_DOWN.replace(at, &format!("        {cut}\n{at}"));
             assert_eq!(count("accumulated_loss_tensor", None, &src), 0, "{cut}");
         }
+    }
+
+    /// Cells that keep their own state, walked by a stack; the stack may reset every cell first.
+    const CELLS_RESET_BY_THE_STACK: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+struct Cell { wx: Linear, wh: Linear, h: Tensor }
+impl Cell {
+    fn advance(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.h = (self.wx.forward(x)? + self.wh.forward(&self.h)?)?.tanh()?;
+        Ok(self.h.clone())
+    }
+    fn reset(&mut self) -> Result<()> { self.h = self.h.zeros_like()?; Ok(()) }
+}
+struct Stack { cells: Vec<Cell> }
+impl Stack {
+    fn run(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        RESET
+        let mut last = xs[0].clone();
+        for x in xs {
+            let mut y = x.clone();
+            for c in self.cells.iter_mut() {
+                y = c.advance(&y)?;
+            }
+            last = y;
+        }
+        Ok(last)
+    }
+}
+pub fn train(chunks: &[Vec<Tensor>], vm: &VarMap, cells: Vec<Cell>) -> Result<()> {
+    let mut stack = Stack { cells };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for xs in chunks {
+        let y = stack.run(xs)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+pub fn cells(vm: &VarMap) -> Result<Vec<Cell>> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let h = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+    Ok(vec![Cell { wx: candle_nn::linear(4, 4, vb.pp("wx"))?, wh: candle_nn::linear(4, 4, vb.pp("wh"))?, h }])
+}
+"#;
+
+    #[test]
+    fn cells_reset_one_by_one_before_the_sequence_keep_nothing() {
+        let kept = CELLS_RESET_BY_THE_STACK.replace("RESET", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![31]);
+        let reset = CELLS_RESET_BY_THE_STACK.replace("RESET", "for c in self.cells.iter_mut() { c.reset()?; }");
+        assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
     }
 }
