@@ -638,6 +638,7 @@ impl Builder<'_> {
                 plain_params: 0,
                 branch_aliases: Vec::new(),
                 handed_losses: Vec::new(),
+                handed_backward: Vec::new(),
                 mapper_uses: Vec::new(),
                 rewrites_untracked: false,
                 bool_args: Vec::new(),

@@ -630,6 +630,10 @@ pub struct FnModel {
     /// (`trainer.step(&chunk)` with `fn step(&mut self, loss: &Tensor) { self.opt.backward_step(loss) }`):
     /// losses of this function too, set by the crate-level pass.
     pub(super) handed_losses: Vec<NodeIndex>,
+    /// Of those, the values the callee runs backward on themselves (`model.update(&loss)` with
+    /// `fn update(&self, loss: &Tensor) { let grads = loss.backward()?; .. }`), not the data a
+    /// loss is computed from: they carry a graph.
+    pub(super) handed_backward: Vec<NodeIndex>,
     /// burn: applications of the crate's `ModuleMapper`s (`target.map(&mut polyak)`): the
     /// mapper's type, the `map` call, and whether the result is made untracked at once
     /// (`.no_grad()`, `.valid()`).
@@ -1947,7 +1951,7 @@ impl FnModel {
         for n in self.graph.node_indices() {
             self.graph[n].taint = Taint::NONE;
         }
-        for &loss in self.losses.iter().chain(&self.seeds) {
+        for &loss in self.losses.iter().chain(&self.handed_backward).chain(&self.seeds) {
             // A crate method's forward pass (`backbone.embed(&x)?`) carries a graph unless its
             // model is inert: decided below, with the receiver's taint.
             if self.seeds.contains(&loss)

@@ -1139,30 +1139,35 @@ fn mark_handed_losses(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &
         return;
     }
     for _ in 0..MAX_ROUNDS {
-        // Each callee's backpropagated parameters (bit `i` for parameter `i`).
-        let mut loss_params: HashMap<FnId, u64> = HashMap::default();
-        let mut added: Vec<(FnId, NodeIndex)> = Vec::new();
+        // Each callee's backpropagated parameters (bit `i` for parameter `i`), and those it runs
+        // backward on themselves.
+        let mut loss_params: HashMap<FnId, (u64, u64)> = HashMap::default();
+        let mut added: Vec<(FnId, NodeIndex, bool)> = Vec::new();
         for (caller, ci, callees) in resolved {
             let site = &files[caller.0].1[caller.1].call_sites[*ci];
             if site.args.is_empty() || !callees.iter().all(|c| has_losses(&files[c.0].1[c.1])) {
                 continue;
             }
-            let mut params = u64::MAX;
+            let (mut params, mut direct) = (u64::MAX, u64::MAX);
             for c in callees {
-                let mask = *loss_params.entry(*c).or_insert_with(|| {
+                let (mask, own) = *loss_params.entry(*c).or_insert_with(|| {
                     let g = &files[c.0].1[c.1];
                     if g.losses.is_empty() && g.handed_losses.is_empty() {
-                        return 0;
+                        return (0, 0);
                     }
                     let upstream = g.upstream_of_losses(false);
-                    g.params
-                        .iter()
-                        .take(64)
-                        .enumerate()
-                        .filter(|(_, p)| p.is_some_and(|p| upstream[p.index()]))
-                        .fold(0, |m, (i, _)| m | (1 << i))
+                    let bits = |keep: &dyn Fn(NodeIndex) -> bool| {
+                        g.params
+                            .iter()
+                            .take(64)
+                            .enumerate()
+                            .filter(|(_, p)| p.is_some_and(keep))
+                            .fold(0, |m, (i, _)| m | (1 << i))
+                    };
+                    (bits(&|p| upstream[p.index()]), bits(&|p| g.losses.contains(&p) || g.handed_backward.contains(&p)))
                 });
                 params &= mask;
+                direct &= own;
             }
             if callees.is_empty() || params == 0 {
                 continue;
@@ -1170,17 +1175,26 @@ fn mark_handed_losses(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &
             let g = &files[caller.0].1[caller.1];
             for (i, a) in site.args.iter().enumerate().take(64) {
                 if params & (1 << i) != 0 {
-                    added.extend(a.reads.iter().filter(|n| !g.handed_losses.contains(n)).map(|&n| (*caller, n)));
+                    let own = direct & (1 << i) != 0;
+                    added.extend(
+                        a.reads
+                            .iter()
+                            .filter(|n| !g.handed_losses.contains(n) || (own && !g.handed_backward.contains(n)))
+                            .map(|&n| (*caller, n, own)),
+                    );
                 }
             }
         }
         if added.is_empty() {
             return;
         }
-        for (caller, n) in added {
+        for (caller, n, own) in added {
             let g = &mut files[caller.0].1[caller.1];
             if !g.handed_losses.contains(&n) {
                 g.handed_losses.push(n);
+            }
+            if own && !g.handed_backward.contains(&n) {
+                g.handed_backward.push(n);
             }
         }
     }

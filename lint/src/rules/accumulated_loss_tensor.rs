@@ -1289,4 +1289,46 @@ pub fn cells(vm: &VarMap) -> Result<Vec<Cell>> {
         let reset = CELLS_RESET_BY_THE_STACK.replace("RESET", "for c in self.cells.iter_mut() { c.reset()?; }");
         assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
     }
+
+    /// The backward runs inside a method the loop hands the loss to; the data it hands to a
+    /// method that computes a loss from it carries no graph.
+    const BACKWARD_IN_A_METHOD: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+struct Model { w: Var }
+impl Model {
+    fn predict(&self, x: &Tensor) -> Result<Tensor> { x.matmul(self.w.as_tensor()) }
+    fn update(&self, loss: &Tensor) -> Result<()> {
+        let grads = loss.backward()?;
+        if let Some(g) = grads.get(self.w.as_tensor()) {
+            self.w.set(&(self.w.as_tensor() - g)?)?;
+        }
+        Ok(())
+    }
+    fn learn(&self, batch: &Tensor) -> Result<()> {
+        let loss = self.predict(batch)?.sqr()?.mean_all()?;
+        self.update(&loss)
+    }
+}
+pub fn train(model: &Model, dev: &Device) -> Result<()> {
+    let mut total = Tensor::zeros((), DType::F32, dev)?;
+    for _ in 0..100 {
+        let x = Tensor::randn(0f32, 1f32, (128, 32), dev)?;
+        STEP
+    }
+    println!("{total}");
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_loss_handed_to_a_method_that_runs_backward_carries_its_graph() {
+        let kept = BACKWARD_IN_A_METHOD.replace(
+            "STEP",
+            "let loss = model.predict(&x)?.sqr()?.mean_all()?;\n        model.update(&loss)?;\n        total = (total + &loss)?;",
+        );
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![24]);
+        // The batch a loss is computed from inside `learn` is data.
+        let data = BACKWARD_IN_A_METHOD.replace("STEP", "model.learn(&x)?;\n        total = (total + x.sum_all()?)?;");
+        assert_eq!(count("accumulated_loss_tensor", None, &data), 0);
+    }
 }
