@@ -3202,7 +3202,16 @@ impl Builder<'_> {
         let args: Vec<(Val, Span)> =
             m.args.iter().enumerate().map(|(i, a)| self.arg(i, a, &mut closure_args)).collect();
         let span = self.span(m.method.span());
-        let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
+        let (mut receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
+        // `self.enc.cell.step(x)`: the declared type down the fields (when it is one the crate
+        // names a training-call method on, or leads to one).
+        if receiver_type.is_none()
+            && !self.crate_fns.vocab_fields.is_empty()
+            && let Expr::Field(f) = strip_parens(&m.receiver)
+            && !is_self(&f.base)
+        {
+            receiver_type = self.self_field_type(&m.receiver).map(str::to_string);
+        }
         // `agent.update(batch)` with `agent: &mut A`, `A` a type parameter: any impl of the
         // trait `A` is bounded by, including ones the crate does not have.
         let (receiver_type, receiver_generic) = match receiver_type {
@@ -3306,14 +3315,14 @@ impl Builder<'_> {
         }
     }
 
-    /// The declared type of `self.field` in a method of the field's struct, when it is a crate
-    /// type that defines a training-call name (see `CrateNames::vocab_fields`).
+    /// The declared type of `self.field` (or `self.enc.cell`) in a method of `self`'s struct,
+    /// when it is a crate type that defines a training-call name or leads to one (see
+    /// `CrateNames::vocab_fields`).
     fn self_field_type(&self, receiver: &Expr) -> Option<&str> {
         let Expr::Field(f) = strip_parens(receiver) else { return None };
-        let (true, syn::Member::Named(field), Some(owner)) = (is_self(&f.base), &f.member, &self.g.owner) else {
-            return None;
-        };
-        self.crate_fns.vocab_fields.get(&(owner.clone(), field.to_string())).map(String::as_str)
+        let syn::Member::Named(field) = &f.member else { return None };
+        let owner = if is_self(&f.base) { self.g.owner.as_deref()? } else { self.self_field_type(&f.base)? };
+        self.crate_fns.vocab_fields.get(&(owner.to_string(), field.to_string())).map(String::as_str)
     }
 
     /// For a receiver that is a field of a local with a stated type (`model.cell` with `let

@@ -1392,7 +1392,9 @@ pub struct CrateNames {
     /// a value of such a type is the crate's own method, not the framework's.
     pub(super) vocab_owners: HashMap<&'static str, HashSet<String>>,
     /// Fields declared with one of those types (owner, field → type: `cell: Cell` in `struct
-    /// Layer`): `self.cell.step(x)` in a method of `Layer` is the crate's own method too.
+    /// Layer`), or with a type that leads to one through its fields (`enc: Encoder` holding
+    /// `cell: Cell`): `self.cell.step(x)` and `self.enc.cell.step(x)` are the crate's own
+    /// methods too.
     pub(super) vocab_fields: HashMap<(String, String), String>,
     /// Likewise for the collections' store names (`push`, `insert`, ..): the crate's types that
     /// define such a method (`impl RunningLoss { fn push(&mut self, loss: &Tensor) }`). A call of
@@ -2338,10 +2340,19 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let vocab_types: HashSet<&str> = vocab_owners.values().flatten().map(String::as_str).collect();
     let mut vocab_fields: HashMap<(String, String), String> = HashMap::default();
     if !vocab_types.is_empty() {
-        for &(owner, field, ty) in &typed {
-            let head = &ty[..rust::ident_len(ty)];
-            if vocab_types.contains(head) {
-                vocab_fields.insert((owner.to_string(), field.to_string()), head.to_string());
+        // Also the fields on the way to one (`enc: Encoder` holding `cell: Cell`), a few levels.
+        let mut reach: HashSet<&str> = vocab_types.clone();
+        for _ in 0..4 {
+            let before = reach.len();
+            for &(owner, field, ty) in &typed {
+                let head = &ty[..rust::ident_len(ty)];
+                if reach.contains(head) && !vocab_fields.contains_key(&(owner.to_string(), field.to_string())) {
+                    vocab_fields.insert((owner.to_string(), field.to_string()), head.to_string());
+                    reach.insert(owner);
+                }
+            }
+            if reach.len() == before {
+                break;
             }
         }
     }

@@ -1217,6 +1217,11 @@ fn main() -> Result<()> {
         // `forward_chunk`'s loop over the sequence is the training step's forward pass (its
         // result is backpropagated): not a sampling loop.
         assert_eq!(count("sampling_loop_chains_graph", None, STATE_TWO_FIELDS_DOWN), 0);
+        // Called down two fields at once (`self.layer.cell.step(x)`): the crate's `Cell::step`,
+        // not an optimizer's.
+        let nested =
+            STATE_TWO_FIELDS_DOWN.replace("outs.push(self.layer.run(x)?);", "outs.push(self.layer.cell.step(x)?);");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &nested), vec![38]);
         // Reset by the method that calls it: nothing chains across calls.
         let reset = STATE_TWO_FIELDS_DOWN
             .replace(
