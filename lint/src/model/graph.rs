@@ -766,11 +766,33 @@ pub struct StateAt {
     /// state.w = (&state.w - &dw)? } else { state.w = ...detach() }`): (parameter, the value that
     /// opens it). A call that passes the other value keeps nothing.
     pub(super) gate: Option<(u8, bool)>,
+    /// In `self`, computed from its old value and from these parameters (a bit each), which
+    /// carry no graph of their own here (`self.running = (&self.running * m + z.mean(0)? * (1.0 -
+    /// m))?`): kept with a graph where a call hands a graph-carrying argument there.
+    pub(super) self_via: u64,
+    /// Such a write is made on every path (see [`StateAt::self_always`]).
+    pub(super) self_via_always: bool,
 }
 
 impl StateAt {
     pub(super) fn any(self) -> bool {
-        self.in_self || self.params != 0
+        self.in_self || self.params != 0 || self.self_via != 0
+    }
+
+    /// What a call keeps: a state in `self` computed from parameters counts where the call hands
+    /// one of them a graph-carrying argument (`self.center.forward_train(&z)` with `z` a forward
+    /// pass's output).
+    pub(super) fn at_call(mut self, g: &FnModel, args: &[ArgValue]) -> StateAt {
+        if self.self_via != 0
+            && (0..64)
+                .filter(|k| self.self_via & (1 << k) != 0)
+                .any(|k| args.get(k).is_some_and(|a| a.reads.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH))))
+        {
+            self.self_always |= self.self_via_always && !self.in_self;
+            self.in_self = true;
+        }
+        self.self_via = 0;
+        self
     }
 
     /// Adds a place kept by writes behind `gate` (see [`StateAt::gate`]): different gates, or
@@ -804,6 +826,8 @@ impl StateAt {
             params: self.params & other.params,
             self_always: self.self_always && other.self_always,
             gate: if self.gate == other.gate { self.gate } else { None },
+            self_via: self.self_via & other.self_via,
+            self_via_always: self.self_via_always && other.self_via_always,
         }
     }
 }
@@ -1548,13 +1572,28 @@ impl FnModel {
         let mut kept_at = None;
         for (edge, value, target, how, span) in self.stores() {
             // Its own stores: one made inside a called function is that function's.
-            if self.through(edge).is_some()
-                || !matches!(how, Store::Assign | Store::Fold)
-                || !self.taint(value).has(Taint::GRAPH)
-            {
+            if self.through(edge).is_some() || !matches!(how, Store::Assign | Store::Fold) {
                 continue;
             }
             let Some(b) = self.binding_of(target) else { continue };
+            if !self.taint(value).has(Taint::GRAPH) {
+                // A running statistic of what the caller hands in (`self.running = ..z..`).
+                if self.bindings[b].kind == BindingKind::SelfField
+                    && !self.params.is_empty()
+                    && self.computed_from_binding(value, b, target)
+                {
+                    let via = self.params_feeding(value);
+                    if via != 0 {
+                        at.self_via |= via;
+                        let always = !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
+                        at.self_via_always |= always;
+                        if always && kept_at.is_none() {
+                            kept_at = Some((span.clone(), self.bindings[b].name.clone()));
+                        }
+                    }
+                }
+                continue;
+            }
             if let Some(root) = self.state_root(b)
                 && self.computed_from_binding(value, b, target)
             {
@@ -1568,6 +1607,30 @@ impl FnModel {
             }
         }
         (at, kept_at)
+    }
+
+    /// The parameters (a bit each) `value` is computed from along values that keep a graph (not
+    /// through a cut).
+    fn params_feeding(&self, value: NodeIndex) -> u64 {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![value];
+        let mut mask = 0u64;
+        while let Some(n) = stack.pop() {
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            if let Some(k) = self.params.iter().position(|p| *p == Some(n))
+                && k < 64
+            {
+                mask |= 1 << k;
+                continue;
+            }
+            if matches!(self.graph[n].kind, NodeKind::Value(Producer::Plain | Producer::InertModel)) {
+                continue;
+            }
+            stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
+        }
+        mask
     }
 
     /// The fields of `self` this method starts afresh on every call: given a value without a

@@ -483,7 +483,7 @@ fn mark_stateful_calls(
         for ((caller, ci, callees), forward) in calls() {
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
-            let callee = kept(&state, callees);
+            let callee = kept(&state, callees).at_call(g, &site.args);
             if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
                 continue;
             }
@@ -526,6 +526,8 @@ fn mark_stateful_calls(
                 params: had.params | at.params,
                 self_always: had.self_always || at.self_always,
                 gate: if !had.any() || had.gate == at.gate { at.gate } else { None },
+                self_via: had.self_via,
+                self_via_always: had.self_via_always,
             };
             if now != had {
                 grown.push((*caller, now));
@@ -546,7 +548,7 @@ fn mark_stateful_calls(
     for ((caller, ci, callees), forward) in calls() {
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
-        let callee = kept(&state, callees);
+        let callee = kept(&state, callees).at_call(g, &site.args);
         if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
             continue;
         }

@@ -1336,4 +1336,46 @@ pub fn train(model: &Model, dev: &Device) -> Result<()> {
         let data = BACKWARD_IN_A_METHOD.replace("STEP", "model.learn(&x)?;\n        total = (total + x.sum_all()?)?;");
         assert_eq!(count("accumulated_loss_tensor", None, &data), 0);
     }
+
+    /// A layer keeps a running statistic of what its caller hands in.
+    const RUNNING_STAT_OF_AN_ARGUMENT: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Centering { running: Tensor }
+impl Centering {
+    pub fn forward_train(&mut self, z: &Tensor) -> Result<Tensor> {
+        self.running = ((&self.running * 0.9)? + (KEPT * 0.1)?)?;
+        z.broadcast_sub(&self.running)
+    }
+}
+pub struct Net { enc: Linear, center: Centering }
+impl Net {
+    pub fn run(&mut self, x: &Tensor) -> Result<Tensor> {
+        let z = self.enc.forward(x)?;
+        self.center.forward_train(&ARG)
+    }
+}
+pub fn train(xs: &[Tensor]) -> Result<()> {
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, &Device::Cpu);
+    let mut net = Net { enc: candle_nn::linear(4, 4, vb.pp("enc"))?, center: Centering { running: Tensor::zeros((1, 4), DType::F32, &Device::Cpu)? } };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        let y = net.run(x)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_running_statistic_of_a_graph_carrying_argument_is_kept_state() {
+        let kept = RUNNING_STAT_OF_AN_ARGUMENT.replace("KEPT", "z.mean_keepdim(0)?").replace("ARG", "z");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![24]);
+        // Detached first, or computed from the raw input (data): nothing chains.
+        let detached = RUNNING_STAT_OF_AN_ARGUMENT.replace("KEPT", "z.mean_keepdim(0)?.detach()").replace("ARG", "z");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+        let raw = RUNNING_STAT_OF_AN_ARGUMENT.replace("KEPT", "z.mean_keepdim(0)?").replace("ARG", "x");
+        assert_eq!(count("accumulated_loss_tensor", None, &raw), 0);
+    }
 }
