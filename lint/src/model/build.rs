@@ -734,6 +734,7 @@ impl Builder<'_> {
                 callee: "forward".to_string(),
                 // A library model's cache: kept only while the caller asks for it.
                 always: false,
+                always_in: Vec::new(),
                 kept_at: None,
                 fresh_each_iteration: fresh,
             });
@@ -2028,8 +2029,9 @@ impl Builder<'_> {
                 }
                 .and_then(|e| match strip_parens(e) {
                     Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
-                    // `for h in self.hs.iter_mut()`: each element is a place of the field.
-                    Expr::Field(f) if is_self(&f.base) => self.place_slot(e),
+                    // `for h in self.hs.iter_mut()`: each element is a place of the field;
+                    // `for h in st.per_layer.iter_mut()`: of the local's part.
+                    Expr::Field(_) => self.place_slot(e),
                     _ => None,
                 })
                 .map(|slot| self.env[slot].0);
@@ -2090,7 +2092,16 @@ impl Builder<'_> {
                         self.element_writes.iter().rev().find(|(o, _, path)| *o == owner && *path == body_path)
                     && let Some(slot) = self.env.iter().rposition(|(b, _)| *b == owner)
                 {
-                    self.write(slot, value, Store::Assign, header, false);
+                    if matches!(strip_parens(&f.expr), Expr::MethodCall(m) if matches!(strip_parens(&m.receiver), Expr::Field(fl) if !is_self(&fl.base)))
+                        || matches!(strip_parens(&f.expr), Expr::Reference(r) if matches!(strip_parens(&r.expr), Expr::Field(fl) if !is_self(&fl.base)))
+                    {
+                        // A part of a local (`st.per_layer`): what the local keeps there starts
+                        // afresh, its other parts stay as they were.
+                        let reset = (owner, self.cur_loop());
+                        self.g.resets.push(reset);
+                    } else {
+                        self.write(slot, value, Store::Assign, header, false);
+                    }
                 }
                 // `for c in self.cells.iter_mut() { c.reset(); }`: every element starts afresh.
                 if let Some(owner) = mut_owner

@@ -772,6 +772,9 @@ pub struct StateAt {
     pub(super) self_via: u64,
     /// Such a write is made on every path (see [`StateAt::self_always`]).
     pub(super) self_via_always: bool,
+    /// In parameters (a bit each), by a write on every path (`fn unroll(.., st: &mut
+    /// RecState, ..)` writing `st.per_layer[l] = nh` from the old state).
+    pub(super) params_always: u64,
 }
 
 impl StateAt {
@@ -828,6 +831,7 @@ impl StateAt {
             gate: if self.gate == other.gate { self.gate } else { None },
             self_via: self.self_via & other.self_via,
             self_via_always: self.self_via_always && other.self_via_always,
+            params_always: self.params_always & other.params_always,
         }
     }
 }
@@ -842,6 +846,9 @@ pub struct StateCall {
     pub(super) callee: String,
     /// The callee keeps its state in the receiver on every path (see [`StateAt::self_always`]).
     pub(super) always: bool,
+    /// The bindings the call lends the callee by `&mut` (or hands on) that it keeps a state in on
+    /// every path (`unroll(&cells, &mut st, &x)`).
+    pub(super) always_in: Vec<BindingId>,
     /// Where such a state is written (file, line, span, the field as written: `self.h`), in the
     /// callee or a function it calls.
     pub(super) kept_at: Option<(std::path::PathBuf, usize, Span, String)>,
@@ -875,6 +882,16 @@ impl StateCall {
     /// Where the kept state is written: (file, line, span, the field as written).
     pub fn kept_at(&self) -> Option<&(std::path::PathBuf, usize, Span, String)> {
         self.kept_at.as_ref()
+    }
+
+    /// See [`StateCall::always`].
+    pub fn always(&self) -> bool {
+        self.always
+    }
+
+    /// See [`StateCall::always_in`].
+    pub fn always_in(&self) -> &[BindingId] {
+        &self.always_in
     }
 }
 
@@ -1598,10 +1615,15 @@ impl FnModel {
                 && self.computed_from_binding(value, b, target)
             {
                 at.add_gated(root, self.param_gate_of(self.write_path(target)));
-                let always =
-                    root.is_none() && !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
+                let unconditional = !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
+                let always = root.is_none() && unconditional;
                 at.self_always |= always;
-                if always && kept_at.is_none() {
+                if let (Some(i), true) = (root, unconditional)
+                    && i < 64
+                {
+                    at.params_always |= 1 << i;
+                }
+                if unconditional && kept_at.is_none() {
                     kept_at = Some((span.clone(), self.bindings[b].name.clone()));
                 }
             }
@@ -1764,7 +1786,7 @@ impl FnModel {
     /// every path through them (a recurrent state, not a cache behind a flag): (call, loop,
     /// receiver value, callee).
     pub fn stateful_calls_always(&self) -> impl Iterator<Item = &StateCall> + '_ {
-        self.state_calls.iter().filter(|c| !c.fresh_each_iteration && c.always)
+        self.state_calls.iter().filter(|c| !c.fresh_each_iteration && (c.always || !c.always_in.is_empty()))
     }
 
     /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache):

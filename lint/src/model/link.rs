@@ -389,7 +389,8 @@ fn mark_stateful_calls(
                    site: &super::graph::CallSite,
                    callees: &[FnId],
                    forward: bool| {
-        forward || {
+        // An unqualified call of a function (`unroll(&cells, &mut st, &x)`): the crate's own.
+        forward || (!site.method && site.qualifier.is_none()) || {
             let declared =
                 site.receiver_type.as_deref().or_else(|| index.field_type(files, caller, site)).or_else(|| {
                     let owner = files[caller.0].1[caller.1].owner.as_deref()?;
@@ -515,6 +516,15 @@ fn mark_stateful_calls(
             for k in bits(callee.params) {
                 if let Some(root) = root_of(g, site, Some(k)) {
                     at.add_gated(root, gate);
+                    if callee.params_always & (1 << k) != 0
+                        && !site.path.iter().any(|b| g.conditional_branches.contains(b))
+                    {
+                        match root {
+                            None => at.self_always = true,
+                            Some(j) if j < 64 => at.params_always |= 1 << j,
+                            Some(_) => {}
+                        }
+                    }
                 }
             }
             if !at.any() {
@@ -528,10 +538,11 @@ fn mark_stateful_calls(
                 gate: if !had.any() || had.gate == at.gate { at.gate } else { None },
                 self_via: had.self_via,
                 self_via_always: had.self_via_always,
+                params_always: had.params_always | at.params_always,
             };
             if now != had {
                 grown.push((*caller, now));
-                if at.self_always
+                if (at.self_always || at.params_always != 0)
                     && !kept_at.contains_key(caller)
                     && let Some(k) = callees.iter().find_map(|c| kept_at.get(c)).cloned()
                 {
@@ -572,6 +583,10 @@ fn mark_stateful_calls(
                 callee: c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident)),
                 fresh_each_iteration: !chains,
                 always: callee.self_always,
+                always_in: bits(callee.params_always)
+                    .filter_map(|k| site.args.get(k).and_then(|a| a.mut_ref))
+                    .filter(|&b| lasting(b))
+                    .collect(),
                 kept_at: callees.iter().find_map(|c| kept_at.get(c)).cloned(),
             },
         ));

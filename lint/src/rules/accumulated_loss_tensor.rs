@@ -200,17 +200,22 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
         }) {
             continue;
         }
+        // Where the state lives: the receiver, or what the call lends by `&mut` (`unroll(&cells,
+        // &mut st, &x)`); each must outlive the iteration and not start afresh in it.
         let cut = |b| call.kept_at().is_some_and(|(.., field)| f.field_cut_within(b, field, iteration));
-        let kept_in = match receiver.and_then(|r| f.receiver_binding(r)) {
-            Some(b) if f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b) => f.binding(b),
-            // `self.step_cell(..)` or a receiver made in the iteration.
-            Some(_) => continue,
-            None => continue,
+        let lasting = |b| f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b);
+        let in_receiver = call.always().then(|| receiver.and_then(|r| f.receiver_binding(r))).flatten();
+        let Some(b) = in_receiver.into_iter().chain(call.always_in().iter().copied()).find(|&b| lasting(b)) else {
+            continue;
         };
+        let kept_in = f.binding(b);
         let mut report = Report::new(
             format!("`{callee}` keeps each training iteration's graph in the state of `{}`", kept_in.name()),
             span.clone(),
-            format!("`{callee}` keeps a graph-carrying value in its receiver's state"),
+            format!(
+                "`{callee}` keeps a graph-carrying value in {}",
+                if Some(b) == in_receiver { "its receiver's state" } else { "what it is lent" }
+            ),
         );
         if kept_in.kind() == crate::model::BindingKind::Local {
             report = report.label(
@@ -1377,5 +1382,46 @@ pub fn train(xs: &[Tensor]) -> Result<()> {
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
         let raw = RUNNING_STAT_OF_AN_ARGUMENT.replace("KEPT", "z.mean_keepdim(0)?").replace("ARG", "x");
         assert_eq!(count("accumulated_loss_tensor", None, &raw), 0);
+    }
+
+    /// A state kept in a `&mut` argument by a free function the training loop calls.
+    const STATE_IN_A_LENT_STRUCT: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{Linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct RecState { per_layer: Vec<Tensor> }
+fn unroll(cells: &[(Linear, Linear)], st: &mut RecState, xs: &[Tensor]) -> Result<Tensor> {
+    let mut top = xs[0].clone();
+    for x in xs {
+        let mut inp = x.clone();
+        for (l, (wi, wr)) in cells.iter().enumerate() {
+            let nh = (wi.forward(&inp)? + wr.forward(&st.per_layer[l])?)?.tanh()?;
+            st.per_layer[l] = nh;
+            inp = st.per_layer[l].clone();
+        }
+        top = inp;
+    }
+    Ok(top)
+}
+pub fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, &Device::Cpu);
+    let cells = vec![(candle_nn::linear(4, 4, vb.pp("i"))?, candle_nn::linear(4, 4, vb.pp("r"))?)];
+    let mut st = RecState { per_layer: vec![Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?] };
+    let mut opt = SGD::new(vm.all_vars(), 0.01)?;
+    for xs in chunks {
+        CUT
+        let y = unroll(&cells, &mut st, xs)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_kept_in_a_lent_struct_is_reported_at_the_call() {
+        let kept = STATE_IN_A_LENT_STRUCT.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![26]);
+        let cut = STATE_IN_A_LENT_STRUCT.replace("CUT", "for h in st.per_layer.iter_mut() { *h = h.detach(); }");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 }
