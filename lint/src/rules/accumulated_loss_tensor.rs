@@ -43,8 +43,13 @@ per training iteration on a model that outlives it (also through fields of the c
 the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_state()`) or cuts
 the field it is kept in (`model.h = model.h.detach()`). States kept one per layer may be cut
 element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
-`0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`). A state written only under a
-condition (a key/value cache behind a `use_cache` flag) is not reported.
+`0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`), or started afresh by a method of
+any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
+the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`), and a
+running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
+m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output). A state written only
+under a condition (a key/value cache behind a `use_cache` flag, a state kept with its graph
+only when a `training` argument is `true` and the caller passes `false`) is not reported.
 
 Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
 of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
