@@ -2022,19 +2022,23 @@ impl Builder<'_> {
                 let alias_field = if alias { self_field_of(&f.expr) } else { None };
                 // `for s in states.iter_mut()`, `for s in &mut states`: each element is a place
                 // of the local `states`.
-                let mut_owner = match strip_parens(&f.expr) {
+                let walked = match strip_parens(&f.expr) {
                     Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => Some(&*m.receiver),
                     Expr::Reference(r) if r.mutability.is_some() => Some(&*r.expr),
                     _ => None,
-                }
-                .and_then(|e| match strip_parens(e) {
-                    Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
-                    // `for h in self.hs.iter_mut()`: each element is a place of the field;
-                    // `for h in st.per_layer.iter_mut()`: of the local's part.
-                    Expr::Field(_) => self.place_slot(e),
-                    _ => None,
-                })
-                .map(|slot| self.env[slot].0);
+                };
+                // `st.per_layer`: a part of a local, not a field of `self`.
+                let part_of_local =
+                    walked.is_some_and(|e| matches!(strip_parens(e), Expr::Field(fl) if !is_self(&fl.base)));
+                let mut_owner = walked
+                    .and_then(|e| match strip_parens(e) {
+                        Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
+                        // `for h in self.hs.iter_mut()`: each element is a place of the field;
+                        // `for h in st.per_layer.iter_mut()`: of the local's part.
+                        Expr::Field(_) => self.place_slot(e),
+                        _ => None,
+                    })
+                    .map(|slot| self.env[slot].0);
                 // `for i in 0..self.hs.len()`: each index names an element of the field.
                 let index_owner = match strip_parens(&f.expr) {
                     Expr::Range(r)
@@ -2092,9 +2096,7 @@ impl Builder<'_> {
                         self.element_writes.iter().rev().find(|(o, _, path)| *o == owner && *path == body_path)
                     && let Some(slot) = self.env.iter().rposition(|(b, _)| *b == owner)
                 {
-                    if matches!(strip_parens(&f.expr), Expr::MethodCall(m) if matches!(strip_parens(&m.receiver), Expr::Field(fl) if !is_self(&fl.base)))
-                        || matches!(strip_parens(&f.expr), Expr::Reference(r) if matches!(strip_parens(&r.expr), Expr::Field(fl) if !is_self(&fl.base)))
-                    {
+                    if part_of_local && mut_owner == Some(owner) {
                         // A part of a local (`st.per_layer`): what the local keeps there starts
                         // afresh, its other parts stay as they were.
                         let reset = (owner, self.cur_loop());

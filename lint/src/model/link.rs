@@ -466,17 +466,19 @@ fn mark_stateful_calls(
     // Whether `g` starts binding `b`'s kept state afresh in `in_loop`: a reset method
     // (`model.reset_cache()`), or a cut of the field the callees keep it in (`model.h =
     // model.h.detach()`).
+    // `in_loop`: `Some(l)` for a restart in loop `l` only, `None` for one anywhere in `g`.
     fn restarts(
         g: &FnModel,
         b: super::graph::BindingId,
-        in_loop: Option<super::graph::LoopId>,
+        in_loop: Option<Option<super::graph::LoopId>>,
         callees: &[FnId],
         kept_at: &HashMap<FnId, (std::path::PathBuf, usize, Span, String)>,
     ) -> bool {
-        g.resets.iter().any(|&(r, l)| r == b && l == in_loop)
+        let here = |l: Option<super::graph::LoopId>| in_loop.is_none_or(|want| want == l);
+        g.resets.iter().any(|&(r, l)| r == b && here(l))
             || callees.iter().filter_map(|c| kept_at.get(c)).any(|(_, _, _, name)| {
                 let field = name.rsplit('.').next().unwrap_or(name);
-                g.field_cuts.iter().any(|(r, f, l)| *r == b && f == field && *l == in_loop)
+                g.field_cuts.iter().any(|(r, f, l)| *r == b && f == field && here(*l))
             })
     }
     for _ in 0..MAX_ROUNDS {
@@ -500,10 +502,12 @@ fn mark_stateful_calls(
                     b.kind == super::graph::BindingKind::SelfField && b.name.strip_prefix("self.") == Some(f)
                 })
             });
-            let reset_here = site.receiver.and_then(|r| g.receiver_binding(r)).into_iter().chain(owner).any(|b| {
-                let loops = g.resets.iter().map(|r| r.1).chain(g.field_cuts.iter().map(|c| c.2));
-                loops.into_iter().any(|l| restarts(g, b, l, callees, &kept_at))
-            });
+            let reset_here = site
+                .receiver
+                .and_then(|r| g.receiver_binding(r))
+                .into_iter()
+                .chain(owner)
+                .any(|b| restarts(g, b, None, callees, &kept_at));
             if callee.in_self
                 && !reset_here
                 && let Some(root) = root_of(g, site, None)
@@ -567,7 +571,7 @@ fn mark_stateful_calls(
         // the loop, and is not reset in it (`model.reset_cache()`).
         let lasting = |b: super::graph::BindingId| {
             site.in_loop.is_none_or(|l| !g.loop_within(g.bindings[b].decl_loop, l))
-                && !restarts(g, b, site.in_loop, callees, &kept_at)
+                && !restarts(g, b, Some(site.in_loop), callees, &kept_at)
         };
         // `model` of `model.decoder().forward(..)` too: a getter lends a part of it.
         let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
