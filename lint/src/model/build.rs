@@ -616,6 +616,7 @@ impl Builder<'_> {
                 forward_sites: Vec::new(),
                 state_calls: Vec::new(),
                 resets: Vec::new(),
+                named_resets: Vec::new(),
                 field_cuts: Vec::new(),
                 opaque_calls: Vec::new(),
                 guard_locals: Vec::new(),
@@ -2782,6 +2783,8 @@ impl Builder<'_> {
         {
             let b = self.env[slot].0;
             let reset = (b, self.cur_loop());
+            let method = self.span(m.method.span());
+            self.g.named_resets.push((self.g.resets.len(), method));
             self.g.resets.push(reset);
             if let Some(&(_, owner)) = self.mut_elements.iter().find(|(e, _)| *e == b) {
                 self.element_resets.push((owner, self.path.clone()));
@@ -2821,7 +2824,8 @@ impl Builder<'_> {
             && (self
                 .binding_ref(&m.receiver)
                 .is_some_and(|b| !b.ty_guessed && b.ty.as_deref().is_some_and(|ty| owners.contains(ty)))
-                || self.self_field_type(&m.receiver).is_some_and(|ty| owners.contains(ty)))
+                || self.self_field_type(&m.receiver).is_some_and(|ty| owners.contains(ty))
+                || self.element_type(&m.receiver).is_some_and(|ty| owners.contains(ty)))
         {
             return false;
         }
@@ -3336,6 +3340,18 @@ impl Builder<'_> {
         let syn::Member::Named(field) = &f.member else { return None };
         let owner = if is_self(&f.base) { self.g.owner.as_deref()? } else { self.self_field_type(&f.base)? };
         self.crate_fns.vocab_fields.get(&(owner.to_string(), field.to_string())).map(String::as_str)
+    }
+
+    /// The declared element type of the field of `self` a loop walks, for a receiver that is
+    /// such an element (`layer` of `for layer in self.layers.iter_mut()` with `layers:
+    /// Vec<Layer>`; see `CrateNames::vocab_fields`).
+    fn element_type(&self, receiver: &Expr) -> Option<&str> {
+        if self.element_of.is_empty() || !matches!(strip_place(receiver), Expr::Path(_)) {
+            return None;
+        }
+        let field = self.receiver_field(receiver, true)?;
+        let owner = self.g.owner.as_deref()?;
+        self.crate_fns.vocab_fields.get(&(owner.to_string(), field)).map(String::as_str)
     }
 
     /// For a receiver that is a field of a local with a stated type (`model.cell` with `let

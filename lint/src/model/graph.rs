@@ -558,6 +558,10 @@ pub struct FnModel {
     pub(super) state_calls: Vec<StateCall>,
     /// `model.reset_cache()`, `model.clear_kv_cache()`: the binding, and the loop it is in.
     pub(super) resets: Vec<(BindingId, Option<LoopId>)>,
+    /// The resets made by a method call of a reset's name (`net.clear_buffers()`): (index into
+    /// `resets`, the method name's span, as the call site has it). Where the method is the
+    /// crate's, the crate-level pass narrows the reset to the fields the method starts afresh.
+    pub(super) named_resets: Vec<(usize, Span)>,
     /// A field of a binding given a value that carries no graph (`model.h = model.h.detach()`,
     /// `self.cell.h = self.cell.h.zeros_like()?`): the binding, the field's name and the loop.
     /// A state that a method keeps in that field starts afresh there.
@@ -750,6 +754,27 @@ pub struct CallSite {
     /// obs) -> usize`, `()`), it pushes nothing into its receiver and keeps no parameter past
     /// the call. Set by the crate-level pass.
     pub(super) host_result: bool,
+}
+
+/// What a method of a reset's name starts afresh in its receiver (see
+/// [`FnModel::fields_started_afresh`]).
+pub(super) struct StartedAfresh {
+    /// Fields it gives a fresh value or empties.
+    pub(super) fields: Vec<String>,
+    /// The resets it makes by a method's name: (index into `named_resets`, the field of `self`
+    /// reset, `None` for `self` or another part of it).
+    pub(super) by_name: Vec<(usize, Option<String>)>,
+}
+
+/// Whether a cut of field `cut` of a binding (`h`, `state.hs`) may start afresh the state a
+/// method keeps in `kept` (`self.h`, `self.state`): the same field by its last name, a part that
+/// holds it, or a part of it (which part of a struct holds the graph is not known).
+pub(super) fn cut_covers(cut: &str, kept: &str) -> bool {
+    let kept = kept.strip_prefix("self.").unwrap_or(kept);
+    let last = cut.rsplit('.').next().unwrap_or(cut);
+    let within =
+        |outer: &str, inner: &str| inner.strip_prefix(outer).is_some_and(|r| r.is_empty() || r.starts_with('.'));
+    kept.split('.').any(|part| part == last) || within(cut, kept) || within(kept, cut)
 }
 
 /// Where a function keeps graph-carrying state from call to call.
@@ -1667,7 +1692,7 @@ impl FnModel {
             if self.bindings[b].kind != BindingKind::SelfField {
                 continue;
             }
-            if self.taint(value).has(Taint::GRAPH) {
+            if self.taint(value).has(Taint::GRAPH) || self.continues(value, b, target) {
                 kept.push(b);
             } else if matches!(how, Store::Assign | Store::Fold)
                 && self.whole_write(target)
@@ -1679,6 +1704,53 @@ impl FnModel {
         reset.retain(|b| !kept.contains(b));
         reset.dedup();
         reset.iter().filter_map(|&b| self.bindings[b].name.strip_prefix("self.").map(str::to_string)).collect()
+    }
+
+    /// What this method, called by a reset's name (`clear_buffers`, `reset_state`), starts
+    /// afresh in its receiver, before following the calls it makes: the fields it gives a value
+    /// without a graph that does not continue the old one, or empties (`self.window.clear()`),
+    /// on any path, and the resets it makes by a method's name, as `(index into named_resets,
+    /// field)` with `None` for one of `self` itself or of another part of it (`c.reset()` with
+    /// `c = &mut self.cell`). `None` when it replaces all of `self` (`*self = Self::new(..)`).
+    pub(super) fn fields_started_afresh(&self) -> Option<StartedAfresh> {
+        let field = |b: BindingId| {
+            let b = &self.bindings[b];
+            if b.kind == BindingKind::SelfField { b.name.strip_prefix("self.").map(str::to_string) } else { None }
+        };
+        let mut fields = Vec::new();
+        for (_, value, target, how, _) in self.stores() {
+            let Some(b) = self.binding_of(target) else { continue };
+            if self.bindings[b].name == "self" {
+                return None;
+            }
+            if matches!(how, Store::Assign | Store::Fold)
+                && !self.taint(value).has(Taint::GRAPH)
+                && !self.continues(value, b, target)
+                && let Some(f) = field(b)
+            {
+                fields.push(f);
+            }
+        }
+        fields.extend(self.cleared.iter().filter_map(|c| field(self.binding_of(c.version)?)));
+        let mut named = Vec::new();
+        for (k, &(i, _)) in self.named_resets.iter().enumerate() {
+            let b = self.resets[i].0;
+            if self.bindings[b].name == "self" {
+                named.push((k, None));
+            } else if let Some(f) = field(b) {
+                named.push((k, Some(f)));
+            } else if self.state_root(b).is_some() {
+                named.push((k, None));
+            }
+        }
+        Some(StartedAfresh { fields, by_name: named })
+    }
+
+    /// Whether `value`, stored into `b`, continues what `b` held with what the caller hands in
+    /// (a running statistic, `self.mean = (&self.mean * m + x)?`), rather than starting it
+    /// afresh (`self.h = self.h.zeros_like()?`, `self.h = self.h.detach()`).
+    fn continues(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
+        self.computed_from_binding(value, b, target) && self.params_feeding(value) != 0
     }
 
     /// The `bool` parameter whose branch a path lies on, with the value that opens it (see
@@ -2379,8 +2451,9 @@ impl FnModel {
     /// model.h.detach()`, `agent.start_episode()` with `self.mem = zero_state()`; see
     /// `FnModel::field_cuts`). `field` may be written `self.h`.
     pub fn field_cut_within(&self, binding: BindingId, field: &str, iteration: Iteration) -> bool {
-        let field = field.rsplit('.').next().unwrap_or(field);
-        self.field_cuts.iter().any(|(b, f, l)| *b == binding && f == field && self.iteration_of(*l) == Some(iteration))
+        self.field_cuts
+            .iter()
+            .any(|(b, f, l)| *b == binding && cut_covers(f, field) && self.iteration_of(*l) == Some(iteration))
     }
 
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an

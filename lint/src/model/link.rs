@@ -342,6 +342,7 @@ fn resolve_sites(
 /// `self.mem = self.core.zero_state(1)?`): cuts of those fields of the receiver, where the call
 /// is (see `FnModel::fields_reset`).
 fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    narrow_named_resets(files, resolved);
     let mut resets: HashMap<FnId, Vec<String>> = HashMap::default();
     type FieldCut = (super::graph::BindingId, String, Option<super::graph::LoopId>);
     let mut found: Vec<(FnId, FieldCut)> = Vec::new();
@@ -369,6 +370,101 @@ fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[
     }
     for (caller, cut) in found {
         files[caller.0].1[caller.1].field_cuts.push(cut);
+    }
+}
+
+/// A call of the crate's method of a reset's name (`net.clear_buffers()`) resets what that
+/// method starts afresh, not all of the receiver: a reset that empties a window buffer leaves a
+/// recurrent state beside it chaining. Such resets become cuts of those fields (see
+/// `FnModel::field_cuts`) where every method the call may reach is known to start only named
+/// fields afresh, through the reset calls it makes in turn.
+fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let callees_at: HashMap<(FnId, &Span), &[FnId]> = resolved
+        .iter()
+        .map(|(caller, ci, callees)| ((*caller, &files[caller.0].1[caller.1].call_sites[*ci].span), &callees[..]))
+        .collect();
+    /// The fields `f` starts afresh in its receiver, following its reset calls; `None`:
+    /// unknown or all of it.
+    fn afresh(
+        files: &[(Arc<SourceFile>, Vec<FnModel>)],
+        callees_at: &HashMap<(FnId, &Span), &[FnId]>,
+        memo: &mut HashMap<FnId, Option<Vec<String>>>,
+        f: FnId,
+        depth: usize,
+    ) -> Option<Vec<String>> {
+        if let Some(known) = memo.get(&f) {
+            return known.clone();
+        }
+        // A cycle or a deep chain: unknown (the whole receiver, as before).
+        memo.insert(f, None);
+        let g = &files[f.0].1[f.1];
+        let mut out = None;
+        if depth < 6
+            && let Some(super::graph::StartedAfresh { mut fields, by_name }) = g.fields_started_afresh()
+        {
+            let mut known = true;
+            for (k, field) in by_name {
+                let span = &g.named_resets[k].1;
+                match callees_at.get(&(f, span)) {
+                    // `self.state.reset(..)`: the fields it starts afresh, as parts of `state`.
+                    Some(callees) => {
+                        for &c in *callees {
+                            match afresh(files, callees_at, memo, c, depth + 1) {
+                                Some(more) => fields.extend(more.into_iter().map(|m| match &field {
+                                    Some(field) => format!("{field}.{m}"),
+                                    None => m,
+                                })),
+                                None => known = false,
+                            }
+                        }
+                    }
+                    None => match field {
+                        Some(field) => fields.push(field),
+                        None => known = false,
+                    },
+                }
+            }
+            fields.sort_unstable();
+            fields.dedup();
+            if known && !fields.is_empty() {
+                out = Some(fields);
+            }
+        }
+        memo.insert(f, out.clone());
+        out
+    }
+    let mut memo: HashMap<FnId, Option<Vec<String>>> = HashMap::default();
+    type Narrowed = (FnId, usize, Vec<String>);
+    let mut narrowed: Vec<Narrowed> = Vec::new();
+    for (fi, (_, graphs)) in files.iter().enumerate() {
+        for (gi, g) in graphs.iter().enumerate() {
+            let caller = (fi, gi);
+            for (i, span) in &g.named_resets {
+                let Some(callees) = callees_at.get(&(caller, span)) else { continue };
+                let mut fields = Vec::new();
+                if callees.iter().all(|&c| {
+                    afresh(files, &callees_at, &mut memo, c, 0).is_some_and(|f| {
+                        fields.extend(f);
+                        true
+                    })
+                }) {
+                    narrowed.push((caller, *i, fields));
+                }
+            }
+        }
+    }
+    // Latest first, so that the indices of the others stay.
+    narrowed.sort_unstable_by_key(|&(caller, i, _)| std::cmp::Reverse((caller, i)));
+    for ((fi, gi), i, fields) in narrowed {
+        let g = &mut files[fi].1[gi];
+        let (b, l) = g.resets.remove(i);
+        g.field_cuts.extend(fields.into_iter().map(|f| (b, f, l)));
+        g.named_resets.retain(|&(k, _)| k != i);
+        for (k, _) in &mut g.named_resets {
+            if *k > i {
+                *k -= 1;
+            }
+        }
     }
 }
 
@@ -477,8 +573,7 @@ fn mark_stateful_calls(
         let here = |l: Option<super::graph::LoopId>| in_loop.is_none_or(|want| want == l);
         g.resets.iter().any(|&(r, l)| r == b && here(l))
             || callees.iter().filter_map(|c| kept_at.get(c)).any(|(_, _, _, name)| {
-                let field = name.rsplit('.').next().unwrap_or(name);
-                g.field_cuts.iter().any(|(r, f, l)| *r == b && f == field && here(*l))
+                g.field_cuts.iter().any(|(r, f, l)| *r == b && super::graph::cut_covers(f, name) && here(*l))
             })
     }
     for _ in 0..MAX_ROUNDS {
@@ -2366,7 +2461,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         for _ in 0..4 {
             let before = reach.len();
             for &(owner, field, ty) in &typed {
-                let head = &ty[..rust::ident_len(ty)];
+                // Also of each element (`layers: Vec<Layer>`, walked by `for l in
+                // self.layers.iter_mut() { l.step(x) }`).
+                let head = rust::element_head(ty);
                 if reach.contains(head) && !vocab_fields.contains_key(&(owner.to_string(), field.to_string())) {
                     vocab_fields.insert((owner.to_string(), field.to_string()), head.to_string());
                     reach.insert(owner);

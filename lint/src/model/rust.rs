@@ -236,6 +236,30 @@ pub fn ident_len(s: &str) -> usize {
     s.bytes().position(|b| !ident_byte(b)).unwrap_or(s.len())
 }
 
+/// The type name a field's type text holds values of: through owning and sharing wrappers and
+/// sequences (`Vec<Cell<B>>`, `[Box<Cell>; 4]`, `Option<Cell>` → `Cell`).
+pub fn element_head(mut ty: &str) -> &str {
+    for _ in 0..8 {
+        ty = ty.trim_start().trim_start_matches('&').trim_start();
+        if let Some(lifetime) = ty.strip_prefix('\'') {
+            ty = lifetime[ident_len(lifetime)..].trim_start();
+        }
+        ty = ty.strip_prefix("mut ").unwrap_or(ty).trim_start();
+        if let Some(inner) = ty.strip_prefix('[') {
+            ty = inner;
+            continue;
+        }
+        let head = &ty[..ident_len(ty)];
+        match (head, ty[head.len()..].trim_start().strip_prefix('<')) {
+            ("Vec" | "VecDeque" | "Box" | "Option" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock", Some(inner)) => {
+                ty = inner;
+            }
+            _ => return head,
+        }
+    }
+    &ty[..ident_len(ty)]
+}
+
 /// Where the identifier that `s` ends with starts (`s.len()`: none), at a character boundary.
 pub fn ident_start(s: &str) -> usize {
     s.bytes().rposition(|b| !ident_byte(b)).map_or(0, |p| p + 1)
@@ -262,5 +286,15 @@ mod tests {
         assert_eq!(ident_start("let größe"), 4);
         assert_eq!(ident_start("self.model"), 5);
         assert_eq!(ident_start("x "), 2);
+    }
+
+    #[test]
+    fn element_types_are_read_through_wrappers_and_sequences() {
+        assert_eq!(element_head("Vec<SsmLayer>"), "SsmLayer");
+        assert_eq!(element_head("[Box<Cell<B>>; 4]"), "Cell");
+        assert_eq!(element_head("Option<Arc<Mutex<Encoder>>>"), "Encoder");
+        assert_eq!(element_head("&'a mut Vec<Cell>"), "Cell");
+        assert_eq!(element_head("HashMap<String, Cell>"), "HashMap");
+        assert_eq!(element_head("Tensor<B, 2>"), "Tensor");
     }
 }

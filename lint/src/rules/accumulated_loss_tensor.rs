@@ -1429,4 +1429,152 @@ pub fn train(chunks: &[Vec<Tensor>]) -> Result<()> {
         let cut = STATE_IN_A_LENT_STRUCT.replace("CUT", "for h in st.per_layer.iter_mut() { *h = h.detach(); }");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
+
+    /// A layer with a recurrent state beside a window buffer, walked by a stack whose own reset
+    /// method may clear only the window, the state too, or go through a sub-struct.
+    const STATE_BESIDE_A_BUFFER: &str = r#"
+use std::collections::VecDeque;
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+struct Layer { w: Linear, window: VecDeque<Tensor>, s: Tensor }
+impl Layer {
+    fn clear(&mut self) { CLEAR }
+    fn step(&mut self, x: &Tensor) -> Result<Tensor> {
+        self.window.push_back(x.clone());
+        self.s = (self.w.forward(x)? + &self.s)?.tanh()?;
+        Ok(self.s.clone())
+    }
+}
+struct Stack { layers: Vec<Layer> }
+impl Stack {
+    fn reset_buffers(&mut self) { for l in self.layers.iter_mut() { l.clear(); } }
+    fn run(&mut self, x: &Tensor) -> Result<Tensor> {
+        let mut y = x.clone();
+        for l in self.layers.iter_mut() {
+            y = l.step(&y)?;
+        }
+        Ok(y)
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap, layers: Vec<Layer>) -> Result<()> {
+    let mut net = Stack { layers };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        net.reset_buffers();
+        let y = net.run(x)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+pub fn layer(vm: &VarMap) -> Result<Layer> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let s = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+    Ok(Layer { w: candle_nn::linear(4, 4, vb.pp("w"))?, window: VecDeque::new(), s })
+}
+"#;
+
+    #[test]
+    fn a_reset_method_that_clears_another_field_leaves_the_state_chaining() {
+        // `step` on an element of `layers: Vec<Layer>` is the crate's method, not an optimizer's.
+        let window_only = STATE_BESIDE_A_BUFFER.replace("CLEAR", "self.window.clear();");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &window_only), vec![30]);
+        let both =
+            STATE_BESIDE_A_BUFFER.replace("CLEAR", "self.window.clear(); self.s = self.s.zeros_like().unwrap();");
+        assert_eq!(count("accumulated_loss_tensor", None, &both), 0);
+        // What the reset does is not known (a path handed to `for_each`): it resets all, as before.
+        let unknown = STATE_BESIDE_A_BUFFER.replace("CLEAR", "self.window.iter_mut().for_each(drop);");
+        assert_eq!(count("accumulated_loss_tensor", None, &unknown), 0);
+    }
+
+    /// A model whose state lives in a sub-struct that its reset method starts afresh.
+    const STATE_IN_A_SUB_STRUCT: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarMap};
+struct State { h: Tensor, pos: usize }
+impl State {
+    fn reset(&mut self, dev: &Device) -> Result<()> {
+        self.h = Tensor::zeros((1, 4), DType::F32, dev)?;
+        self.pos = 0;
+        Ok(())
+    }
+}
+struct Model { w: Linear, state: State, dev: Device }
+impl Model {
+    fn reset_cache(&mut self) { let _ = self.state.reset(&self.dev); }
+    fn forward_train(&mut self, x: &Tensor) -> Result<Tensor> {
+        let h = (self.w.forward(x)? + &self.state.h)?.tanh()?;
+        self.state.h = h.clone();
+        self.state.pos += 1;
+        Ok(h)
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap, mut model: Model) -> Result<()> {
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        RESET
+        let y = model.forward_train(x)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+pub fn model(vm: &VarMap, dev: Device) -> Result<Model> {
+    let vb = candle_nn::VarBuilder::from_varmap(vm, DType::F32, &dev);
+    let state = State { h: Tensor::zeros((1, 4), DType::F32, &dev)?, pos: 0 };
+    Ok(Model { w: candle_nn::linear(4, 4, vb.pp("w"))?, state, dev })
+}
+"#;
+
+    #[test]
+    fn a_reset_through_a_sub_struct_starts_its_state_afresh() {
+        let kept = STATE_IN_A_SUB_STRUCT.replace("RESET", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![26]);
+        let reset = STATE_IN_A_SUB_STRUCT.replace("RESET", "model.reset_cache();");
+        assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
+    }
+
+    /// A recurrent state cut after every update, and a running baseline of the values beside it.
+    const BASELINE_BESIDE_A_CUT_STATE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Policy { w: Linear, v: Linear, hidden: Tensor, baseline: Tensor }
+impl Policy {
+    fn act(&mut self, obs: &Tensor) -> Result<Tensor> {
+        self.hidden = (self.w.forward(obs)? + &self.hidden)?.tanh()?;
+        self.v.forward(&self.hidden)
+    }
+    fn update_baseline(&mut self, values: &Tensor) -> Result<()> {
+        self.baseline = ((&self.baseline * 0.95)? + (VALUES.mean_all()? * 0.05)?)?;
+        Ok(())
+    }
+}
+pub fn train(batches: &[Vec<Tensor>], vm: &VarMap, mut pol: Policy) -> Result<()> {
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for obs in batches {
+        let mut vals = Vec::new();
+        for o in obs {
+            vals.push(pol.act(o)?);
+        }
+        let values = Tensor::stack(&vals, 0)?;
+        pol.update_baseline(&values)?;
+        let adv = values.broadcast_sub(&pol.baseline.detach())?;
+        opt.backward_step(&adv.sqr()?.mean_all()?)?;
+        pol.hidden = pol.hidden.detach();
+    }
+    Ok(())
+}
+pub fn policy(vm: &VarMap) -> Result<Policy> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let z = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+    Ok(Policy { w: candle_nn::linear(4, 4, vb.pp("w"))?, v: candle_nn::linear(4, 1, vb.pp("v"))?, hidden: z.clone(), baseline: z })
+}
+"#;
+
+    #[test]
+    fn a_running_statistic_is_not_a_reset_of_its_field() {
+        // The method continues the baseline with what it is handed: it does not start it afresh.
+        let kept = BASELINE_BESIDE_A_CUT_STATE.replace("VALUES", "values");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![23]);
+        let detached = BASELINE_BESIDE_A_CUT_STATE.replace("VALUES", "values.detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
 }
