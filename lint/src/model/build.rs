@@ -3889,7 +3889,12 @@ impl Builder<'_> {
         // `if self.head.is_none() { self.head = Some(nn::linear(..)) }`: made once, when missing.
         let lazy = is_none_test(&i.cond);
         self.lazy_init += usize::from(lazy);
-        self.g.conditional_branches.push(self.next_branch + 1);
+        // `if t % self.period == 0 { self.slow = cell(x, &self.slow)? }`: taken every k-th call,
+        // so what it keeps still chains from call to call (a slow tier's state), unlike a cache
+        // behind a flag.
+        if !is_periodic_test(&i.cond) {
+            self.g.conditional_branches.push(self.next_branch + 1);
+        }
         let then = self.branch(|s| s.block(&i.then_branch));
         self.lazy_init -= usize::from(lazy);
         self.leaving -= usize::from(leaves);
@@ -4602,6 +4607,18 @@ fn device_names(body: &Block) -> Option<(Vec<String>, Vec<String>)> {
         d.plain.retain(|p| !d.autodiff.contains(p));
         (d.autodiff, d.plain)
     })
+}
+
+/// Whether `cond` holds on every k-th value of a counter (`t % k == 0`, `(step + 1) % k != 0`,
+/// `t.is_multiple_of(k)`).
+fn is_periodic_test(cond: &Expr) -> bool {
+    match strip_parens(cond) {
+        Expr::Binary(b) if matches!(b.op, syn::BinOp::Eq(_) | syn::BinOp::Ne(_)) => [&*b.left, &*b.right]
+            .iter()
+            .any(|side| matches!(strip_parens(side), Expr::Binary(r) if matches!(r.op, syn::BinOp::Rem(_)))),
+        Expr::MethodCall(m) => m.method == "is_multiple_of" && m.args.len() == 1,
+        _ => false,
+    }
 }
 
 /// `x.is_none()`, `self.head.is_none()`, `let None = x`: a test that a value is still missing.

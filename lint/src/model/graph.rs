@@ -758,6 +758,7 @@ pub struct CallSite {
 
 /// What a method of a reset's name starts afresh in its receiver (see
 /// [`FnModel::fields_started_afresh`]).
+#[derive(Debug)]
 pub(super) struct StartedAfresh {
     /// Fields it gives a fresh value or empties.
     pub(super) fields: Vec<String>,

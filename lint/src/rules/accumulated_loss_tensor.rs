@@ -1577,4 +1577,42 @@ pub fn policy(vm: &VarMap) -> Result<Policy> {
         let detached = BASELINE_BESIDE_A_CUT_STATE.replace("VALUES", "values.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
     }
+
+    /// A slow state updated on every k-th call, or only while a flag is set.
+    const SLOW_STATE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct TwoRate { fast: Linear, slow: Linear, h: Tensor, s: Tensor, period: usize, keep: bool }
+impl TwoRate {
+    fn advance(&mut self, x: &Tensor, t: usize) -> Result<Tensor> {
+        self.h = (self.fast.forward(x)? + &self.h.detach())?.tanh()?;
+        if COND {
+            self.s = (self.slow.forward(&self.h)? + &self.s)?.tanh()?;
+        }
+        self.h.broadcast_add(&self.s)
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap, mut net: TwoRate) -> Result<()> {
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for (t, x) in xs.iter().enumerate() {
+        let y = net.advance(x, t)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+pub fn net(vm: &VarMap) -> Result<TwoRate> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let z = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+    Ok(TwoRate { fast: candle_nn::linear(4, 4, vb.pp("f"))?, slow: candle_nn::linear(4, 4, vb.pp("s"))?, h: z.clone(), s: z, period: 8, keep: true })
+}
+"#;
+
+    #[test]
+    fn a_state_updated_every_k_calls_still_chains() {
+        let periodic = SLOW_STATE.replace("COND", "t % self.period == 0");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &periodic), vec![17]);
+        // Behind a flag it is a cache kept while asked for, not a state of every call.
+        let flagged = SLOW_STATE.replace("COND", "self.keep");
+        assert_eq!(count("accumulated_loss_tensor", None, &flagged), 0);
+    }
 }
