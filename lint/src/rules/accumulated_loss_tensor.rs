@@ -47,9 +47,14 @@ element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index
 any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
 the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`), and a
 running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
-m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output). A state written only
-under a condition (a key/value cache behind a `use_cache` flag, a state kept with its graph
-only when a `training` argument is `true` and the caller passes `false`) is not reported.
+m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output), and a state updated on
+every k-th call only (`if t % self.period == 0 { self.slow = .. }`). A reset method of the
+crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
+`clear_buffers()` that empties a window buffer leaves the recurrent state beside it chaining,
+while `self.state.reset(..)` starting every part of `state` afresh resets a state kept there.
+A state written only under a condition (a key/value cache behind a `use_cache` flag, a state
+kept with its graph only when a `training` argument is `true` and the caller passes `false`) is
+not reported.
 
 Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
 of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
