@@ -1294,6 +1294,10 @@ impl Builder<'_> {
             }
             match self.early_exit(stmt) {
                 Some(EarlyExit::Length(batch)) => {
+                    // `if self.pending.len() < self.k { return None; }` before a backward that
+                    // takes `self.pending`: a wait of k calls, again and again (gradient
+                    // accumulation), each ended by the backward; not a warm-up once.
+                    let batch = batch || emptied_after_wait(stmt, rest);
                     self.g.size_wait_branches.push(self.next_branch + 1);
                     if batch {
                         self.g.brief_wait_branches.push(self.next_branch + 1);
@@ -2509,6 +2513,25 @@ impl Builder<'_> {
     }
 
     fn assign(&mut self, left: &Expr, right: &Expr, span: Span) {
+        // `(h, c) = cell.forward(&x, &h, &c)?`: each place is given (a part of) the value.
+        if let Expr::Tuple(t) = strip_parens(left) {
+            let rhs = self.expr(right);
+            let places: Vec<(usize, Store)> = t
+                .elems
+                .iter()
+                .filter_map(|e| {
+                    let slot = self.place_slot(e)?;
+                    let old = self.env[slot].1;
+                    let folds = rhs.reads.contains(&old) || self.reads_transitively(&rhs, old);
+                    Some((slot, if folds { Store::Fold } else { Store::Assign }))
+                })
+                .collect();
+            let value = self.value_node(rhs, self.full(right));
+            for (slot, how) in places {
+                self.write(slot, value, how, span.clone(), false);
+            }
+            return;
+        }
         let rhs = self.expr(right);
         let Some(slot) = self.place_slot(left) else {
             self.expr(left);
@@ -5062,6 +5085,52 @@ fn names_a_batch(e: &Expr) -> bool {
 
 /// A collection's length: `len()`, or `size()` (a buffer type of the crate often names its length
 /// so: `replay_buffer.size()`).
+/// Whether the collection whose length `stmt` (an early exit) waits on is emptied by `rest`
+/// (`std::mem::take(&mut self.pending)`, `self.pending.clear()`, `.drain(..)`, a new value):
+/// each wait starts from empty.
+fn emptied_after_wait(stmt: &Stmt, rest: &[Stmt]) -> bool {
+    use syn::visit::Visit;
+    let Stmt::Expr(Expr::If(i), _) = stmt else { return false };
+    let Expr::Binary(b) = strip_parens(&i.cond) else { return false };
+    let len = if is_len(&b.left) { &*b.left } else { &*b.right };
+    let Expr::MethodCall(m) = strip_parens(len) else { return false };
+    let collection = expr_text(&m.receiver);
+    struct Empties<'a> {
+        collection: &'a str,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Empties<'_> {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            if matches!(m.method.to_string().as_str(), "clear" | "drain" | "take" | "split_off")
+                && expr_text(strip_place(&m.receiver)) == self.collection
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let Expr::Path(p) = &*c.func
+                && p.path.segments.last().is_some_and(|s| s.ident == "take" || s.ident == "replace")
+                && c.args.first().is_some_and(|a| expr_text(strip_place(a)) == self.collection)
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            if expr_text(&a.left) == self.collection {
+                self.found = true;
+            }
+            syn::visit::visit_expr_assign(self, a);
+        }
+    }
+    let mut v = Empties { collection: &collection, found: false };
+    for s in rest {
+        v.visit_stmt(s);
+    }
+    v.found
+}
+
 fn is_len(e: &Expr) -> bool {
     matches!(strip_parens(e), Expr::MethodCall(m) if (m.method == "len" || m.method == "size") && m.args.is_empty())
 }

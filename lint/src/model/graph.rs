@@ -1862,13 +1862,9 @@ impl FnModel {
         self.state_calls.iter().filter(|c| !c.fresh_each_iteration && (c.always || !c.always_in.is_empty()))
     }
 
-    /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache):
-    /// (call, loop, receiver value, callee).
-    pub fn stateful_calls(&self) -> impl Iterator<Item = (&Span, Option<LoopId>, Option<NodeIndex>, &str)> + '_ {
-        self.state_calls
-            .iter()
-            .filter(|c| !c.fresh_each_iteration)
-            .map(|c| (&c.span, c.in_loop, c.receiver, c.callee.as_str()))
+    /// Calls of the crate's functions that keep a graph-carrying value in their state (a cache).
+    pub fn stateful_calls(&self) -> impl Iterator<Item = &StateCall> + '_ {
+        self.state_calls.iter().filter(|c| !c.fresh_each_iteration)
     }
 
     /// Whether a call through a type parameter to a method the crate does not implement runs
@@ -2304,6 +2300,19 @@ impl FnModel {
         })
     }
 
+    /// [`FnModel::feeds_forward_through_locals`], also through locals a loop folds the old value
+    /// into (`let mut h = self.carry.clone(); for x in xs { h = cell.forward(x, &h)?; }
+    /// self.carry = h;`).
+    pub fn feeds_forward_through_folds(&self, value: NodeIndex, binding: BindingId) -> bool {
+        self.upstream_via(value, binding, true, true).into_iter().any(|n| {
+            matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
+                && self
+                    .upstream_via(n, binding, true, true)
+                    .into_iter()
+                    .any(|m| m != n && self.binding_of(m) == Some(binding))
+        })
+    }
+
     pub fn feeds_forward(&self, value: NodeIndex, binding: BindingId) -> bool {
         self.upstream(value, binding, false).into_iter().any(|n| {
             matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
@@ -2313,8 +2322,21 @@ impl FnModel {
 
     /// `from` and the nodes its value is computed from within its expression; with
     /// `through_locals`, also through versions of bindings other than `binding` to the values
-    /// stored into them (`let model_in = scale(latents.clone())?; model.forward(&model_in)?`).
+    /// stored into them (`let model_in = scale(latents.clone())?; model.forward(&model_in)?`);
+    /// with `through_folds` (`upstream_via`), also folded into them and merged at loops and
+    /// branches (`let mut h = self.h.clone(); for x in xs { h = cell.forward(x, &h)?; } self.h
+    /// = h;`).
     fn upstream(&self, from: NodeIndex, binding: BindingId, through_locals: bool) -> Vec<NodeIndex> {
+        self.upstream_via(from, binding, through_locals, false)
+    }
+
+    fn upstream_via(
+        &self,
+        from: NodeIndex,
+        binding: BindingId,
+        through_locals: bool,
+        through_folds: bool,
+    ) -> Vec<NodeIndex> {
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![from];
         let mut out = Vec::new();
@@ -2324,11 +2346,17 @@ impl FnModel {
             }
             out.push(n);
             match self.graph[n].kind {
+                // Down folds, a cut (`let mut h = self.h.detach();`) carries nothing over.
+                NodeKind::Value(Producer::Plain) if through_folds => {}
                 NodeKind::Value(_) => stack.extend(self.reads(n)),
                 NodeKind::Version(b) if through_locals && b != binding => stack.extend(
                     self.graph
                         .edges_directed(n, Direction::Incoming)
-                        .filter(|e| matches!(e.weight(), Edge::StoredInto { how: Store::Let | Store::Assign, .. }))
+                        .filter(|e| match e.weight() {
+                            Edge::StoredInto { how: Store::Let | Store::Assign, .. } => true,
+                            Edge::StoredInto { how: Store::Fold | Store::Merge, .. } => through_folds,
+                            _ => false,
+                        })
                         .map(|e| e.source()),
                 ),
                 NodeKind::Version(_) => {}

@@ -112,7 +112,14 @@ impl Rule for AccumulatedLossTensor {
             // A state computed from its old value through a local of the step (`let h =
             // (wx.forward(x)? + wh.forward(&self.h)?)?.tanh()?; .. self.h = h;`, `hs[i] = h`)
             // is a fold too.
-            if how == Store::Assign && !f.feeds_forward_through_locals(value, binding) {
+            // So is one that lives past the call, carried through a local the step's loop
+            // folds it into (`let mut h = self.carry.clone(); for x in xs { h = cell.forward(x,
+            // &h)?; } .. self.carry = h;`).
+            if how == Store::Assign
+                && !f.feeds_forward_through_locals(value, binding)
+                && (f.binding(binding).kind() == crate::model::BindingKind::Local
+                    || !f.feeds_forward_through_folds(value, binding))
+            {
                 continue;
             }
             let Some(iteration) = f.iteration_of(f.loop_of(value)) else { continue };
@@ -1619,5 +1626,51 @@ pub fn net(vm: &VarMap) -> Result<TwoRate> {
         // Behind a flag it is a cache kept while asked for, not a state of every call.
         let flagged = SLOW_STATE.replace("COND", "self.keep");
         assert_eq!(count("accumulated_loss_tensor", None, &flagged), 0);
+    }
+
+    /// A training-step method that carries its recurrent state to the next call through an
+    /// `Option` field, unrolled in a local over the segment.
+    const CARRIED_STATE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Lm { cell: Linear, sgd: SGD, carry: Option<(Tensor, Tensor)> }
+impl Lm {
+    pub fn new(dev: &Device) -> Result<Self> {
+        let params = VarMap::new();
+        let vb = VarBuilder::from_varmap(&params, DType::F32, dev);
+        Ok(Self { cell: linear(4, 4, vb.pp("c"))?, sgd: SGD::new(params.all_vars(), 0.1)?, carry: None })
+    }
+    fn step(&self, x: &Tensor, h: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
+        let n = (self.cell.forward(h)? + x)?.tanh()?;
+        Ok((n, (c + x)?))
+    }
+    pub fn train_segment(&mut self, inputs: &[Tensor]) -> Result<f32> {
+        let (mut h, mut c) = START;
+        for x in inputs {
+            (h, c) = self.step(x, &h, &c)?;
+        }
+        let l = h.sqr()?.mean_all()?;
+        self.sgd.backward_step(&l)?;
+        self.carry = Some((h, c));
+        Ok(l.to_scalar::<f32>()?)
+    }
+}
+pub fn fit(segments: &[Vec<Tensor>]) -> Result<()> {
+    let mut lm = Lm::new(&Device::Cpu)?;
+    for s in segments {
+        lm.train_segment(s)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_state_carried_to_the_next_call_through_a_local() {
+        let carried = CARRIED_STATE.replace("START", "self.carry.take().unwrap()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &carried), vec![22]);
+        // Truncated backpropagation through time: the carried state is cut where it is taken.
+        let cut =
+            CARRIED_STATE.replace("START", "{ let (h, c) = self.carry.take().unwrap(); (h.detach(), c.detach()) }");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 }

@@ -180,7 +180,8 @@ impl Rule for SamplingLoopChainsGraph {
         // with weights built from trainable variables, outside training (generation after
         // loading the weights into a `VarMap`).
         let mut reported_models = Vec::new();
-        for (span, in_loop, receiver, callee) in f.stateful_calls() {
+        for call in f.stateful_calls() {
+            let (span, in_loop, receiver, callee) = (call.span(), call.in_loop(), call.receiver(), call.callee());
             // `model` of `model.text_decoder().forward(..)`: the getter lends a part of it.
             let (Some(l), Some(model)) = (in_loop, receiver.and_then(|r| f.receiver_root(r))) else { continue };
             // One finding per loop: a loop that also feeds its output back is reported above.
@@ -241,6 +242,15 @@ impl Rule for SamplingLoopChainsGraph {
                     "it runs during training: the weights are trainable".to_string()
                 }
             ));
+            // Where the state is written from its old value (`self.x = (&self.x - eps)?`).
+            if let Some((file, line, at, field)) = call.kept_at() {
+                let text = format!("`{field}` is computed from its old value here");
+                if cx.file().is_some_and(|f| &f.path == file) {
+                    report = report.label(at.clone(), text);
+                } else {
+                    report.elsewhere.push((file.clone(), *line, text));
+                }
+            }
             if let Some((path, line, caller)) = f.per_step_from() {
                 report.elsewhere.push((
                     path.clone(),
@@ -789,6 +799,9 @@ fn main() -> Result<()> {
         let src = CACHED.replace("RESET", "");
         let lines = super::super::testing::lines("sampling_loop_chains_graph", &src);
         assert_eq!(lines, [35]);
+        // The write that keeps the state is shown.
+        let labels = super::super::testing::labels("sampling_loop_chains_graph", &src);
+        assert!(labels.contains(&(9, "`self.kv` is computed from its old value here".to_string())), "{labels:?}");
         // The cache starts afresh each iteration: nothing chains across them.
         let reset = CACHED.replace("RESET", "model.reset_cache();");
         assert_eq!(count("sampling_loop_chains_graph", None, &reset), 0);

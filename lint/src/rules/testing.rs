@@ -37,3 +37,11 @@ pub(crate) fn lines(rule: &str, src: &str) -> Vec<usize> {
 pub(crate) fn elsewhere(rule: &str, src: &str) -> Vec<(usize, String)> {
     findings(rule, src).into_iter().flat_map(|f| f.elsewhere.into_iter().map(|(_, line, text)| (line, text))).collect()
 }
+
+/// The secondary labels (1-based line, text) of `rule`'s findings linting `src`.
+pub(crate) fn labels(rule: &str, src: &str) -> Vec<(usize, String)> {
+    findings(rule, src)
+        .into_iter()
+        .flat_map(|f| f.secondary.iter().map(|l| (f.file.line(l.span.start), l.text.clone())).collect::<Vec<_>>())
+        .collect()
+}
