@@ -37,6 +37,7 @@ const BURN: Spec = Spec {
     // `net: &M::InnerModule`: a module of the inner backend, as `valid()` returns.
     inner_backend_names: &["InnerBackend", "InnerModule"],
     graph_swept_by_backward: true,
+    graph_from_input_tape: false,
     param_read_methods: &["val"],
     param_map_methods: &["map"],
     param_rebuild: &[("initialized", false), ("from_tensor", true), ("from", true), ("from_mapped_value", false)],

@@ -194,6 +194,9 @@ pub struct Spec {
     /// Autodiff state lives in a store that only `backward()` sweeps (burn): tensor operations
     /// recorded after it on the consumed graph stay there.
     pub graph_swept_by_backward: bool,
+    /// The graph travels in the input tensors, not in the model (dfdx: a tape is attached to an
+    /// input with `trace`/`traced`): a forward pass records one only when handed a traced input.
+    pub graph_from_input_tape: bool,
     /// Methods that give a parameter's tensor (burn `param.val()`).
     pub param_read_methods: &'static [&'static str],
     /// Methods that rewrite a parameter through a closure over its tensor (burn `param.map(|t| …)`).

@@ -3135,7 +3135,11 @@ impl Builder<'_> {
             None
         };
         let receiver_binding = if candle && !own { self.place_slot(&m.receiver).map(|s| self.env[s].0) } else { None };
-        let v = self.forward_parts(span.clone(), recv, recv_span, m.args.iter());
+        let mut v = self.forward_parts(span.clone(), recv, recv_span, m.args.iter());
+        // dfdx: `x.trace(grads)` attaches a tape to `x` itself; it starts a graph.
+        if self.g.spec.graph_from_input_tape && self.g.spec.tape_methods.contains(&m.method.to_string().as_str()) {
+            v.producer = Producer::Forward { receiver: None };
+        }
         if let Producer::Forward { receiver: Some(receiver) } = v.producer
             && let Some(model) = receiver_binding
         {

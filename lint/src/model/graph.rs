@@ -2162,6 +2162,14 @@ impl FnModel {
                     NodeKind::Value(Producer::Plain) => node.taint,
                     NodeKind::Value(Producer::InertModel) => node.taint.union(Taint::INERT_MODEL),
                     NodeKind::Value(Producer::Forward { .. }) if self.grad_off => node.taint,
+                    // dfdx: a module's forward records a graph only on a traced input.
+                    NodeKind::Value(Producer::Forward { receiver: Some(r) }) if self.spec.graph_from_input_tape => {
+                        let taped = self
+                            .graph
+                            .edges_directed(n, Direction::Incoming)
+                            .any(|e| e.source() != r && self.graph[e.source()].taint.has(Taint::GRAPH));
+                        if taped { node.taint.union(Taint::GRAPH) } else { node.taint }
+                    }
                     NodeKind::Value(Producer::Forward { receiver }) => {
                         let inert = receiver.is_some_and(|r| self.graph[r].taint.has(Taint::INERT_MODEL));
                         // A model that records nothing of its own still carries the graph of

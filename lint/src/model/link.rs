@@ -2969,9 +2969,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         framework,
         forwards_autodiff,
         forwards,
-        // burn 0.22 names no backend in types: a function made autodiff by the device its
-        // callers hand it runs on whatever backend each caller's values are on.
-        generic: g.generic || (g.autodiff_device && !g.autodiff_from.is_empty()),
+        generic: g.generic,
         forwards_wait,
         forwards_in_own_loop,
         forward_at,

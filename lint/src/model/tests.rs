@@ -186,3 +186,29 @@ fn train(net: &Net, x: &Tensor) {
     assert!(!carries("typed") && !carries("batch"), "computed from a graph, typed plain");
     assert!(carries("graph"), "the tensor element of the same tuple");
 }
+
+#[test]
+fn dfdx_forwards_record_a_graph_only_on_a_traced_input() {
+    const SRC: &str = r#"
+fn step(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, dev: &Cpu, xs: &[Tensor<Rank2<4, 8>, f32, Cpu>]) {
+    let mut grads = model.alloc_grads();
+    for x in xs {
+        let plain = model.forward(x.clone());
+        let traced = model.forward(x.clone().traced(grads));
+        let loss = traced.mean();
+        grads = loss.backward();
+        opt.update(model, &grads).unwrap();
+        model.zero_grads(&mut grads);
+        let _ = plain;
+    }
+}
+"#;
+    let gs = graphs("dfdx", SRC);
+    let g = &gs[0];
+    let carries = |name: &str| {
+        let b = binding(g, name);
+        g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
+    };
+    assert!(carries("traced") && carries("loss"));
+    assert!(!carries("plain"), "the tape travels in the input: an untraced forward records nothing");
+}
