@@ -41,7 +41,10 @@ call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)
 per training iteration on a model that outlives it (also through fields of the crate's types,
 `self.layer.run(x)` reaching `self.cell.step(x)`): reported at the call, unless the method cuts
 the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_state()`) or cuts
-the field it is kept in (`model.h = model.h.detach()`). States kept one per layer may be cut
+the field it is kept in (`model.h = model.h.detach()`). So does a training-step method that
+carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
+self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?; } ..;
+self.carry = Some((h, c));`), reported at that write unless the local starts from a cut. States kept one per layer may be cut
 element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
 `0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`), or started afresh by a method of
 any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at

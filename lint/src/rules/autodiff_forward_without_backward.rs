@@ -73,7 +73,10 @@ self.batch_size { learn() }`, also through a crate function such as `memory.samp
 `None` until then): it is a batch of forwards, once, and every later step's backward sweeps its
 own. Nor is a wait for a handful of items, a literal or constant of at most 32 (`if
 buffer.len() == T_HORIZON` with `T_HORIZON = 20`): at most that many forwards wait for each
-backward.
+backward. Nor is a wait for a collection the code after it empties (`if self.pending.len() <
+self.k { return None }` before `std::mem::take(&mut self.pending)` and the backward, gradient
+accumulation over micro-batches): each wait starts from empty, and its backward sweeps its
+forwards.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
 Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
