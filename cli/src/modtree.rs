@@ -124,40 +124,52 @@ fn module_name(file: &Path) -> Option<&str> {
     }
 }
 
-/// `mod name;` lines (any visibility) and the `#[path = "…"]` files declared in `text`.
+/// `mod name;` declarations (any visibility, several on a line: `mod config; mod data;`) and
+/// the `#[path = "…"]` files declared in `text`.
 fn declarations(text: &str, file: &Path, names: &mut HashSet<String>, paths: &mut HashSet<PathBuf>) {
     let dir = file.parent().unwrap_or(Path::new("."));
     let mut pending_path: Option<PathBuf> = None;
     for line in text.lines() {
-        let mut line = line.trim();
-        if line.starts_with("//") {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("#[path") {
-            let quoted = rest.split('"').nth(1);
-            pending_path = quoted.map(|p| normalize(&dir.join(p)));
-            continue;
-        }
-        // `#[cfg(feature = "cuda")] mod gpu;`: attributes before the item on its line.
-        while line.starts_with("#[")
-            && let Some(end) = line.find(']')
-            && !line[end + 1..].trim().is_empty()
-        {
-            line = line[end + 1..].trim_start();
-        }
-        let decl = line.strip_prefix("pub ").or_else(|| line.strip_prefix("pub(crate) ")).unwrap_or(line);
-        let decl = decl.strip_prefix("pub(super) ").unwrap_or(decl);
-        if let Some(rest) = decl.strip_prefix("mod ")
-            && let Some(name) = rest.strip_suffix(';')
-        {
-            names.insert(name.trim().trim_start_matches("r#").to_string());
-            if let Some(p) = pending_path.take() {
-                paths.insert(p);
+        let line = line.split("//").next().unwrap_or_default();
+        for item in line.split_inclusive(';') {
+            let mut item = item.trim();
+            // `#[path = "…"]` and `#[cfg(..)]` before the item, on its line or the lines above.
+            while let Some(rest) = item.strip_prefix("#[") {
+                let Some(end) = rest.find(']') else { break };
+                if let Some(path) = rest[..end].strip_prefix("path") {
+                    pending_path = path.split('"').nth(1).map(|p| normalize(&dir.join(p)));
+                }
+                item = rest[end + 1..].trim_start();
             }
-        } else if !line.starts_with("#[") {
-            pending_path = None;
+            if item.is_empty() {
+                continue;
+            }
+            match declared_module(item) {
+                Some(name) => {
+                    names.insert(name.to_string());
+                    if let Some(p) = pending_path.take() {
+                        paths.insert(p);
+                    }
+                }
+                None => pending_path = None,
+            }
         }
     }
+}
+
+/// The name `item` declares a module file by (`mod agent;`, `pub(in crate::a) mod r#type;`).
+fn declared_module(item: &str) -> Option<&str> {
+    let mut rest = item;
+    if let Some(r) = rest.strip_prefix("pub") {
+        let r = r.trim_start();
+        rest = match r.strip_prefix('(') {
+            Some(scope) => scope.split_once(')')?.1.trim_start(),
+            None => r,
+        };
+    }
+    let name = rest.strip_prefix("mod ")?.strip_suffix(';')?.trim();
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
 }
 
 /// `a/b/../c.rs` → `a/c.rs`, without touching the file system.
@@ -278,6 +290,18 @@ mod tests {
             .map(|p| p.strip_prefix("/c").unwrap().display().to_string())
             .collect();
         assert_eq!(kept, ["src/ai/algorithms/mod.rs", "src/ai/algorithms/dqn.rs", "src/bin/train.rs"]);
+    }
+
+    #[test]
+    fn several_declarations_on_a_line_are_read() {
+        let kept = run(&[
+            ("src/main.rs", "mod config; mod data; pub(in crate) mod loss; // mod stale;\nfn main() {}\n"),
+            ("src/config.rs", ""),
+            ("src/data.rs", ""),
+            ("src/loss.rs", ""),
+            ("src/stale.rs", ""),
+        ]);
+        assert_eq!(kept, ["src/main.rs", "src/config.rs", "src/data.rs", "src/loss.rs"]);
     }
 
     #[test]
