@@ -441,14 +441,11 @@ fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
             let caller = (fi, gi);
             for (i, span) in &g.named_resets {
                 let Some(callees) = callees_at.get(&(caller, span)) else { continue };
-                let mut fields = Vec::new();
-                if callees.iter().all(|&c| {
-                    afresh(files, &callees_at, &mut memo, c, 0).is_some_and(|f| {
-                        fields.extend(f);
-                        true
-                    })
-                }) {
-                    narrowed.push((caller, *i, fields));
+                // Every method the call may reach must be known to start only named fields afresh.
+                let fields: Option<Vec<Vec<String>>> =
+                    callees.iter().map(|&c| afresh(files, &callees_at, &mut memo, c, 0)).collect();
+                if let Some(fields) = fields {
+                    narrowed.push((caller, *i, fields.concat()));
                 }
             }
         }
