@@ -40,6 +40,22 @@ impl Report {
         self
     }
 
+    /// A label at `span` of `file` (line `line`): on the finding's own file a label, elsewhere a
+    /// note naming the place.
+    pub fn label_in(
+        mut self,
+        cx: &Context<'_>,
+        (file, line, span): (&std::path::Path, usize, Range<usize>),
+        text: impl Into<String>,
+    ) -> Self {
+        if cx.file().is_some_and(|f| f.path == file) {
+            self.label(span, text)
+        } else {
+            self.elsewhere.push((file.to_path_buf(), line, text.into()));
+            self
+        }
+    }
+
     pub fn suggest(mut self, suggestion: Suggestion) -> Self {
         self.suggestions.push(suggestion);
         self

@@ -247,12 +247,11 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
             report = report.label(span, text);
         }
         if let Some((file, line, at, field)) = call.kept_at() {
-            let text = format!("`{field}` is computed from its old value here");
-            if cx.file().is_some_and(|f| &f.path == file) {
-                report = report.label(at.clone(), text);
-            } else {
-                report.elsewhere.push((file.clone(), *line, text));
-            }
+            report = report.label_in(
+                cx,
+                (file, *line, at.clone()),
+                format!("`{field}` is computed from its old value here"),
+            );
         }
         cx.report(
             report

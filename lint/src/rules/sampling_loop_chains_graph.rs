@@ -244,12 +244,11 @@ impl Rule for SamplingLoopChainsGraph {
             ));
             // Where the state is written from its old value (`self.x = (&self.x - eps)?`).
             if let Some((file, line, at, field)) = call.kept_at() {
-                let text = format!("`{field}` is computed from its old value here");
-                if cx.file().is_some_and(|f| &f.path == file) {
-                    report = report.label(at.clone(), text);
-                } else {
-                    report.elsewhere.push((file.clone(), *line, text));
-                }
+                report = report.label_in(
+                    cx,
+                    (file, *line, at.clone()),
+                    format!("`{field}` is computed from its old value here"),
+                );
             }
             if let Some((path, line, caller)) = f.per_step_from() {
                 report.elsewhere.push((
