@@ -620,6 +620,7 @@ impl Builder<'_> {
                 field_cuts: Vec::new(),
                 opaque_calls: Vec::new(),
                 guard_locals: Vec::new(),
+                guard_places: Vec::new(),
                 trainable_from: None,
                 size_wait_branches: Vec::new(),
                 brief_wait_branches: Vec::new(),
@@ -1687,7 +1688,10 @@ impl Builder<'_> {
         } else {
             init.and_then(|i| {
                 let e = strip_try(&i.expr);
-                if !matches!(e, Expr::MethodCall(_)) || std::ptr::eq(strip_place(e), e) {
+                // `let c = self.cache.lock()`, `let cell = &mut self.slow.cell`: a part of a
+                // parameter or of `self`, written through the local.
+                let lent_part = matches!(e, Expr::Reference(r) if r.mutability.is_some() && matches!(strip_parens(&r.expr), Expr::Field(_)));
+                if !(lent_part || matches!(e, Expr::MethodCall(_))) || std::ptr::eq(strip_place(e), e) {
                     return None;
                 }
                 let root = place_root(strip_place(e));
@@ -1806,6 +1810,9 @@ impl Builder<'_> {
             }
             if let Some(root) = guard {
                 self.g.guard_locals.push((self.g.bindings.len() - 1, root));
+                if let Some(Expr::Reference(r)) = init.map(|i| strip_try(&i.expr)) {
+                    self.g.guard_places.push((self.g.bindings.len() - 1, expr_text(&r.expr)));
+                }
             }
         }
     }
@@ -2569,7 +2576,12 @@ impl Builder<'_> {
             && !(is_self(&fl.base) && self.has_self)
             && matches!(self.g.graph[value].kind, NodeKind::Value(Producer::Plain))
         {
-            let cut = (self.env[slot].0, field.to_string(), self.cur_loop());
+            // The path below the binding (`fast.cell.state` of `net.fast.cell.state`) when the
+            // binding is the root local, else the field's name.
+            let path = field_path(left)
+                .filter(|(root, _)| *root == self.g.bindings[self.env[slot].0].name)
+                .map_or_else(|| field.to_string(), |(_, path)| path);
+            let cut = (self.env[slot].0, path, self.cur_loop());
             self.g.field_cuts.push(cut);
         }
         // `for i in 0..hs.len() { hs[i] = hs[i].detach(); }`: likewise, by index.
@@ -4724,6 +4736,20 @@ fn place_key(e: &Expr) -> Option<String> {
         },
         _ => None,
     }
+}
+
+/// A field chain on a local (`net.fast.cell.state`): the local's name and the path below it.
+fn field_path(e: &Expr) -> Option<(String, String)> {
+    let mut parts = Vec::new();
+    let mut at = strip_parens(e);
+    while let Expr::Field(f) = at {
+        let syn::Member::Named(name) = &f.member else { return None };
+        parts.push(name.to_string());
+        at = strip_parens(&f.base);
+    }
+    let Expr::Path(p) = at else { return None };
+    parts.reverse();
+    Some((p.path.get_ident()?.to_string(), parts.join(".")))
 }
 
 /// The place under borrows and `lock()`-like calls (`&mut x.values`, `x.values.borrow_mut()`).

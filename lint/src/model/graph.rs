@@ -576,6 +576,9 @@ pub struct FnModel {
     /// `None` for `self` or `Some(i)` for parameter `i`. Recorded where a model can keep a cache
     /// (candle).
     pub(super) guard_locals: Vec<(BindingId, Option<usize>)>,
+    /// The place a local lends a part of (`let cell = &mut self.slow.cell;`: `self.slow.cell`),
+    /// named in findings and matched against cuts of fields.
+    pub(super) guard_places: Vec<(BindingId, String)>,
     /// For a function some call hands a model built from trainable variables: that call (file,
     /// line, calling function), set by the crate-level pass.
     pub(super) trainable_from: Option<(std::path::PathBuf, usize, String)>,
@@ -772,10 +775,17 @@ pub(super) struct StartedAfresh {
 /// holds it, or a part of it (which part of a struct holds the graph is not known).
 pub(super) fn cut_covers(cut: &str, kept: &str) -> bool {
     let kept = kept.strip_prefix("self.").unwrap_or(kept);
-    let last = cut.rsplit('.').next().unwrap_or(cut);
     let within =
         |outer: &str, inner: &str| inner.strip_prefix(outer).is_some_and(|r| r.is_empty() || r.starts_with('.'));
-    kept.split('.').any(|part| part == last) || within(cut, kept) || within(kept, cut)
+    let ends = |long: &str, short: &str| long.strip_suffix(short).is_some_and(|r| r.is_empty() || r.ends_with('.'));
+    if !cut.contains('.') || !kept.contains('.') {
+        // A field by its name alone: any part of the same name.
+        let last = cut.rsplit('.').next().unwrap_or(cut);
+        return kept.split('.').any(|part| part == last) || within(cut, kept) || within(kept, cut);
+    }
+    // Two paths (`fast.cell.state` cut, `slow.cell` kept): one holds the other, or one is the
+    // other seen from a part further in (a callee's own `cell.h` beside the caller's `enc.cell.h`).
+    within(cut, kept) || within(kept, cut) || ends(cut, kept) || ends(kept, cut)
 }
 
 /// Where a function keeps graph-carrying state from call to call.
@@ -1650,7 +1660,8 @@ impl FnModel {
                     at.params_always |= 1 << i;
                 }
                 if unconditional && kept_at.is_none() {
-                    kept_at = Some((span.clone(), self.bindings[b].name.clone()));
+                    let place = self.guard_places.iter().find(|(g, _)| *g == b).map(|(_, p)| p);
+                    kept_at = Some((span.clone(), place.unwrap_or(&self.bindings[b].name).clone()));
                 }
             }
         }

@@ -1675,4 +1675,51 @@ pub fn fit(segments: &[Vec<Tensor>]) -> Result<()> {
             CARRIED_STATE.replace("START", "{ let (h, c) = self.carry.take().unwrap(); (h.detach(), c.detach()) }");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
+
+    /// Two tiers of state, each written through a local that lends it (`let f = &mut
+    /// self.fast;`), cut from the loop by their paths.
+    const TIERS: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Tier { w: Linear, state: Tensor }
+pub struct Net { fast: Tier, slow: Tier }
+impl Net {
+    pub fn step(&mut self, x: &Tensor) -> Result<Tensor> {
+        let f = &mut self.fast;
+        f.state = (f.w.forward(x)? + &f.state)?.tanh()?;
+        let s = &mut self.slow;
+        s.state = (s.w.forward(x)? + &s.state)?.tanh()?;
+        Ok((&self.fast.state + &self.slow.state)?)
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap, mut net: Net) -> Result<()> {
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        CUT
+        let y = net.step(x)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+pub fn net(vm: &VarMap) -> Result<Net> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let z = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+    let fast = Tier { w: linear(4, 4, vb.pp("f"))?, state: z.clone() };
+    Ok(Net { fast, slow: Tier { w: linear(4, 4, vb.pp("s"))?, state: z } })
+}
+"#;
+
+    #[test]
+    fn states_written_through_a_lent_part_are_cut_by_their_paths() {
+        let kept = TIERS.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![19]);
+        let both = TIERS.replace(
+            "CUT",
+            "net.fast.state = net.fast.state.detach();\n        net.slow.state = net.slow.state.detach();",
+        );
+        assert_eq!(count("accumulated_loss_tensor", None, &both), 0);
+        // A cut of another tier's state leaves the first one kept chaining.
+        let other = TIERS.replace("CUT", "net.slow.state = net.slow.state.detach();");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &other), vec![19]);
+    }
 }
