@@ -739,6 +739,7 @@ impl Builder<'_> {
                 always_in: Vec::new(),
                 kept_at: None,
                 fresh_each_iteration: fresh,
+                receiver_self: false,
             });
         }
         self.g.propagate();
@@ -2860,7 +2861,11 @@ impl Builder<'_> {
                 .binding_ref(&m.receiver)
                 .is_some_and(|b| !b.ty_guessed && b.ty.as_deref().is_some_and(|ty| owners.contains(ty)))
                 || self.self_field_type(&m.receiver).is_some_and(|ty| owners.contains(ty))
-                || self.element_type(&m.receiver).is_some_and(|ty| owners.contains(ty)))
+                || self.element_type(&m.receiver).is_some_and(|ty| owners.contains(ty))
+                // `self.step(&mut corpus)` in a method of a type that defines `step`.
+                || (is_self(strip_parens(&m.receiver))
+                    && self.has_self
+                    && self.g.owner.as_deref().is_some_and(|o| owners.contains(o))))
         {
             return false;
         }

@@ -892,9 +892,17 @@ pub struct StateCall {
     /// `&mut` argument made in that loop (`let mut cache = Cache::new(..)`), or the receiver is
     /// reset there (`model.reset_cache()`).
     pub(super) fresh_each_iteration: bool,
+    /// A call on `self` (`self.unroll(..)` in `fn run(&mut self)`): the state is kept in the
+    /// caller's own receiver.
+    pub(super) receiver_self: bool,
 }
 
 impl StateCall {
+    /// See the field.
+    pub fn receiver_self(&self) -> bool {
+        self.receiver_self
+    }
+
     /// The call.
     pub fn span(&self) -> &Span {
         &self.span
@@ -1869,6 +1877,18 @@ impl FnModel {
     /// Calls of the crate's functions that keep a graph-carrying value in their receiver on
     /// every path through them (a recurrent state, not a cache behind a flag): (call, loop,
     /// receiver value, callee).
+    pub fn debug_dump(&self) {
+        eprintln!("afresh={:?} named={:?}", self.fields_started_afresh(), self.named_resets);
+        eprintln!(
+            "== fn {} state_calls={:#?} resets={:?} field_cuts={:?} keeps={:?}",
+            self.name(),
+            self.state_calls,
+            self.resets.iter().map(|(b, l)| (&self.bindings[*b].name, l)).collect::<Vec<_>>(),
+            self.field_cuts.iter().map(|(b, f, l)| (&self.bindings[*b].name, f, l)).collect::<Vec<_>>(),
+            self.keeps_graph_state()
+        );
+    }
+
     pub fn stateful_calls_always(&self) -> impl Iterator<Item = &StateCall> + '_ {
         self.state_calls.iter().filter(|c| !c.fresh_each_iteration && (c.always || !c.always_in.is_empty()))
     }
@@ -2502,6 +2522,30 @@ impl FnModel {
         self.field_cuts
             .iter()
             .any(|(b, f, l)| *b == binding && cut_covers(f, field) && self.iteration_of(*l) == Some(iteration))
+    }
+
+    /// Whether the field `field` of `self` (`self.h`, as a callee writes it) is given a value
+    /// without a graph, or reset (`self.h.clear()`, `self.reset_state()`), within `iteration`.
+    pub fn self_field_cut_within(&self, field: &str, iteration: Iteration) -> bool {
+        let whole_self = |b: BindingId| self.bindings[b].name == "self";
+        self.resets.iter().any(|&(b, l)| whole_self(b) && self.iteration_of(l) == Some(iteration))
+            || self.stores().any(|(edge, value, target, how, _)| {
+                // Its own write (not one a called function makes there), without a graph.
+                self.through(edge).is_none()
+                    && matches!(how, Store::Assign | Store::Fold | Store::Let)
+                    && !self.graph[value].taint.has(Taint::GRAPH)
+                    && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
+                    && self.binding_of(target).is_some_and(|b| {
+                        let binding = &self.bindings[b];
+                        binding.kind == BindingKind::SelfField
+                            && cut_covers(binding.name.strip_prefix("self.").unwrap_or(&binding.name), field)
+                    })
+            })
+            || self.bindings.iter().enumerate().any(|(b, binding)| {
+                binding.kind == BindingKind::SelfField
+                    && cut_covers(binding.name.strip_prefix("self.").unwrap_or(&binding.name), field)
+                    && self.reset_within(b, iteration)
+            })
     }
 
     /// Whether `binding` is emptied within `iteration` (`memory.clear()` after the backward of an

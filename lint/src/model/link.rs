@@ -483,17 +483,24 @@ fn mark_stateful_calls(
                    callees: &[FnId],
                    forward: bool| {
         // An unqualified call of a function (`unroll(&cells, &mut st, &x)`): the crate's own.
-        forward || (!site.method && site.qualifier.is_none()) || {
-            let declared =
-                site.receiver_type.as_deref().or_else(|| index.field_type(files, caller, site)).or_else(|| {
-                    let owner = files[caller.0].1[caller.1].owner.as_deref()?;
-                    index.declared_field_type(files, caller, owner, site.receiver_element_of.as_deref()?)
-                });
-            callees.iter().all(|c| {
-                let c = &files[c.0].1[c.1];
-                c.ident.starts_with("forward") || declared.is_some_and(|t| c.owner.as_deref() == Some(t))
-            })
-        }
+        // So is `self.unroll(..)` reaching a method of the caller's own type.
+        let own = files[caller.0].1[caller.1].owner.as_deref();
+        forward
+            || (!site.method && site.qualifier.is_none())
+            || (site.receiver_self
+                && own.is_some()
+                && callees.iter().all(|c| files[c.0].1[c.1].owner.as_deref() == own))
+            || {
+                let declared =
+                    site.receiver_type.as_deref().or_else(|| index.field_type(files, caller, site)).or_else(|| {
+                        let owner = files[caller.0].1[caller.1].owner.as_deref()?;
+                        index.declared_field_type(files, caller, owner, site.receiver_element_of.as_deref()?)
+                    });
+                callees.iter().all(|c| {
+                    let c = &files[c.0].1[c.1];
+                    c.ident.starts_with("forward") || declared.is_some_and(|t| c.owner.as_deref() == Some(t))
+                })
+            }
     };
     let calls = || resolved.iter().map(|r| (r, false)).chain(forwards.iter().map(|r| (r, true)));
     // Which arguments each call's result is computed from (`self.h = self.cell.step(x, &self.h)?`
@@ -684,6 +691,7 @@ fn mark_stateful_calls(
                     .filter(|&b| lasting(b))
                     .collect(),
                 kept_at: callees.iter().find_map(|c| kept_at.get(c)).cloned(),
+                receiver_self: site.receiver_self,
             },
         ));
     }

@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{FnModel, Store, Taint, TrainingCallKind};
+use crate::model::{FnModel, Iteration, Store, Taint, TrainingCallKind};
 use crate::rule::{Group, Rule, RuleMeta};
 use petgraph::graph::NodeIndex;
 
@@ -224,6 +224,16 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
         // &mut st, &x)`); each must outlive the iteration and not start afresh in it.
         let cut = |b| call.kept_at().is_some_and(|(.., field)| f.field_cut_within(b, field, iteration));
         let lasting = |b| f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b);
+        // `self.unroll(..)` in a method whose own loop trains: the state is kept in `self`, by the
+        // field the callee writes, unless this loop cuts or resets that field.
+        if call.receiver_self() && call.always() {
+            if let Some((.., field)) = call.kept_at()
+                && !f.self_field_cut_within(field, iteration)
+            {
+                report_kept_in_self(f, cx, call, iteration);
+            }
+            continue;
+        }
         let in_receiver = call.always().then(|| receiver.and_then(|r| f.receiver_binding(r))).flatten();
         let Some(b) = in_receiver.into_iter().chain(call.always_in().iter().copied()).find(|&b| lasting(b)) else {
             continue;
@@ -259,6 +269,28 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
                 .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed"),
         );
     }
+}
+
+/// [`state_kept_by_a_call`]'s finding for a state kept in the caller's own `self`.
+fn report_kept_in_self(f: &FnModel, cx: &mut Context<'_>, call: &crate::model::StateCall, iteration: Iteration) {
+    let callee = call.callee();
+    let mut report = Report::new(
+        format!("`{callee}` keeps each training iteration's graph in the state of `self`"),
+        call.span().clone(),
+        format!("`{callee}` keeps a graph-carrying value in `self`"),
+    );
+    if let Some((span, text)) = f.iteration_label(iteration) {
+        report = report.label(span, text);
+    }
+    if let Some((file, line, at, field)) = call.kept_at() {
+        report =
+            report.label_in(cx, (file, *line, at.clone()), format!("`{field}` is computed from its old value here"));
+    }
+    cx.report(
+        report
+            .help("cut the kept state once per training iteration (for a field `h`: `self.h = self.h.detach()` in the loop, or at the start of the call)")
+            .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed"),
+    );
 }
 
 /// What a fold into the accumulator is, for the help text and whether a fix may be offered.
@@ -1721,5 +1753,78 @@ pub fn net(vm: &VarMap) -> Result<Net> {
         // A cut of another tier's state leaves the first one kept chaining.
         let other = TIERS.replace("CUT", "net.slow.state = net.slow.state.detach();");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &other), vec![19]);
+    }
+
+    /// A trainer whose own `step` method runs the backward and returns the loss it summed.
+    const TRAINER_STEP: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Trainer { model: Linear, opt: AdamW, total_loss: Tensor, seen: usize }
+impl Trainer {
+    pub fn new(vm: &VarMap) -> Result<Self> {
+        let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+        let opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+        Ok(Self { model: linear(4, 4, vb.pp("l"))?, opt, total_loss: Tensor::zeros((), DType::F32, &Device::Cpu)?, seen: 0 })
+    }
+    fn step(&mut self, x: &Tensor) -> Result<Tensor> {
+        let loss = self.model.forward(x)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        Ok(loss)
+    }
+    pub fn fit(&mut self, xs: &[Tensor]) -> Result<f32> {
+        for x in xs {
+            let loss = self.step(x)?;
+            FOLD
+        }
+        Ok((&self.total_loss / self.seen as f64)?.to_scalar::<f32>()?)
+    }
+}
+"#;
+
+    #[test]
+    fn a_method_named_step_on_self_is_the_crates() {
+        let summed = TRAINER_STEP.replace("FOLD", "self.total_loss = (&self.total_loss + &loss)?;");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &summed), vec![19]);
+        let detached = TRAINER_STEP.replace("FOLD", "self.total_loss = (&self.total_loss + &loss.detach())?;");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
+    /// A session whose training loop calls its own method that carries the hidden state in `self`.
+    const SESSION: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Session { w_in: Linear, w_rec: Linear, opt: AdamW, hidden: Tensor }
+impl Session {
+    pub fn new(vm: &VarMap) -> Result<Self> {
+        let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+        let opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+        let hidden = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+        Ok(Self { w_in: linear(4, 4, vb.pp("i"))?, w_rec: linear(4, 4, vb.pp("r"))?, opt, hidden })
+    }
+    fn unroll(&mut self, xs: &[Tensor]) -> Result<Tensor> {
+        let mut h = self.hidden.clone();
+        for x in xs {
+            h = (self.w_in.forward(x)? + self.w_rec.forward(&h)?)?.tanh()?;
+        }
+        self.hidden = h.clone();
+        h.sqr()?.mean_all()
+    }
+    pub fn run(&mut self, windows: &[Vec<Tensor>]) -> Result<()> {
+        for xs in windows {
+            CUT
+            let loss = self.unroll(xs)?;
+            self.opt.backward_step(&loss)?;
+        }
+        Ok(())
+    }
+}
+"#;
+
+    #[test]
+    fn a_state_a_method_keeps_in_its_own_self_is_reported_at_the_call() {
+        let kept = SESSION.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![23]);
+        let cut = SESSION.replace("CUT", "self.hidden = self.hidden.detach();");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 }
