@@ -3179,7 +3179,11 @@ impl Builder<'_> {
                 producer: Producer::Derived,
                 op: false,
                 span: self.cheap(a),
-                bool_literal: None,
+                // `model.forward(&x, false)`: a flag that may close a gated state.
+                bool_literal: match strip_parens(a) {
+                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => Some(b.value),
+                    _ => None,
+                },
                 mut_ref: self.mut_ref(a),
             })
             .collect();

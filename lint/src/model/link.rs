@@ -607,14 +607,19 @@ fn mark_stateful_calls(
                 .into_iter()
                 .chain(owner)
                 .any(|b| restarts(g, b, None, callees, &kept_at));
+            // A branch a `bool` parameter opens is judged by what each caller passes (see
+            // `StateAt::gate`): `if training { self.norm.forward_train(&h)? }` keeps the state
+            // on every call that passes `true`.
+            let unconditional = !site
+                .path
+                .iter()
+                .any(|b| g.conditional_branches.contains(b) && !g.param_gates.iter().any(|(pb, ..)| pb == b));
             if callee.in_self
                 && !reset_here
                 && let Some(root) = root_of(g, site, None)
             {
                 at.add_gated(root, gate);
-                at.self_always = root.is_none()
-                    && callee.self_always
-                    && !site.path.iter().any(|b| g.conditional_branches.contains(b));
+                at.self_always = root.is_none() && callee.self_always && unconditional;
             }
             for k in bits(callee.params) {
                 if let Some(root) = root_of(g, site, Some(k)) {

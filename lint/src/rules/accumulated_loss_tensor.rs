@@ -1827,4 +1827,46 @@ impl Session {
         let cut = SESSION.replace("CUT", "self.hidden = self.hidden.detach();");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
+
+    /// A hand-written normalisation whose running mean follows the batch without `detach`,
+    /// reached only when the model's `training` flag is on.
+    const GATED_NORM: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Norm { running_mean: Tensor }
+impl Norm {
+    fn forward_train(&mut self, x: &Tensor) -> Result<Tensor> {
+        let mean = x.mean_keepdim(0)?;
+        self.running_mean = ((&self.running_mean * 0.9)? + (&mean * 0.1)?)?;
+        x.broadcast_sub(&mean)
+    }
+    fn forward_eval(&self, x: &Tensor) -> Result<Tensor> { x.broadcast_sub(&self.running_mean) }
+}
+pub struct Net { fc: Linear, norm: Norm }
+impl Net {
+    pub fn forward(&mut self, x: &Tensor, training: bool) -> Result<Tensor> {
+        let h = self.fc.forward(x)?;
+        if training { self.norm.forward_train(&h) } else { self.norm.forward_eval(&h) }
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let norm = Norm { running_mean: Tensor::zeros((1, 4), DType::F32, &Device::Cpu)? };
+    let mut net = Net { fc: linear(4, 4, vb.pp("fc"))?, norm };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        let y = net.forward(x, FLAG)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_behind_a_flag_the_training_loop_turns_on_is_kept_every_call() {
+        let on = GATED_NORM.replace("FLAG", "true");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &on), vec![26]);
+        let off = GATED_NORM.replace("FLAG", "false");
+        assert_eq!(count("accumulated_loss_tensor", None, &off), 0);
+    }
 }
