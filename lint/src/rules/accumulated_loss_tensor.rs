@@ -44,7 +44,12 @@ the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_s
 the field it is kept in (`model.h = model.h.detach()`). So does a training-step method that
 carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
 self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?; } ..;
-self.carry = Some((h, c));`), reported at that write unless the local starts from a cut. States kept one per layer may be cut
+self.carry = Some((h, c));`), reported at that write unless the local starts from a cut; and a
+method whose training loop calls another method of its own type that keeps a state in `self`
+(`for xs in windows { let loss = self.unroll(xs)?; self.opt.backward_step(&loss)?; }`), unless
+the loop cuts that field. A state kept only when a `training` flag is on counts on every call
+that passes `true` (`net.forward(&x, true)`), and on none that passes `false`. `self.step(..)`
+in a method of a type that defines `step` is that method, not an optimizer's. States kept one per layer may be cut
 element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
 `0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`), or started afresh by a method of
 any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
