@@ -16,6 +16,12 @@ fn binding(g: &FnModel, name: &str) -> usize {
     g.bindings.iter().position(|b| b.name == name).unwrap_or_else(|| panic!("no binding `{name}`"))
 }
 
+/// Whether some version of binding `name` carries a graph.
+fn carries_graph(g: &FnModel, name: &str) -> bool {
+    let b = binding(g, name);
+    g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
+}
+
 fn versions(g: &FnModel, b: usize) -> usize {
     g.graph.node_indices().filter(|&n| matches!(g.graph[n].kind, NodeKind::Version(v) if v == b)).count()
 }
@@ -53,10 +59,7 @@ fn bindings_get_a_version_per_write_and_a_merge_at_the_loop() {
 fn taint_starts_at_forward_passes_and_stops_at_cuts() {
     let gs = graphs("candle", TRAIN);
     let g = &gs[0];
-    let carries = |name: &str| {
-        let b = binding(g, name);
-        g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
-    };
+    let carries = |name: &str| carries_graph(g, name);
     assert!(carries("out") && carries("loss"));
     assert!(!carries("kept"), "detach cuts the graph");
     assert!(!carries("log"), "a host scalar is pushed");
@@ -179,10 +182,7 @@ fn train(net: &Net, x: &Tensor) {
     let host = |name: &str| g.bindings[binding(g, name)].host;
     assert!(host("stats") && host("typed"), "a host struct's value");
     assert!(!host("other") && !host("out"), "a struct with a tensor field, a tensor");
-    let carries = |name: &str| {
-        let b = binding(g, name);
-        g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
-    };
+    let carries = |name: &str| carries_graph(g, name);
     assert!(!carries("typed") && !carries("batch"), "computed from a graph, typed plain");
     assert!(carries("graph"), "the tensor element of the same tuple");
 }
@@ -205,10 +205,7 @@ fn step(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, dev: &Cpu, xs: &[Tensor<
 "#;
     let gs = graphs("dfdx", SRC);
     let g = &gs[0];
-    let carries = |name: &str| {
-        let b = binding(g, name);
-        g.graph.node_indices().any(|n| g.binding_of(n) == Some(b) && g.graph[n].taint.has(Taint::GRAPH))
-    };
+    let carries = |name: &str| carries_graph(g, name);
     assert!(carries("traced") && carries("loss"));
     assert!(!carries("plain"), "the tape travels in the input: an untraced forward records nothing");
 }
