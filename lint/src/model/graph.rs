@@ -1877,18 +1877,6 @@ impl FnModel {
     /// Calls of the crate's functions that keep a graph-carrying value in their receiver on
     /// every path through them (a recurrent state, not a cache behind a flag): (call, loop,
     /// receiver value, callee).
-    pub fn debug_dump(&self) {
-        eprintln!("afresh={:?} named={:?}", self.fields_started_afresh(), self.named_resets);
-        eprintln!(
-            "== fn {} state_calls={:#?} resets={:?} field_cuts={:?} keeps={:?}",
-            self.name(),
-            self.state_calls,
-            self.resets.iter().map(|(b, l)| (&self.bindings[*b].name, l)).collect::<Vec<_>>(),
-            self.field_cuts.iter().map(|(b, f, l)| (&self.bindings[*b].name, f, l)).collect::<Vec<_>>(),
-            self.keeps_graph_state()
-        );
-    }
-
     pub fn stateful_calls_always(&self) -> impl Iterator<Item = &StateCall> + '_ {
         self.state_calls.iter().filter(|c| !c.fresh_each_iteration && (c.always || !c.always_in.is_empty()))
     }
