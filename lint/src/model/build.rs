@@ -738,6 +738,7 @@ impl Builder<'_> {
                 always: false,
                 always_in: Vec::new(),
                 kept_at: None,
+                kept_fields: Vec::new(),
                 fresh_each_iteration: fresh,
                 receiver_self: false,
             });

@@ -888,6 +888,9 @@ pub struct StateCall {
     /// Where such a state is written (file, line, span, the field as written: `self.h`), in the
     /// callee or a function it calls.
     pub(super) kept_at: Option<(std::path::PathBuf, usize, Span, String)>,
+    /// Every field the state is kept in on every call (`self.fast.cell`, `self.slow.cell`): a
+    /// cut starts it afresh only when it covers them all.
+    pub(super) kept_fields: Vec<String>,
     /// The state starts afresh on each iteration of the call's loop: it lives in a receiver or
     /// `&mut` argument made in that loop (`let mut cache = Cache::new(..)`), or the receiver is
     /// reset there (`model.reset_cache()`).
@@ -926,6 +929,11 @@ impl StateCall {
     /// Where the kept state is written: (file, line, span, the field as written).
     pub fn kept_at(&self) -> Option<&(std::path::PathBuf, usize, Span, String)> {
         self.kept_at.as_ref()
+    }
+
+    /// See the field.
+    pub fn kept_fields(&self) -> &[String] {
+        &self.kept_fields
     }
 
     /// See [`StateCall::always`].
@@ -1627,10 +1635,13 @@ impl FnModel {
     /// (a key/value cache, `self.k = Some(Tensor::cat(&[prev, &k], 2)?)`; a recurrent state,
     /// `self.h = self.cell.forward(x, &self.h)?`): in `self`, in parameters. Each call chains
     /// its graph onto the previous call's.
-    pub(super) fn keeps_graph_state(&self) -> (StateAt, Option<(Span, String)>) {
+    /// Also the first write that keeps it on every path, with its field, and every field so
+    /// kept (a state in two fields is cut only when both are).
+    pub(super) fn keeps_graph_state(&self) -> (StateAt, Option<(Span, String)>, Vec<String>) {
         let mut at = StateAt::default();
         // The first write that keeps the state in `self` on every path, and the field.
         let mut kept_at = None;
+        let mut fields: Vec<String> = Vec::new();
         for (edge, value, target, how, span) in self.stores() {
             // Its own stores: one made inside a called function is that function's.
             if self.through(edge).is_some() || !matches!(how, Store::Assign | Store::Fold) {
@@ -1648,8 +1659,11 @@ impl FnModel {
                         at.self_via |= via;
                         let always = !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
                         at.self_via_always |= always;
-                        if always && kept_at.is_none() {
-                            kept_at = Some((span.clone(), self.bindings[b].name.clone()));
+                        if always {
+                            fields.push(self.bindings[b].name.clone());
+                            if kept_at.is_none() {
+                                kept_at = Some((span.clone(), self.bindings[b].name.clone()));
+                            }
                         }
                     }
                 }
@@ -1667,13 +1681,19 @@ impl FnModel {
                 {
                     at.params_always |= 1 << i;
                 }
-                if unconditional && kept_at.is_none() {
+                if unconditional {
                     let place = self.guard_places.iter().find(|(g, _)| *g == b).map(|(_, p)| p);
-                    kept_at = Some((span.clone(), place.unwrap_or(&self.bindings[b].name).clone()));
+                    let field = place.unwrap_or(&self.bindings[b].name).clone();
+                    if kept_at.is_none() {
+                        kept_at = Some((span.clone(), field.clone()));
+                    }
+                    fields.push(field);
                 }
             }
         }
-        (at, kept_at)
+        fields.sort_unstable();
+        fields.dedup();
+        (at, kept_at, fields)
     }
 
     /// The parameters (a bit each) `value` is computed from along values that keep a graph (not
@@ -2510,6 +2530,12 @@ impl FnModel {
         self.field_cuts
             .iter()
             .any(|(b, f, l)| *b == binding && cut_covers(f, field) && self.iteration_of(*l) == Some(iteration))
+    }
+
+    /// Whether every field of `fields` of `binding` is cut within `iteration` (see
+    /// [`FnModel::field_cut_within`]); no field: no cut.
+    pub fn fields_cut_within(&self, binding: BindingId, fields: &[String], iteration: Iteration) -> bool {
+        !fields.is_empty() && fields.iter().all(|f| self.field_cut_within(binding, f, iteration))
     }
 
     /// Whether the field `field` of `self` (`self.h`, as a callee writes it) is given a value

@@ -524,9 +524,14 @@ fn mark_stateful_calls(
     let mut state: HashMap<FnId, StateAt> = HashMap::default();
     type KeptAt = (std::path::PathBuf, usize, Span, String);
     let mut kept_at: HashMap<FnId, KeptAt> = HashMap::default();
+    // Every field each function keeps its state in on every call (see `StateCall::kept_fields`).
+    let mut kept_fields: HashMap<FnId, Vec<String>> = HashMap::default();
     for (fi, (file, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
-            let (at, at_span) = g.keeps_graph_state();
+            let (at, at_span, fields) = g.keeps_graph_state();
+            if !fields.is_empty() {
+                kept_fields.insert((fi, gi), fields);
+            }
             if at.any() {
                 state.insert((fi, gi), at);
             }
@@ -572,12 +577,14 @@ fn mark_stateful_calls(
         b: super::graph::BindingId,
         in_loop: Option<Option<super::graph::LoopId>>,
         callees: &[FnId],
-        kept_at: &HashMap<FnId, (std::path::PathBuf, usize, Span, String)>,
+        kept_fields: &HashMap<FnId, Vec<String>>,
     ) -> bool {
         let here = |l: Option<super::graph::LoopId>| in_loop.is_none_or(|want| want == l);
         g.resets.iter().any(|&(r, l)| r == b && here(l))
-            || callees.iter().filter_map(|c| kept_at.get(c)).any(|(_, _, _, name)| {
-                g.field_cuts.iter().any(|(r, f, l)| *r == b && super::graph::cut_covers(f, name) && here(*l))
+            || callees.iter().filter_map(|c| kept_fields.get(c)).any(|names| {
+                names.iter().all(|name| {
+                    g.field_cuts.iter().any(|(r, f, l)| *r == b && super::graph::cut_covers(f, name) && here(*l))
+                })
             })
     }
     for _ in 0..MAX_ROUNDS {
@@ -606,7 +613,7 @@ fn mark_stateful_calls(
                 .and_then(|r| g.receiver_binding(r))
                 .into_iter()
                 .chain(owner)
-                .any(|b| restarts(g, b, None, callees, &kept_at));
+                .any(|b| restarts(g, b, None, callees, &kept_fields));
             // A branch a `bool` parameter opens is judged by what each caller passes (see
             // `StateAt::gate`): `if training { self.norm.forward_train(&h)? }` keeps the state
             // on every call that passes `true`.
@@ -655,6 +662,9 @@ fn mark_stateful_calls(
                     && let Some(k) = callees.iter().find_map(|c| kept_at.get(c)).cloned()
                 {
                     kept_at.insert(*caller, k);
+                    if let Some(fields) = callees.iter().find_map(|c| kept_fields.get(c)).cloned() {
+                        kept_fields.insert(*caller, fields);
+                    }
                 }
             }
         }
@@ -675,7 +685,7 @@ fn mark_stateful_calls(
         // the loop, and is not reset in it (`model.reset_cache()`).
         let lasting = |b: super::graph::BindingId| {
             site.in_loop.is_none_or(|l| !g.loop_within(g.bindings[b].decl_loop, l))
-                && !restarts(g, b, Some(site.in_loop), callees, &kept_at)
+                && !restarts(g, b, Some(site.in_loop), callees, &kept_fields)
         };
         // `model` of `model.decoder().forward(..)` too: a getter lends a part of it.
         let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
@@ -696,6 +706,7 @@ fn mark_stateful_calls(
                     .filter(|&b| lasting(b))
                     .collect(),
                 kept_at: callees.iter().find_map(|c| kept_at.get(c)).cloned(),
+                kept_fields: callees.iter().find_map(|c| kept_fields.get(c)).cloned().unwrap_or_default(),
                 receiver_self: site.receiver_self,
             },
         ));

@@ -227,13 +227,13 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
         }
         // Where the state lives: the receiver, or what the call lends by `&mut` (`unroll(&cells,
         // &mut st, &x)`); each must outlive the iteration and not start afresh in it.
-        let cut = |b| call.kept_at().is_some_and(|(.., field)| f.field_cut_within(b, field, iteration));
+        let cut = |b| f.fields_cut_within(b, call.kept_fields(), iteration);
         let lasting = |b| f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b);
         // `self.unroll(..)` in a method whose own loop trains: the state is kept in `self`, by the
         // field the callee writes, unless this loop cuts or resets that field.
         if call.receiver_self() && call.always() {
-            if let Some((.., field)) = call.kept_at()
-                && !f.self_field_cut_within(field, iteration)
+            if !call.kept_fields().is_empty()
+                && !call.kept_fields().iter().all(|field| f.self_field_cut_within(field, iteration))
             {
                 report_kept_in_self(f, cx, call, iteration);
             }
@@ -1755,9 +1755,11 @@ pub fn net(vm: &VarMap) -> Result<Net> {
             "net.fast.state = net.fast.state.detach();\n        net.slow.state = net.slow.state.detach();",
         );
         assert_eq!(count("accumulated_loss_tensor", None, &both), 0);
-        // A cut of another tier's state leaves the first one kept chaining.
-        let other = TIERS.replace("CUT", "net.slow.state = net.slow.state.detach();");
-        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &other), vec![19]);
+        // A cut of one tier's state leaves the other kept chaining, whichever it is.
+        let slow = TIERS.replace("CUT", "net.slow.state = net.slow.state.detach();");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &slow), vec![19]);
+        let fast = TIERS.replace("CUT", "net.fast.state = net.fast.state.detach();");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &fast), vec![19]);
     }
 
     /// A trainer whose own `step` method runs the backward and returns the loss it summed.
