@@ -41,7 +41,8 @@ call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)
 per training iteration on a model that outlives it (also through fields of the crate's types,
 `self.layer.run(x)` reaching `self.cell.step(x)`): reported at the call, unless the method cuts
 the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_state()`) or cuts
-the field it is kept in (`model.h = model.h.detach()`). So does a training-step method that
+the field it is kept in (`model.h = model.h.detach()`; a state kept in several fields, such as a
+two-rate net's `fast` and `slow` tiers, only when every one of them is cut). So does a training-step method that
 carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
 self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?; } ..;
 self.carry = Some((h, c));`), reported at that write unless the local starts from a cut; and a
