@@ -2530,9 +2530,7 @@ impl Builder<'_> {
                 .iter()
                 .filter_map(|e| {
                     let slot = self.place_slot(e)?;
-                    let old = self.env[slot].1;
-                    let folds = rhs.reads.contains(&old) || self.reads_transitively(&rhs, old);
-                    Some((slot, if folds { Store::Fold } else { Store::Assign }))
+                    Some((slot, self.store_kind(&rhs, self.env[slot].1)))
                 })
                 .collect();
             let value = self.value_node(rhs, self.full(right));
@@ -2548,8 +2546,7 @@ impl Builder<'_> {
         };
         let old = self.env[slot].1;
         let whole = is_whole_binding(left);
-        let how =
-            if rhs.reads.contains(&old) || self.reads_transitively(&rhs, old) { Store::Fold } else { Store::Assign };
+        let how = self.store_kind(&rhs, old);
         let value = self.value_node(rhs, self.full(right));
         // `self.target = online.valid()`: a write of the field, for the crate-level pass.
         if let Expr::Field(f) = strip_parens(left)
@@ -2597,6 +2594,12 @@ impl Builder<'_> {
             self.element_writes.push((owner, value, self.path.clone()));
         }
         self.write(slot, value, how, span, !whole);
+    }
+
+    /// How `val` is written over `old`: a fold when it reads the old value back
+    /// ([`Self::reads_transitively`]), else an assignment.
+    fn store_kind(&self, val: &Val, old: NodeIndex) -> Store {
+        if val.reads.contains(&old) || self.reads_transitively(val, old) { Store::Fold } else { Store::Assign }
     }
 
     /// Whether `val` reads `version` directly, through value nodes built in this expression, or
