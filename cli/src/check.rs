@@ -194,7 +194,7 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         }
         let mut linter = Linter::new(levels.clone());
         linter.framework = cli_framework.or_else(|| configs.iter().rev().find_map(|c| c.framework));
-        linter.burn_before_graph_store = g.package.is_some_and(|i| ws.members[i].burn_before_graph_store);
+        linter.burn_era = g.package.map(|i| ws.members[i].burn_era).unwrap_or_default();
         linter.binary = g.package.is_some_and(|i| !ws.members[i].has_library());
         let files: Vec<PathBuf> =
             g.files.iter().filter(|f| !configs.iter().any(|c| c.excludes(f))).map(|f| relative_to(f, &cwd)).collect();

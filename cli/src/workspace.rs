@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::output::json::Owner;
-use memlint_lint::Framework;
+use memlint_lint::{BurnEra, Framework};
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum WorkspaceError {
@@ -132,9 +132,8 @@ pub struct Package {
     pub manifest_path: PathBuf,
     /// The framework among the package's dependencies, if any.
     pub framework: Option<Framework>,
-    /// It depends on burn older than 0.13 (every version its requirement allows), which has
-    /// no process-wide graph store.
-    pub burn_before_graph_store: bool,
+    /// The era of burn's graph store that every burn release its requirement allows is in.
+    pub burn_era: BurnEra,
     /// Names of the dependencies given by path (workspace members such as a sibling `agents`
     /// crate): calls into them are followed.
     pub path_deps: Vec<String>,
@@ -224,14 +223,27 @@ impl Package {
 /// burn's crates whose version is burn's.
 const BURN_CRATES: &[&str] = &["burn", "burn-core", "burn-autodiff", "burn-tensor", "burn-train", "burn-ndarray"];
 
-/// Whether a requirement allows only burn releases before 0.13 (the first with a process-wide
-/// autodiff graph store): `0.12.1`, `=0.10`, `>=0.9, <0.13`; not `0.13`, `*` or `>=0.10`.
-fn before_graph_store(req: &cargo_metadata::semver::VersionReq) -> bool {
+/// Whether a requirement allows only burn releases before `0.{minor}`: with 13 (the first with a
+/// process-wide autodiff graph store), `0.12.1`, `=0.10`, `>=0.9, <0.13`; not `0.13`, `*` or
+/// `>=0.10`.
+fn only_before(req: &cargo_metadata::semver::VersionReq, minor: u64) -> bool {
     use cargo_metadata::semver::Version;
-    let old = (0..13).any(|minor| (0..10).any(|patch| req.matches(&Version::new(0, minor, patch))));
-    let new = (13..40).any(|minor| (0..10).any(|patch| req.matches(&Version::new(0, minor, patch))))
+    let old = (0..minor).any(|m| (0..10).any(|patch| req.matches(&Version::new(0, m, patch))));
+    let new = (minor..40).any(|m| (0..10).any(|patch| req.matches(&Version::new(0, m, patch))))
         || req.matches(&Version::new(1, 0, 0));
     old && !new
+}
+
+/// The era of burn's graph store that every release `req` allows is in: before 0.13 (no store),
+/// 0.13 to 0.18 (one graph), else the newest.
+fn burn_era(req: &cargo_metadata::semver::VersionReq) -> BurnEra {
+    if only_before(req, 13) {
+        BurnEra::BeforeGraphStore
+    } else if only_before(req, 19) {
+        BurnEra::OneGraph
+    } else {
+        BurnEra::Components
+    }
 }
 
 /// Whether `cargo metadata` failed because rustup lacks the toolchain the project pins.
@@ -284,10 +296,12 @@ impl Workspace {
                 name: p.name.to_string(),
                 manifest_path: p.manifest_path.clone().into_std_path_buf(),
                 framework: p.dependencies.iter().find_map(|d| Framework::from_crate_name(&d.name)),
-                burn_before_graph_store: p
+                burn_era: p
                     .dependencies
                     .iter()
-                    .any(|d| BURN_CRATES.contains(&d.name.as_str()) && before_graph_store(&d.req)),
+                    .find(|d| BURN_CRATES.contains(&d.name.as_str()))
+                    .map(|d| burn_era(&d.req))
+                    .unwrap_or_default(),
                 path_deps: p.dependencies.iter().filter(|d| d.path.is_some()).map(|d| d.name.clone()).collect(),
                 targets: p
                     .targets
@@ -456,4 +470,23 @@ fn absolute(p: &Path) -> PathBuf {
 
 fn first_line(s: &str) -> String {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burn_requirement_is_in_the_era_every_release_it_allows_is_in() {
+        let era = |req: &str| burn_era(&cargo_metadata::semver::VersionReq::parse(req).unwrap());
+        assert_eq!(era("0.12.1"), BurnEra::BeforeGraphStore);
+        assert_eq!(era(">=0.9, <0.13"), BurnEra::BeforeGraphStore);
+        assert_eq!(era("0.13"), BurnEra::OneGraph);
+        assert_eq!(era("=0.18.0"), BurnEra::OneGraph);
+        assert_eq!(era(">=0.15, <0.19"), BurnEra::OneGraph);
+        assert_eq!(era("0.19"), BurnEra::Components);
+        assert_eq!(era("=0.21.0"), BurnEra::Components);
+        assert_eq!(era(">=0.10"), BurnEra::Components, "a requirement that allows 0.19 or later is the newest");
+        assert_eq!(era("*"), BurnEra::Components);
+    }
 }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 pub use diagnostic::{Applicability, Finding, Label, Level, Suggestion};
-pub use frameworks::Framework;
+pub use frameworks::{BurnEra, Framework};
 pub use levels::Levels;
 pub use rule::Group;
 pub use source::SourceFile;
@@ -42,9 +42,9 @@ pub struct Linter {
     pub levels: Levels,
     /// Framework to assume for every file, overriding detection.
     pub framework: Option<Framework>,
-    /// The crate depends on a burn older than 0.13, which has no process-wide graph store
-    /// (its manifest says so: set by the CLI per package).
-    pub burn_before_graph_store: bool,
+    /// The era of burn's graph store the crate's burn requirement allows (its manifest says
+    /// so: set by the CLI per package; a requirement that allows 0.19 or later is the newest).
+    pub burn_era: frameworks::BurnEra,
     /// The crate is known to have binary targets only (its manifest says so; set by the CLI per
     /// package): nothing outside it uses its items, so a function nothing in it calls, or a
     /// method of a type nothing in it names, never runs, and findings there are not reported.
@@ -66,7 +66,7 @@ struct FileResult {
 
 impl Linter {
     pub fn new(levels: Levels) -> Self {
-        Self { levels, framework: None, burn_before_graph_store: false, binary: false }
+        Self { levels, framework: None, burn_era: frameworks::BurnEra::default(), binary: false }
     }
 
     /// Lints the files of one crate: function rules per file (in parallel on the current rayon
@@ -219,7 +219,7 @@ impl Linter {
                 });
                 let framework =
                     if detected.is_none() && (own_tensor || foreign_tensor) { None } else { detected.or(fallback) };
-                let framework = framework.map(|f| f.at_version(self.burn_before_graph_store));
+                let framework = framework.map(|f| f.at_version(self.burn_era));
                 let spec = framework.map_or(frameworks::REGISTRY[0], Framework::spec);
                 // Tensors of another crate have none of the frameworks' semantics: no model.
                 let graphs = if detected.is_none() && foreign_tensor {

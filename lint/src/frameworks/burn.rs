@@ -9,7 +9,12 @@ pub(super) static SPEC: Spec = BURN;
 
 /// burn before 0.13: each tensor owns its part of the graph, which is freed with the tensors;
 /// there is no process-wide store for forwards without backward, or ops after it, to fill.
-pub(super) static SPEC_BEFORE_GRAPH_STORE: Spec = Spec { graph_swept_by_backward: false, ..BURN };
+pub(super) static SPEC_BEFORE_GRAPH_STORE: Spec =
+    Spec { graph_swept_by_backward: false, untrained_graphs_kept: false, ..BURN };
+
+/// burn 0.13 to 0.18: one graph for all tensors, cleared as a whole by any backward, so the
+/// forwards of a module no backward trains are swept with the rest.
+pub(super) static SPEC_ONE_GRAPH: Spec = Spec { untrained_graphs_kept: false, ..BURN };
 
 const BURN: Spec = Spec {
     name: "burn",
@@ -37,6 +42,7 @@ const BURN: Spec = Spec {
     // `net: &M::InnerModule`: a module of the inner backend, as `valid()` returns.
     inner_backend_names: &["InnerBackend", "InnerModule"],
     graph_swept_by_backward: true,
+    untrained_graphs_kept: true,
     graph_from_input_tape: false,
     param_read_methods: &["val"],
     param_map_methods: &["map"],

@@ -25,6 +25,7 @@ pub(super) static SPEC: Spec = Spec {
     autodiff_by_type: false,
     inner_backend_names: &[],
     graph_swept_by_backward: false,
+    untrained_graphs_kept: false,
     graph_from_input_tape: false,
     param_read_methods: &[],
     param_map_methods: &[],

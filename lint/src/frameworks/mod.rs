@@ -24,6 +24,20 @@ pub static REGISTRY: &[&Spec] = &[&candle::SPEC, &tch::SPEC, &burn::SPEC, &dfdx:
 #[derive(Clone, Copy)]
 pub struct Framework(&'static Spec);
 
+/// Which burn a crate is on, as every release its manifest's requirement allows falls in one
+/// era of burn's autodiff graph store (measured in `experiments/burn-orphan-forwards/versions`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BurnEra {
+    /// Before 0.13: each tensor owns its graph, freed with it; there is no store to fill.
+    BeforeGraphStore,
+    /// 0.13 to 0.18: one store for every graph, cleared as a whole by any backward.
+    OneGraph,
+    /// 0.19 on (and any requirement that allows it): graphs kept per connected component; a
+    /// backward sweeps only the components its loss reaches.
+    #[default]
+    Components,
+}
+
 /// The built-in frameworks by name, for this module and its tests (callers outside use
 /// [`Framework::from_name`] and [`Framework::all`]).
 #[cfg(test)]
@@ -47,13 +61,17 @@ impl Framework {
     }
 
     /// The facts about this framework.
-    /// This framework as a crate depending on `version` of it uses it: burn before 0.13 (no
-    /// process-wide graph store) is its own spec; every other framework and version is itself.
-    pub fn at_version(self, before_graph_store: bool) -> Framework {
-        if before_graph_store && self.0.name == burn::SPEC.name {
-            Framework(&burn::SPEC_BEFORE_GRAPH_STORE)
-        } else {
-            self
+    /// This framework as a crate on burn of `era` uses it: burn before 0.13 (no process-wide
+    /// graph store) and 0.13–0.18 (one graph, cleared whole by a backward) are specs of their
+    /// own; every other framework and version is itself.
+    pub fn at_version(self, era: BurnEra) -> Framework {
+        if self.0.name != burn::SPEC.name {
+            return self;
+        }
+        match era {
+            BurnEra::BeforeGraphStore => Framework(&burn::SPEC_BEFORE_GRAPH_STORE),
+            BurnEra::OneGraph => Framework(&burn::SPEC_ONE_GRAPH),
+            BurnEra::Components => self,
         }
     }
 
@@ -194,6 +212,9 @@ pub struct Spec {
     /// Autodiff state lives in a store that only `backward()` sweeps (burn): tensor operations
     /// recorded after it on the consumed graph stay there.
     pub graph_swept_by_backward: bool,
+    /// A backward sweeps only the graphs that hang on parameters it uses (burn 0.19 on): the
+    /// forwards of a module no backward trains (a frozen teacher built apart) stay in the store.
+    pub untrained_graphs_kept: bool,
     /// The graph travels in the input tensors, not in the model (dfdx: a tape is attached to an
     /// input with `trace`/`traced`): a forward pass records one only when handed a traced input.
     pub graph_from_input_tape: bool,

@@ -610,6 +610,9 @@ impl Builder<'_> {
                 seeds: Vec::new(),
                 inert_seeds: Vec::new(),
                 field_writes: Vec::new(),
+                fields_written: Vec::new(),
+                apart_fields: None,
+                cut_chains: Vec::new(),
                 autodiff_bound: Vec::new(),
                 trainable_seeds: Vec::new(),
                 self_fields: Vec::new(),
@@ -1514,6 +1517,13 @@ impl Builder<'_> {
                 let v = self.expr(e);
                 if semi.is_some() {
                     self.detach_in_place(e);
+                    // `self.target.sync(&online);`: a call on a field made for what it does to
+                    // the field (a `&mut self` method, a soft update in place).
+                    if let Expr::MethodCall(m) = strip_try(e)
+                        && matches!(strip_parens(&m.receiver), Expr::Field(_))
+                    {
+                        self.note_written(&m.receiver);
+                    }
                 }
                 if semi.is_some() { Val::plain() } else { v }
             }
@@ -1884,6 +1894,38 @@ impl Builder<'_> {
         v
     }
 
+    /// The fields along a place that a write may change, by name (`agent.target.l1.weight`,
+    /// `*self.total.lock()`; see `FnModel::fields_written`). Only where a module kept apart can
+    /// matter (burn 0.19 on).
+    fn note_written(&mut self, place: &Expr) {
+        if !self.g.spec.untrained_graphs_kept {
+            return;
+        }
+        let mut p = place;
+        loop {
+            p = match strip_parens(p) {
+                Expr::Field(f) => {
+                    if let syn::Member::Named(name) = &f.member {
+                        let span = self.span(name.span());
+                        self.g.fields_written.push(span);
+                    }
+                    &f.base
+                }
+                Expr::Index(i) => &i.expr,
+                Expr::MethodCall(m) => &m.receiver,
+                Expr::Unary(u) => &u.expr,
+                Expr::Try(t) => &t.expr,
+                Expr::Tuple(t) => {
+                    for e in &t.elems {
+                        self.note_written(e);
+                    }
+                    return;
+                }
+                _ => return,
+            };
+        }
+    }
+
     fn exprs<'a>(&mut self, es: impl IntoIterator<Item = &'a Expr>, op: bool) -> Val {
         let parts: Vec<(Val, Span)> = es.into_iter().map(|e| (self.expr(e), self.cheap(e))).collect();
         self.combine(parts, op)
@@ -1895,7 +1937,12 @@ impl Builder<'_> {
             Expr::Lit(_) => Val::plain(),
             Expr::Paren(p) => self.expr(&p.expr),
             Expr::Group(g) => self.expr(&g.expr),
-            Expr::Reference(r) => self.expr(&r.expr),
+            Expr::Reference(r) => {
+                if r.mutability.is_some() {
+                    self.note_written(&r.expr);
+                }
+                self.expr(&r.expr)
+            }
             Expr::Try(t) => self.expr(&t.expr),
             Expr::Await(a) => self.expr(&a.base),
             Expr::Unary(u) => self.unary(e, u),
@@ -1909,7 +1956,12 @@ impl Builder<'_> {
                 self.expr(&i.index);
                 base
             }
-            Expr::Binary(b) => self.binary(b),
+            Expr::Binary(b) => {
+                if is_compound_assign(&b.op) {
+                    self.note_written(&b.left);
+                }
+                self.binary(b)
+            }
             Expr::Assign(a) => {
                 // `x = if c { a } else { b }` is `if c { x = a } else { x = b }`: each branch's write
                 // is on that branch (a state kept only when a flag is on).
@@ -1918,6 +1970,7 @@ impl Builder<'_> {
                 {
                     return self.expr(&Expr::If(branches));
                 }
+                self.note_written(&a.left);
                 self.assign(&a.left, &a.right, self.between(first_token(&a.left), last_token(&a.right)));
                 Val::plain()
             }
@@ -2939,6 +2992,11 @@ impl Builder<'_> {
         if cut || frameworks::is_metadata_method(&name) || frameworks::is_index_method(&name) {
             if cut && !recv.reads.is_empty() && specs.iter().any(|s| s.is_host_read(&name)) {
                 self.g.host_reads.extend(recv.reads.iter().copied());
+            }
+            // `self.teacher.forward(x).max_dim(1).detach()`: the chain's head leaves no graph.
+            if cut && self.g.spec.untrained_graphs_kept && chain_head_is_call(&m.receiver) {
+                let whole = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                self.g.cut_chains.push(whole);
             }
             self.exprs(m.args.iter(), false);
             return Val { producer: Producer::Plain, ..recv };
@@ -5426,5 +5484,37 @@ fn last_token(e: &Expr) -> PmSpan {
         Expr::Match(m) => m.brace_token.span.close(),
         Expr::Closure(c) => last_token(&c.body),
         e => e.span(),
+    }
+}
+
+/// `+=`, `-=` and the other compound assignments: writes of their left side.
+fn is_compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// Whether `e` is a method call, perhaps behind `?` or parentheses (`net.forward(&x)?`): a cut
+/// on it ends a chain of calls.
+fn chain_head_is_call(e: &Expr) -> bool {
+    let mut e = e;
+    loop {
+        match e {
+            Expr::Paren(p) => e = &p.expr,
+            Expr::Try(t) => e = &t.expr,
+            Expr::MethodCall(_) => return true,
+            _ => return false,
+        }
     }
 }

@@ -540,6 +540,20 @@ pub struct FnModel {
     /// assignments to `self.<field>`, as (struct, field, value). The crate-level pass makes a
     /// field every write of which is an inert model inert in the struct's methods.
     pub(super) field_writes: Vec<(String, String, NodeIndex)>,
+    /// Names of the fields a write here may change, whatever the struct: the fields along an
+    /// assigned place (`agent.target.l1.weight = ..`, `self.total += ..`), a place lent `&mut`
+    /// (`polyak(&online, &mut self.target)`) and the receiver of a method call made as a
+    /// statement (`self.target.sync(&self.online);`, for what it does to the field).
+    /// Each as the span of its name in the function's file.
+    pub(super) fields_written: Vec<Span>,
+    /// Fields of this method's type (`self.teacher`) that the crate writes only where it builds
+    /// the struct (struct literals), never afterwards: no optimizer step trains them (a burn step
+    /// returns the updated module, which has to be stored back), and no update copies another
+    /// module into them.
+    pub(super) apart_fields: Option<std::sync::Arc<[String]>>,
+    /// Method chains that end in a cut (`self.teacher.forward(x).max_dim(1).detach()`,
+    /// `net.forward(x).into_data()`): a forward pass at the head of one leaves no graph behind.
+    pub(super) cut_chains: Vec<Span>,
     /// burn 0.22: locals bound to what a call handed an autodiff device makes (`let model =
     /// model.fork(&ad);`): tracked, whatever inert value they were made from.
     pub(super) autodiff_bound: Vec<BindingId>,
@@ -1562,6 +1576,21 @@ impl FnModel {
             stack.extend(self.graph.neighbors_directed(n, Direction::Outgoing));
         }
         host
+    }
+
+    /// The field of `self` forward `e` runs on when the crate writes it only where it builds
+    /// the struct (`self.teacher.forward(x)`; see `apart_fields`): a module no step trains.
+    pub fn apart_receiver(&self, e: &VocabCall) -> Option<&str> {
+        let b = self.receiver_binding(e.receiver?)?;
+        let name = self.bindings[b].name.as_str();
+        let apart = self.apart_fields.as_ref()?;
+        (self.bindings[b].kind == BindingKind::SelfField && apart.iter().any(|f| f == name)).then_some(name)
+    }
+
+    /// Whether forward `e` is the head of a chain of calls that ends in a cut
+    /// (`self.teacher.forward(x).max_dim(1).detach()`): nothing of its graph goes on.
+    pub fn cut_at_once(&self, e: &VocabCall) -> bool {
+        self.cut_chains.iter().any(|c| c.start == e.span.start && e.span.end < c.end)
     }
 
     /// A forward pass in loop `l` (nested loops included) on a model built from trainable

@@ -166,6 +166,7 @@ pub fn link(
     mark_autodiff_fields(files, autodiff_fields);
     mark_untracked_mappers(files);
     follow_inert_fields(files);
+    mark_apart_fields(files);
     // A crate fact every function may ask: does any function make a module untracked?
     let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
@@ -816,6 +817,43 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
         }
         if !seed(files, seeds) {
             break;
+        }
+    }
+}
+
+/// Fields of the crate's structs written only where a struct literal builds them, and changed by
+/// no write anywhere in the crate (see `FnModel::apart_fields`), given to their type's methods.
+/// Writes are matched by field name, whatever the struct: a name written anywhere is written.
+fn mark_apart_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+    let graphs = || files.iter().flat_map(|(_, graphs)| graphs.iter());
+    if !graphs().any(|g| g.spec.untrained_graphs_kept) {
+        return;
+    }
+    let written: HashSet<&str> = files
+        .iter()
+        .flat_map(|(file, graphs)| {
+            graphs.iter().flat_map(|g| g.fields_written.iter().filter_map(|s| file.text.get(s.clone())))
+        })
+        .collect();
+    let mut apart: HashMap<String, Vec<String>> = HashMap::default();
+    for (ty, field, _) in graphs().flat_map(|g| g.field_writes.iter()) {
+        if !written.contains(field.as_str()) {
+            let fields = apart.entry(ty.clone()).or_default();
+            let field = format!("self.{field}");
+            if !fields.contains(&field) {
+                fields.push(field);
+            }
+        }
+    }
+    if apart.is_empty() {
+        return;
+    }
+    let apart: HashMap<String, Arc<[String]>> = apart.into_iter().map(|(ty, fields)| (ty, fields.into())).collect();
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        if g.has_self
+            && let Some(fields) = g.owner.as_deref().and_then(|o| apart.get(o))
+        {
+            g.apart_fields = Some(fields.clone());
         }
     }
 }

@@ -117,6 +117,17 @@ reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |m
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
 `forward` is not a model's.
 
+A forward pass in a training step on a module that no backward trains is reported as well, when
+its output is cut at once (`self.teacher.forward(x).detach()`, `.argmax(1).into_data()`): a
+field of `self` that the crate writes only where it builds the struct (a teacher for
+distillation, a frozen encoder handed to `new`), never afterwards. burn's step returns the
+trained module, which has to be stored back, so a field never written again is never trained; a
+field the crate writes anywhere by that name (`self.target = online.clone()`, `target.l1.weight
+= ..`), lends `&mut` (`polyak(&online, &mut self.target)`) or calls a method on as a statement
+(`self.target.sync(&online);`) is not reported, nor is one made untracked where it is
+built (`teacher.no_grad()`), nor a forward whose output reaches the loss (the backward runs
+through it).
+
 ### Why is this bad?
 burn keeps autodiff graph state in a process-wide store that is swept only inside `backward()`.
 Forward passes with no backward grow it even after the tensors are dropped: 400 forwards of a
@@ -138,7 +149,9 @@ layers every 10 steps on the autodiff model raised the run's peak RSS from 46 MB
 forward of the trained model is swept in 0.16.1, 0.18.0, 0.19.1, 0.20.1 and 0.21.0; the separate
 module grows from 0.19.1 on and stays flat in 0.16.1 and 0.18.0 (one graph for all tensors,
 cleared as a whole by a backward); 0.19.1 also grows by about 4.9 KB per plain training step.
-This rule does not report the separate-module case yet. The store is new in burn 0.13: in 0.12.1
+A detached forward of a separate module in a training step is reported when the crate is on
+burn 0.19 or later (or its requirement allows it), and its probe (a distillation learner with a
+pretrained teacher, burn 0.21, CPU) grew 775 MB in 700 steps. The store is new in burn 0.13: in 0.12.1
 each tensor owns its graph, and 3,000 forwards with no backward left the heap byte-flat (0.13.2:
 +333 KB per forward). memlint reads the package's burn requirement from its manifest and leaves
 code on burn 0.12 or older alone.
@@ -198,6 +211,20 @@ impl Rule for AutodiffForwardWithoutBackward {
             // called function's loop, which runs no backward.
             if let Some(by) = e.closure().and_then(|c| f.closure_looped_by(c)) {
                 report_closure(f, cx, e, by);
+                continue;
+            }
+            // A module no step trains (`self.teacher`, which the crate writes only where it
+            // builds the struct: a burn step returns the trained module, which has to be stored
+            // back), whose output is cut at once, in a training step: a backward sweeps only the
+            // graphs that hang on parameters it uses (burn 0.19 on), so every one of these
+            // forwards stays in the store.
+            if f.spec().untrained_graphs_kept
+                && !f.is_test()
+                && let Some(field) = f.apart_receiver(e)
+                && f.cut_at_once(e)
+                && f.iteration_of(e.in_loop()).is_some()
+            {
+                report_apart(f, cx, e, field);
                 continue;
             }
             // `self.agent.update(batch)` with `agent: A` and no impl of the trait in the crate
@@ -432,6 +459,19 @@ fn report_loop(
         ));
     }
     add_places(&mut report, f, None, "");
+    cx.report(report);
+}
+
+/// A forward pass on `field`, a module no step trains, in a training step.
+fn report_apart(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall, field: &str) {
+    let label = match e.via() {
+        Some(callee) => format!("`{callee}` runs a forward pass on `{field}`, which no optimizer step trains"),
+        None => format!("forward pass on `{field}`, which no optimizer step trains"),
+    };
+    let mut report = Report::new("forward pass on an autodiff module that no backward trains", e.span().clone(), label)
+        .help(format!("make `{field}` untracked where the struct is built (`.no_grad()`), or keep it on the inner backend (`.valid()`)"))
+        .note("burn sweeps only the graphs that hang on parameters some backward uses; a cut after the forward comes too late, so every step's graph of this module stays in the store");
+    add_places(&mut report, f, Some(e), "the forward pass inside the call");
     cx.report(report);
 }
 
@@ -3695,5 +3735,86 @@ fn score<B: Backend>(model: &Model<B>, device: &B::Device, items: &[Item]) -> f3
         // The autodiff model itself, scored the same way, is reported (at the call).
         let tracked = LAUNCHED.replace("TRAINED", "model");
         assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
+    }
+
+    /// Knowledge distillation: a teacher the crate builds apart and never trains again, run in
+    /// every training step with its output detached (burn 0.19 on keeps its graphs: the
+    /// step's backward sweeps only what hangs on the student's parameters).
+    const TEACHER: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Distiller<B: AutodiffBackend> {
+    teacher: Mlp<B>,
+    student: Option<Mlp<B>>,
+    optim: Adam,
+}
+impl<B: AutodiffBackend> Distiller<B> {
+    pub fn new(teacher: Mlp<B>, student: Mlp<B>) -> Self {
+        Self { teacher: TEACHER_INIT, student: Some(student), optim: AdamConfig::new().init() }
+    }
+    SYNC
+    pub fn train_step(&mut self, x: Tensor<B, 2>, y: Tensor<B, 1, Int>) -> f32 {
+        let student = self.student.take().unwrap();
+        let soft = TEACHER_FORWARD;
+        let loss = kd(student.forward(x), soft, y);
+        let value = loss.clone().into_scalar().elem::<f32>();
+        let grads = GradientsParams::from_grads(loss.backward(), &student);
+        self.student = Some(self.optim.step(1e-3, student, grads));
+        value
+    }
+}
+"#;
+
+    fn teacher(init: &str, sync: &str, forward: &str) -> String {
+        TEACHER.replace("TEACHER_INIT", init).replace("SYNC", sync).replace("TEACHER_FORWARD", forward)
+    }
+
+    #[test]
+    fn a_module_no_step_trains_keeps_its_detached_forwards() {
+        let leak = teacher("teacher", "", "self.teacher.forward(x.clone()).detach()");
+        assert_eq!(count("autodiff_forward_without_backward", None, &leak), 1);
+        assert_eq!(
+            super::super::testing::messages("autodiff_forward_without_backward", &leak),
+            ["forward pass on an autodiff module that no backward trains"]
+        );
+        // Through tensor ops and a host read, the same.
+        let host = teacher("teacher", "", "self.teacher.forward(x.clone()).argmax(1).into_data()");
+        assert_eq!(count("autodiff_forward_without_backward", None, &host), 1);
+    }
+
+    #[test]
+    fn a_module_made_untracked_synced_or_backpropagated_is_not_apart() {
+        let forward = "self.teacher.forward(x.clone()).detach()";
+        // Untracked where it is built.
+        assert_eq!(count("autodiff_forward_without_backward", None, &teacher("teacher.no_grad()", "", forward)), 0);
+        // A target network the crate refreshes from the trained one: assigned, or changed by
+        // a method called as a statement, or lent `&mut` to a function.
+        let assigned = "pub fn sync(&mut self, online: &Mlp<B>) { self.teacher = online.clone(); }";
+        assert_eq!(count("autodiff_forward_without_backward", None, &teacher("teacher", assigned, forward)), 0);
+        let by_method = "pub fn sync(&mut self, online: &Mlp<B>) { self.teacher.blend_from(online, 0.01); }";
+        let with_method = teacher("teacher", by_method, forward)
+            + "impl<B: AutodiffBackend> Mlp<B> { fn blend_from(&mut self, other: &Self, tau: f64) { self.l1 = blend(&self.l1, &other.l1, tau); } }";
+        assert_eq!(count("autodiff_forward_without_backward", None, &with_method), 0);
+        let lent = "pub fn sync(&mut self, online: &Mlp<B>) { polyak(online, &mut self.teacher, 0.01); }";
+        assert_eq!(count("autodiff_forward_without_backward", None, &teacher("teacher", lent, forward)), 0);
+        // Its output reaches the loss: the backward runs through its graph.
+        let into_loss = teacher("teacher", "", "self.teacher.forward(x.clone())");
+        assert_eq!(count("autodiff_forward_without_backward", None, &into_loss), 0);
+    }
+
+    #[test]
+    fn burn_before_0_19_clears_the_graph_of_a_module_apart_with_any_backward() {
+        let leak = teacher("teacher", "", "self.teacher.forward(x.clone()).detach()");
+        let lint = |era| {
+            let mut levels = crate::Levels::default();
+            levels.set("nursery", crate::Level::Warn);
+            let linter = crate::Linter { burn_era: era, ..crate::Linter::new(levels) };
+            linter
+                .lint_text(std::path::Path::new("src/lib.rs"), &leak, None)
+                .iter()
+                .filter(|f| f.rule == "autodiff_forward_without_backward")
+                .count()
+        };
+        assert_eq!(lint(crate::BurnEra::Components), 1);
+        assert_eq!(lint(crate::BurnEra::OneGraph), 0);
     }
 }
