@@ -2851,15 +2851,17 @@ impl Builder<'_> {
                 let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 // A fresh copy of a store nothing writes into (`zeroed.clone()` of a zeroed
                 // store): each use starts from zero gradients, as after clearing.
-                // The store may be a field (`dqn.gradients.clone()`): then nothing may assign
-                // the field, and its root binding must come from outside the loop.
+                // The store may be a field (`dqn.gradients.clone()`, `self.zeroed.clone()`): then
+                // nothing here may assign the field, and its root binding must come from outside
+                // the loop (`self` does).
                 if kind == CallKind::GradsCopy
                     && let Some(key) = place_key(&m.receiver)
                     && self.grad_stores.traced.contains(&key)
                     && !self.grad_stores.assigned.contains(&key)
-                    && self
-                        .lookup(key.split('.').next().unwrap_or(&key))
-                        .is_some_and(|slot| self.g.bindings[self.env[slot].0].decl_loop != self.cur_loop())
+                    && (key.starts_with("self.")
+                        || self
+                            .lookup(key.split('.').next().unwrap_or(&key))
+                            .is_some_and(|slot| self.g.bindings[self.env[slot].0].decl_loop != self.cur_loop()))
                 {
                     self.record_call(TrainingCallKind::Clear, span.clone(), key);
                 }
@@ -4801,7 +4803,9 @@ fn indexes_self_expr(body: &Expr, host_arrays: &rustc_hash::FxHashSet<String>) -
 fn place_key(e: &Expr) -> Option<String> {
     match strip_place(e) {
         Expr::Path(p) => p.path.get_ident().filter(|i| *i != "self").map(ToString::to_string),
+        // A field of `self` (`self.zeroed`) is a place of its own; `self` alone is not.
         Expr::Field(f) => match &f.member {
+            syn::Member::Named(m) if is_self(&f.base) => Some(format!("self.{m}")),
             syn::Member::Named(m) => Some(format!("{}.{m}", place_key(&f.base)?)),
             syn::Member::Unnamed(_) => None,
         },

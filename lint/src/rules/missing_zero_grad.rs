@@ -26,7 +26,8 @@ wherever a loop calls it.
 
 Not reported for candle or burn, where `backward()` returns a fresh gradient store, nor where each
 iteration traces with a fresh copy of a store that nothing writes into (dfdx
-`x.trace(zeroed.clone())`: no accumulation, though `grads_allocated_in_loop` reports the copy),
+`x.trace(zeroed.clone())`, also of a field, `x.trace(self.zeroed.clone())` in a training-step
+method: no accumulation, though `grads_allocated_in_loop` reports the copy),
 or with a fresh tape (dfdx 0.10's `x.traced()`, which takes no store, and `leaky_traced()`),
 nor where no loop runs the steps and the optimizer is made in the same function (a unit test
 running one backward and a step or two on a fresh store), and not for
@@ -309,6 +310,37 @@ fn fit(agent: &mut Agent, opt: &mut O, data: &[(X, Y)]) {
             .replace("let g = loss.backward();", "agent.grads = loss.backward();")
             .replace("&g)", "&agent.grads)");
         assert_eq!(count("missing_zero_grad", None, &updated), 1);
+    }
+
+    /// A training-step method tracing with a clone of a zeroed store kept in `self`, called
+    /// once per step by the caller's loop.
+    const FRESH_CLONE_OF_SELF_FIELD: &str = r#"
+use dfdx::prelude::*;
+struct Learner { net: M, opt: O, zeroed: Gradients<f32, Cpu> }
+impl Learner {
+    fn step(&mut self, x: &X, y: &Y) -> f32 {
+        let loss = mse_loss(self.net.forward(x.trace(self.zeroed.clone())), y.clone());
+        let value = loss.array();
+        let g = loss.backward();
+        self.opt.update(&mut self.net, &g).unwrap();
+        value
+    }
+}
+fn fit(learner: &mut Learner, data: &[(X, Y)]) {
+    for (x, y) in data {
+        learner.step(x, y);
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_fresh_clone_of_a_self_field_never_updated() {
+        assert_eq!(count("missing_zero_grad", None, FRESH_CLONE_OF_SELF_FIELD), 0);
+        // Backward's store written back into the field: gradients pile up in it.
+        let updated = FRESH_CLONE_OF_SELF_FIELD
+            .replace("let g = loss.backward();", "self.zeroed = loss.backward();")
+            .replace("&g)", "&self.zeroed)");
+        assert!(count("missing_zero_grad", None, &updated) >= 1);
     }
 
     /// The clear and the step happen in two helpers the loop calls: the one that runs
