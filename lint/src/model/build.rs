@@ -512,6 +512,9 @@ struct Builder<'c> {
     /// 15, `let sentences = [a, b, c];` gives 3; `None` for any other binding of the name): the
     /// last of a name is the one in scope, near enough for loop bounds.
     local_counts: Vec<(String, Option<u64>)>,
+    /// Locals bound to a tensor's shape (`let (b, t) = tgt.dims2()?;`, candle): a loop up to
+    /// one walks a dimension of its input.
+    dim_locals: Vec<String>,
     /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
     /// runs at most once per call, so what it does after a backward is not done every step.
     leaving: usize,
@@ -711,6 +714,7 @@ impl Builder<'_> {
             module_aliases: &[],
             guard_fields: Vec::new(),
             local_counts: Vec::new(),
+            dim_locals: Vec::new(),
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -1564,6 +1568,15 @@ impl Builder<'_> {
 
     fn local(&mut self, local: &syn::Local) {
         let init = local.init.as_ref();
+        // `let (b, t) = tgt.dims2()?;`: `t` is a dimension of a tensor.
+        if !self.g.spec.trainable_constructors.is_empty()
+            && let Some(i) = init
+            && is_shape_read(&i.expr)
+        {
+            let mut names = Vec::new();
+            pat_idents(&local.pat, &mut names);
+            self.dim_locals.extend(names.into_iter().map(ToString::to_string));
+        }
         if let Pat::Ident(p) = strip_pat_type(&local.pat) {
             let count = (p.mutability.is_none() && p.by_ref.is_none())
                 .then(|| init.filter(|i| i.diverge.is_none()))
@@ -2082,6 +2095,14 @@ impl Builder<'_> {
                 counters_in(&f.body, &mut self.counters);
                 let literal_count = literal_count(&f.expr, &|name| self.named_count(name));
                 let over_variables = iterates_variables(&f.expr);
+                // `for i in 0..t` with `let (b, t) = tgt.dims2()?`: the length of an input.
+                let over_dim = match strip_parens(&f.expr) {
+                    Expr::Range(r) => r.end.as_deref().is_some_and(|end| match strip_parens(end) {
+                        Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.dim_locals.iter().any(|d| i == d)),
+                        e => is_shape_read(e),
+                    }),
+                    _ => false,
+                };
                 // `for block in self.blocks.iter()`: each binding is a part of `self` (candle: a
                 // part may keep a cache).
                 let alias =
@@ -2137,6 +2158,7 @@ impl Builder<'_> {
                     s.g.loops[id].over_self = over_self;
                     s.g.loops[id].literal_count = literal_count.map(saturate);
                     s.g.loops[id].over_variables = over_variables;
+                    s.g.loops[id].over_dim = over_dim;
                     body_path = s.path.clone();
                     let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
@@ -4141,6 +4163,7 @@ impl Builder<'_> {
             runs_forward: false,
             over_self: false,
             literal_count: None,
+            over_dim: false,
             over_variables: false,
             pattern: 0..0,
             body_branch: saturate(self.next_branch as u64 + 1),
@@ -5520,5 +5543,19 @@ fn chain_head_is_call(e: &Expr) -> bool {
             Expr::MethodCall(_) => return true,
             _ => return false,
         }
+    }
+}
+
+/// Whether `e` reads a tensor's shape (`x.dims2()?`, `x.dim(1)?`, `x.dims()[1]`, tch's
+/// `x.size()`).
+fn is_shape_read(e: &Expr) -> bool {
+    const SHAPE_METHODS: &[&str] = &[
+        "dims", "dims1", "dims2", "dims3", "dims4", "dims5", "dim", "shape", "size", "size1", "size2", "size3", "size4",
+    ];
+    match strip_try(e) {
+        Expr::MethodCall(m) => SHAPE_METHODS.iter().any(|n| m.method == n),
+        Expr::Index(i) => is_shape_read(&i.expr),
+        Expr::Paren(p) => is_shape_read(&p.expr),
+        _ => false,
     }
 }

@@ -263,6 +263,9 @@ pub struct LoopScope {
     /// A `for` loop over a store's variables (`for mut v in vs.trainable_variables()`): what it
     /// does to each, it does to all the parameters an optimizer steps.
     pub(super) over_variables: bool,
+    /// A `for` loop up to a dimension of a tensor (`for i in 0..t` with `let (b, t) =
+    /// tgt.dims2()?`): it walks the length of an input.
+    pub(super) over_dim: bool,
     /// The bindings a `for` loop's pattern binds (`head` of `for (k, head) in heads.iter()`).
     pub(super) pattern: std::ops::Range<BindingId>,
     /// The branch its body is (the element of a call's [`TrainingCall::path`] that the body adds).
@@ -2111,6 +2114,12 @@ impl FnModel {
     /// Operations on values made before a backward of the same iteration, in program order.
     pub fn uses_after_backward(&self) -> &[UseAfterBackward] {
         &self.uses_after_backward
+    }
+
+    /// Whether loop `l` runs up to a dimension of a tensor (`for i in 0..t` with `let (b, t) =
+    /// tgt.dims2()?`): it walks the length of an input.
+    pub fn loop_over_dim(&self, l: LoopId) -> bool {
+        self.loops[l].over_dim
     }
 
     /// Whether loop `inner` is `outer` or nested inside it.

@@ -39,7 +39,9 @@ on every iteration, or reset there (`model.reset_cache()`), is not. A loop over 
 layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A
 recurrent cell of `candle_nn::rnn` stepped on its own state (`state = cell.step(&x, &state)?`)
 runs a forward pass, except over the elements of an input sequence (`let x = xs.get(t)?`,
-`xs.i((.., t))?`, `for x in xs.iter()`), which is one forward pass over that sequence. A state cut in the loop's own pass
+`xs.i((.., t))?`, `for x in xs.iter()`), which is one forward pass over that sequence. So is a
+loop up to a dimension of an input (`for i in 0..t` with `let (b, t) = tgt.dims2()?`, greedy
+decoding to score a target): it chains no more steps than a pass over that input holds. A state cut in the loop's own pass
 (`latents = latents.detach();` after the step, on every path that writes it) does not chain. A method
 of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
 t)?`) is a forward pass, and a tensor helper of the crate (`fn euler(x: &Tensor, v: &Tensor) ->
@@ -123,6 +125,12 @@ impl Rule for SamplingLoopChainsGraph {
             // The state lives across the loop's iterations and a forward pass reads it.
             let declared = f.binding(binding).decl_loop();
             if f.loop_within(declared, l) || !f.feeds_forward_through_locals(value, binding) {
+                continue;
+            }
+            // A decoder stepped over the length of an input (`for i in 0..t` with `let (b, t) =
+            // tgt.dims2()?`, greedy decoding to score a target): it chains no more steps than a
+            // forward pass over that input holds, and nothing outlives the call.
+            if f.loop_over_dim(l) {
                 continue;
             }
             // Cut in the same pass (`latents = latents.detach();` after the step): no step's
@@ -638,8 +646,20 @@ fn encode(vm: &VarMap, xs: &Tensor, h: Tensor, c: Tensor, dev: &Device) -> candl
             assert_ne!(sliced, encoder);
             assert_eq!(count("sampling_loop_chains_graph", None, &sliced), 0, "{slice}");
         }
+        // Its own output fed back, for as many steps as the input is long: no more steps than
+        // a pass over the input holds (greedy decoding of a target, to score it).
         let fed_back = encoder.replace("let x = xs.get(t)?;", "let x = state.h().clone();");
-        assert_eq!(count("sampling_loop_chains_graph", None, &fed_back), 1);
+        assert_eq!(count("sampling_loop_chains_graph", None, &fed_back), 0);
+        let (b, t) = ("let (b, t) = xs.dims2()?;\n    ", "for t in 0..xs.dim(0)? {");
+        let dims = fed_back.replace(t, &format!("{b}for i in 0..t {{"));
+        assert_ne!(dims, fed_back);
+        assert_eq!(count("sampling_loop_chains_graph", None, &dims), 0);
+        // For a number of steps of its own (a setting, a constant): reported.
+        for steps in ["for t in 0..steps {", "for t in 0..64 {"] {
+            let sampled = fed_back.replace(t, steps).replace("dev: &Device)", "dev: &Device, steps: usize)");
+            assert_ne!(sampled, fed_back);
+            assert_eq!(count("sampling_loop_chains_graph", None, &sampled), 1, "{steps}");
+        }
     }
 
     #[test]
