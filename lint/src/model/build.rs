@@ -658,6 +658,7 @@ impl Builder<'_> {
                 registered: false,
                 args_after_backward: Vec::new(),
                 cleared: Vec::new(),
+                emptied_by_calls: Vec::new(),
                 param_reads: Vec::new(),
                 additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
@@ -2916,7 +2917,8 @@ impl Builder<'_> {
         {
             let version = self.env[slot].1;
             let in_loop = self.cur_loop();
-            self.g.cleared.push(Cleared { version, in_loop });
+            let at = self.span(m.method.span()).start;
+            self.g.cleared.push(Cleared { version, in_loop, at });
         }
     }
 

@@ -476,6 +476,9 @@ pub struct FnModel {
     pub(super) args_after_backward: Vec<(usize, ArgsAfterBackward)>,
     /// Collections emptied.
     pub(super) cleared: Vec<Cleared>,
+    /// Calls of the crate's methods that empty (a field of) their receiver (`acc.ready()` taking
+    /// `self.sum`): (the call, its result, the binding emptied, the call's loop).
+    pub(super) emptied_by_calls: Vec<(Span, NodeIndex, BindingId, Option<LoopId>)>,
     /// Value nodes made by reading a parameter's tensor (burn `param.val()`).
     pub(super) param_reads: Vec<NodeIndex>,
     /// Value nodes of sums and differences (where parameters are tracked).
@@ -1231,6 +1234,8 @@ pub struct Cleared {
     /// The version cleared.
     pub(super) version: NodeIndex,
     pub(super) in_loop: Option<LoopId>,
+    /// Where (byte offset of the clearing call).
+    pub(super) at: usize,
 }
 
 /// What a value is computed from (see [`FnModel::blend`]).
@@ -2614,6 +2619,37 @@ impl FnModel {
                     && !self.graph[value].taint.has(Taint::GRAPH)
                     && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
             })
+    }
+
+    /// Whether what a call of the crate empties out of `binding` in `iteration` is consumed by
+    /// a backward there: the call's result is (or leads to) a loss (`let total = acc.ready();
+    /// opt.backward_step(&total)`), or the call runs the backward itself (`acc.add(loss)` whose
+    /// `flush` takes the sum and backpropagates it). Deliberate gradient accumulation, behind
+    /// methods.
+    pub fn emptied_into_backward(&self, binding: BindingId, iteration: Iteration) -> bool {
+        self.emptied_by_calls.iter().any(|(span, result, b, in_loop)| {
+            *b == binding
+                && self.iteration_of(*in_loop) == Some(iteration)
+                && (self.calls.iter().any(|c| {
+                    matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep) && c.span == *span
+                }) || self.losses.iter().chain(&self.handed_losses).any(|&l| self.reaches(*result, l)))
+        })
+    }
+
+    /// Whether `to` is `from` or downstream of it, through any value (plain ones too).
+    fn reaches(&self, from: NodeIndex, to: NodeIndex) -> bool {
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            if n == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            stack.extend(self.graph.neighbors_directed(n, Direction::Outgoing));
+        }
+        false
     }
 
     /// Vocabulary calls of `kind` made inside a loop that runs backward, with that loop.

@@ -84,6 +84,9 @@ pub struct Summary {
     param_ops: u64,
     /// Parameters the function stores where they outlive the call.
     stores: Vec<StoredParam>,
+    /// Fields of `self` it empties on some path (`self.sum.take()`, `self.buf.clear()`,
+    /// directly or through a method it calls on `self`), by name (`self.sum`).
+    empties: Vec<String>,
 }
 
 /// A parameter a function stores where it outlives the call.
@@ -143,6 +146,7 @@ impl Summary {
                 .filter(|a| other.stores.iter().any(|b| a.param == b.param && a.target == b.target))
                 .cloned()
                 .collect(),
+            empties: self.empties.iter().filter(|f| other.empties.contains(f)).cloned().collect(),
         }
     }
 }
@@ -3016,6 +3020,30 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // Only host data leaves it: a declared host result (`-> usize`, `-> f32`, `()`), nothing
     // pushed into its receiver, no parameter kept past the call.
     let returns_host = g.returns_plain && !buffers_outputs && stores.is_empty();
+    // Left empty: nothing but a plain value (`None`, a fresh zero) is written into the field
+    // after it is emptied, or by the write it is emptied in (`let h = self.state.take(); ..
+    // self.state = Some(h)`, `self.sum = Some(match self.sum.take() { .. })` put it back).
+    let mut empties: Vec<String> = if g.has_self && !g.cleared.is_empty() {
+        g.cleared
+            .iter()
+            .filter_map(|c| Some((g.binding_of(c.version)?, c.at)))
+            .filter(|&(b, at)| {
+                g.bindings[b].kind == BindingKind::SelfField
+                    && !g.stores().any(|(_, value, target, how, span)| {
+                        how != Store::Merge
+                            && span.end > at
+                            && g.binding_of(target) == Some(b)
+                            && (g.graph[value].taint.has(Taint::GRAPH)
+                                || !matches!(g.graph[value].kind, NodeKind::Value(super::graph::Producer::Plain)))
+                    })
+            })
+            .map(|(b, _)| g.bindings[b].name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    empties.sort_unstable();
+    empties.dedup();
     Summary {
         returns_host,
         returns_graph,
@@ -3039,6 +3067,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         calls_params_in_loop,
         param_ops: g.param_ops,
         stores,
+        empties,
     }
 }
 
@@ -3286,8 +3315,39 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         }
     }
     apply_stores(g, &site, s, callee, callee_file);
+    apply_empties(g, &site, s);
     site.host_result = s.returns_host;
     g.call_sites[ci] = site;
+}
+
+/// The fields of its receiver the callee empties, seen at the call site: `self.flush()` empties
+/// those fields of `self`; `acc.ready()` empties (a part of) `acc`.
+fn apply_empties(g: &mut FnModel, site: &super::graph::CallSite, s: &Summary) {
+    if s.empties.is_empty() {
+        return;
+    }
+    let versions: Vec<NodeIndex> = if site.receiver_self {
+        s.empties
+            .iter()
+            .filter_map(|name| {
+                let b = g.bindings.iter().position(|b| b.kind == BindingKind::SelfField && b.name == *name)?;
+                g.graph.node_indices().find(|&n| matches!(g.graph[n].kind, NodeKind::Version(v) if v == b))
+            })
+            .collect()
+    } else {
+        site.receiver.and_then(|r| g.receiver_root(r)).filter(|&v| g.binding_of(v).is_some()).into_iter().collect()
+    };
+    for version in versions {
+        let cleared = super::graph::Cleared { version, in_loop: site.in_loop, at: site.span.start };
+        if !g.cleared.iter().any(|c| c.version == version && c.in_loop == site.in_loop && c.at == cleared.at) {
+            g.cleared.push(cleared);
+        }
+        if let Some(b) = g.binding_of(version)
+            && !g.emptied_by_calls.iter().any(|(span, _, eb, _)| *span == site.span && *eb == b)
+        {
+            g.emptied_by_calls.push((site.span.clone(), site.result, b, site.in_loop));
+        }
+    }
 }
 
 /// The callee's stores of its parameters, seen at the call site: "stored into" edges from the

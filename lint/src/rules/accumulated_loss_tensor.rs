@@ -67,7 +67,10 @@ not reported.
 
 Not flagged: sums of host scalars, sums of detached tensors, a loss summed over the inner steps
 of one sample (decoder steps) that is backpropagated in the same outer iteration, gradient
-accumulation whose sum the backward runs on and empties (`acc.take().unwrap().backward()`), and a value cut
+accumulation whose sum the backward runs on and empties (`acc.take().unwrap().backward()`; also
+behind the crate's methods: `acc.add(&loss)` and then `if let Some(total) = acc.ready() {
+opt.backward_step(&total)? }` with a `ready` that takes the sum out, or an `add` that flushes the
+sum into a backward every `k` calls), and a value cut
 or replaced once per training iteration (truncated backpropagation through time: `h = h.detach();`
 at the top of each chunk). A sum of losses emptied only now and then (`if step % 2000 == 0 {
 running = zeros }`) is reported: every summand's graph stays alive until the reset.
@@ -153,7 +156,11 @@ impl Rule for AccumulatedLossTensor {
             }
             // Deliberate gradient accumulation: the sum is what a backward of this iteration
             // runs on, and it is emptied there (`loss_acc.take().unwrap().backward()`).
-            if f.loss_derives_from(binding) && f.cleared_within(binding, iteration) {
+            // Also behind the crate's methods (`acc.add(&loss)`, then `if let Some(total) =
+            // acc.ready() { opt.backward_step(&total)? }`, or an `add` that flushes every k calls).
+            if f.cleared_within(binding, iteration)
+                && (f.loss_derives_from(binding) || f.emptied_into_backward(binding, iteration))
+            {
                 continue;
             }
             let source = f.graph_source(value, Some(binding));
@@ -229,7 +236,10 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
         // Where the state lives: the receiver, or what the call lends by `&mut` (`unroll(&cells,
         // &mut st, &x)`); each must outlive the iteration and not start afresh in it.
         let cut = |b| f.fields_cut_within(b, call.kept_fields(), iteration);
-        let lasting = |b| f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b);
+        // Emptied by a call of the crate whose contents a backward consumes: gradient
+        // accumulation behind methods (see above).
+        let consumed = |b| f.cleared_within(b, iteration) && f.emptied_into_backward(b, iteration);
+        let lasting = |b| f.outlives(b, iteration) && !f.reset_within(b, iteration) && !cut(b) && !consumed(b);
         // `self.unroll(..)` in a method whose own loop trains: the state is kept in `self`, by the
         // field the callee writes, unless this loop cuts or resets that field.
         if call.receiver_self() && call.always() {
@@ -1876,5 +1886,108 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &on), vec![26]);
         let off = GATED_NORM.replace("FLAG", "false");
         assert_eq!(count("accumulated_loss_tensor", None, &off), 0);
+    }
+
+    /// Gradient accumulation behind a struct's methods: `add` folds each micro-batch's loss
+    /// into a field, `ready` takes the sum out once `every` are in, and the loop backpropagates
+    /// what it hands back.
+    const ACCUMULATOR: &str = r#"
+use candle_core::{Result, Tensor};
+use candle_nn::{AdamW, Optimizer};
+pub struct LossAccumulator { every: usize, count: usize, sum: Option<Tensor> }
+impl LossAccumulator {
+    pub fn add(&mut self, loss: &Tensor) -> Result<()> {
+        self.sum = Some(match self.sum.take() {
+            None => loss.clone(),
+            Some(s) => (s + loss)?,
+        });
+        self.count += 1;
+        Ok(())
+    }
+    pub fn ready(&mut self) -> Option<Tensor> {
+        if self.count < self.every {
+            return None;
+        }
+        self.count = 0;
+        TAKE
+    }
+}
+fn train(model: &Net, opt: &mut AdamW, data: &[(Tensor, Tensor)], every: usize) -> Result<()> {
+    let mut acc = LossAccumulator { every, count: 0, sum: None };
+    for (x, y) in data {
+        let loss = candle_nn::loss::mse(&model.forward(x)?, y)?;
+        acc.add(&loss)?;
+        STEP
+        if let Some(total) = acc.ready() {
+            USE
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn accepts_gradient_accumulation_behind_methods() {
+        let take = "self.sum.take()";
+        let accumulate =
+            ACCUMULATOR.replace("TAKE", take).replace("STEP", "").replace("USE", "opt.backward_step(&total)?;");
+        assert_eq!(count("accumulated_loss_tensor", None, &accumulate), 0);
+        // A running sum of losses that each step backpropagates, taken out now and then only to
+        // be logged: every summand's graph is kept until then.
+        let logged = ACCUMULATOR
+            .replace("TAKE", take)
+            .replace("STEP", "opt.backward_step(&loss)?;")
+            .replace("USE", "println!(\"{}\", total.to_scalar::<f32>()?);");
+        assert!(count("accumulated_loss_tensor", None, &logged) >= 1);
+        // Taken out and put back (`let s = self.sum.take(); .. self.sum = s;`): not emptied.
+        let put_back = ACCUMULATOR
+            .replace("TAKE", "let s = self.sum.take();\n        self.sum = s.clone();\n        s")
+            .replace("STEP", "")
+            .replace("USE", "opt.backward_step(&total)?;");
+        assert!(count("accumulated_loss_tensor", None, &put_back) >= 1);
+    }
+
+    /// The same with the flush inside `add`: every `k` calls it takes the sum and runs the
+    /// backward on it itself.
+    const FLUSHING_ACCUMULATOR: &str = r#"
+use candle_core::{Result, Tensor};
+use candle_nn::{AdamW, Optimizer};
+pub struct Accum { opt: AdamW, k: usize, count: usize, pending: Option<Tensor> }
+impl Accum {
+    pub fn add(&mut self, loss: Tensor) -> Result<f32> {
+        self.pending = Some(match self.pending.take() {
+            Some(p) => (p + loss)?,
+            None => loss,
+        });
+        self.count += 1;
+        if self.count < self.k {
+            return Ok(0.0);
+        }
+        self.flush()
+    }
+    fn flush(&mut self) -> Result<f32> {
+        let total = self.pending.take().unwrap();
+        self.count = 0;
+        self.opt.backward_step(&total)?;
+        total.to_scalar::<f32>()
+    }
+}
+fn train(model: &Net, acc: &mut Accum, data: &[(Tensor, Tensor)]) -> Result<()> {
+    for (x, y) in data {
+        let loss = candle_nn::loss::mse(&model.forward(x)?, y)?;
+        acc.add(loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn accepts_an_accumulator_that_flushes_itself() {
+        assert_eq!(count("accumulated_loss_tensor", None, FLUSHING_ACCUMULATOR), 0);
+        // A `flush` that backpropagates the sum but keeps it: every step's graph stays.
+        let kept = FLUSHING_ACCUMULATOR
+            .replace("let total = self.pending.take().unwrap();", "let total = self.pending.clone().unwrap();");
+        assert_ne!(kept, FLUSHING_ACCUMULATOR);
+        assert!(count("accumulated_loss_tensor", None, &kept) >= 1);
     }
 }
