@@ -27,7 +27,9 @@ per-step losses grows by a whole graph every iteration.
 
 Not flagged: buffers emptied in the same iteration (`memory.push(out)` … `backward()` …
 `memory.clear()`, the on-policy A2C/PPO pattern), values passed through `detach()` or turned
-into host scalars, and plain data
+into host scalars, a local or a `self` field replaced every iteration by a value that does not
+derive from its old one (it holds one iteration's graph at a time: `self.state = Some(h)` after
+a window that starts from `self.state.take()` detached), and plain data
 tensors (observations made with `Tensor::new`/`from_vec`/`from_slice`, batches): a replay buffer
 of observations is not a leak.
 
@@ -85,10 +87,12 @@ fn candidates(f: &FnModel) -> Vec<Candidate> {
             if !f.outlives(binding, iteration) || (how == Store::Push && f.cleared_within(binding, iteration)) {
                 return None;
             }
-            // A local replaced each iteration by a value that does not derive from its old
-            // one keeps one graph at a time (carried into the next iteration, consumed there).
+            // A local or a field of `self` replaced each iteration by a value that does not
+            // derive from its old one keeps one graph at a time (carried into the next
+            // iteration, consumed or replaced there: `self.state = Some(h)` after a window whose
+            // start detaches the state it takes).
             if how == Store::Assign
-                && f.binding(binding).kind() == BindingKind::Local
+                && matches!(f.binding(binding).kind(), BindingKind::Local | BindingKind::SelfField)
                 && !f.derives_from(value, binding)
             {
                 return None;
@@ -385,5 +389,37 @@ fn train(model: &Mlp, xs: &[Tensor]) -> Result<Vec<f32>> {
             .replace("Result<Vec<f32>>", "Result<Vec<Tensor>>");
         assert_ne!(tensor, TUPLE_STEP);
         assert_eq!(count("retained_graph_output", None, &tensor), 1);
+    }
+
+    /// Truncated backpropagation through time with the carry kept in `self`: each window takes
+    /// the state out, detaches it, and puts the window's last state back.
+    const WINDOW_CARRY: &str = r#"
+use candle_core::{Result, Tensor};
+use candle_nn::{AdamW, Optimizer};
+pub struct Trainer { cell: Cell, opt: AdamW, state: Option<Tensor> }
+impl Trainer {
+    pub fn train_window(&mut self, xs: &[Tensor]) -> Result<f32> {
+        let mut h = START;
+        let mut losses = Vec::new();
+        for x in xs {
+            h = self.cell.forward(x, &h)?;
+            losses.push(h.sqr()?.mean_all()?);
+        }
+        let loss = Tensor::stack(&losses, 0)?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        self.state = Some(h);
+        loss.to_scalar::<f32>()
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_carry_in_self_replaced_every_call() {
+        let detached = WINDOW_CARRY.replace("START", "self.state.take().unwrap().detach()");
+        assert_eq!(count("retained_graph_output", None, &detached), 0);
+        // Built on the old state without a cut: each window's graph hangs on the last one, a
+        // recurrent state that `accumulated_loss_tensor` reports.
+        let chained = WINDOW_CARRY.replace("START", "self.state.take().unwrap()");
+        assert_eq!(count("accumulated_loss_tensor", None, &chained), 1);
     }
 }
