@@ -3020,7 +3020,7 @@ impl Builder<'_> {
                 self.g.host_reads.extend(recv.reads.iter().copied());
             }
             // `self.teacher.forward(x).max_dim(1).detach()`: the chain's head leaves no graph.
-            if cut && self.g.spec.untrained_graphs_kept && chain_head_is_call(&m.receiver) {
+            if cut && self.g.spec.untrained_graphs_kept && chain_on_self_field(&m.receiver) {
                 let whole = self.between(first_token(&m.receiver), m.paren_token.span.close());
                 self.g.cut_chains.push(whole);
             }
@@ -5534,15 +5534,21 @@ fn is_compound_assign(op: &syn::BinOp) -> bool {
     )
 }
 
-/// Whether `e` is a method call, perhaps behind `?` or parentheses (`net.forward(&x)?`): a cut
-/// on it ends a chain of calls.
-fn chain_head_is_call(e: &Expr) -> bool {
+/// Whether `e` is a chain of method calls (perhaps behind `?` or parentheses) on a field of
+/// `self` (`self.teacher.forward(x).max_dim(1)`): a cut on it ends a chain that starts with a
+/// call on that field.
+fn chain_on_self_field(e: &Expr) -> bool {
     let mut e = e;
+    let mut calls = 0;
     loop {
         match e {
             Expr::Paren(p) => e = &p.expr,
             Expr::Try(t) => e = &t.expr,
-            Expr::MethodCall(_) => return true,
+            Expr::MethodCall(m) => {
+                calls += 1;
+                e = &m.receiver;
+            }
+            Expr::Field(f) => return calls > 0 && is_self(&f.base),
             _ => return false,
         }
     }

@@ -557,8 +557,9 @@ pub struct FnModel {
     /// returns the updated module, which has to be stored back), and no update copies another
     /// module into them.
     pub(super) apart_fields: Option<std::sync::Arc<[String]>>,
-    /// Method chains that end in a cut (`self.teacher.forward(x).max_dim(1).detach()`,
-    /// `net.forward(x).into_data()`): a forward pass at the head of one leaves no graph behind.
+    /// Method chains on a field of `self` that end in a cut (`self.teacher.forward(x)
+    /// .max_dim(1).detach()`, `self.target.forward(x).into_data()`; burn 0.19 on): a forward
+    /// pass at the head of one leaves no graph behind.
     pub(super) cut_chains: Vec<Span>,
     /// burn 0.22: locals bound to what a call handed an autodiff device makes (`let model =
     /// model.fork(&ad);`): tracked, whatever inert value they were made from.

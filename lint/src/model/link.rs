@@ -830,7 +830,8 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
 /// Writes are matched by field name, whatever the struct: a name written anywhere is written.
 fn mark_apart_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
     let graphs = || files.iter().flat_map(|(_, graphs)| graphs.iter());
-    if !graphs().any(|g| g.spec.untrained_graphs_kept) {
+    // Asked only of forwards on a field of `self` whose output is cut at once.
+    if !graphs().any(|g| !g.cut_chains.is_empty()) {
         return;
     }
     let written: HashSet<&str> = files
