@@ -29,7 +29,7 @@ impl Trainer {
         let loss = loss::mse(&self.model.forward(x)?, y)?;
         self.opt.backward_step(&loss)?;
         self.history.push(loss.clone()); //~ retained_graph_output
-        self.last_loss = Some(loss); //~ retained_graph_output
+        self.last_loss = Some(loss); // replaced every call: one graph at a time, not reported
         self.steps += 1;
         Ok(())
     }
