@@ -477,8 +477,8 @@ pub struct FnModel {
     /// Collections emptied.
     pub(super) cleared: Vec<Cleared>,
     /// Calls of the crate's methods that empty (a field of) their receiver (`acc.ready()` taking
-    /// `self.sum`): (the call, its result, the binding emptied, the call's loop).
-    pub(super) emptied_by_calls: Vec<(Span, NodeIndex, BindingId, Option<LoopId>)>,
+    /// `self.sum`).
+    pub(super) emptied_by_calls: Vec<EmptiedByCall>,
     /// Value nodes made by reading a parameter's tensor (burn `param.val()`).
     pub(super) param_reads: Vec<NodeIndex>,
     /// Value nodes of sums and differences (where parameters are tracked).
@@ -1237,6 +1237,20 @@ pub struct Cleared {
     pub(super) in_loop: Option<LoopId>,
     /// Where (byte offset of the clearing call).
     pub(super) at: usize,
+}
+
+/// A call of one of the crate's methods that empties (a field of) its receiver (see
+/// [`FnModel::emptied_into_backward`]).
+#[derive(Debug, Clone)]
+pub struct EmptiedByCall {
+    /// The call.
+    pub(super) call: Span,
+    /// Its result.
+    pub(super) result: NodeIndex,
+    /// The binding it empties (the receiver, or a field of `self`).
+    pub(super) binding: BindingId,
+    /// The innermost loop around the call.
+    pub(super) in_loop: Option<LoopId>,
 }
 
 /// What a value is computed from (see [`FnModel::blend`]).
@@ -2628,29 +2642,16 @@ impl FnModel {
     /// `flush` takes the sum and backpropagates it). Deliberate gradient accumulation, behind
     /// methods.
     pub fn emptied_into_backward(&self, binding: BindingId, iteration: Iteration) -> bool {
-        self.emptied_by_calls.iter().any(|(span, result, b, in_loop)| {
-            *b == binding
-                && self.iteration_of(*in_loop) == Some(iteration)
+        // Downstream through any value, plain ones too: what the call hands back may be read to
+        // a host-typed result before the loss is made from it.
+        let reaches = |from, to| petgraph::algo::has_path_connecting(&self.graph, from, to, None);
+        self.emptied_by_calls.iter().any(|e| {
+            e.binding == binding
+                && self.iteration_of(e.in_loop) == Some(iteration)
                 && (self.calls.iter().any(|c| {
-                    matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep) && c.span == *span
-                }) || self.losses.iter().chain(&self.handed_losses).any(|&l| self.reaches(*result, l)))
+                    matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep) && c.span == e.call
+                }) || self.losses.iter().chain(&self.handed_losses).any(|&l| reaches(e.result, l)))
         })
-    }
-
-    /// Whether `to` is `from` or downstream of it, through any value (plain ones too).
-    fn reaches(&self, from: NodeIndex, to: NodeIndex) -> bool {
-        let mut seen = vec![false; self.graph.node_count()];
-        let mut stack = vec![from];
-        while let Some(n) = stack.pop() {
-            if n == to {
-                return true;
-            }
-            if std::mem::replace(&mut seen[n.index()], true) {
-                continue;
-            }
-            stack.extend(self.graph.neighbors_directed(n, Direction::Outgoing));
-        }
-        false
     }
 
     /// Vocabulary calls of `kind` made inside a loop that runs backward, with that loop.

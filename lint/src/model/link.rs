@@ -3344,9 +3344,14 @@ fn apply_empties(g: &mut FnModel, site: &super::graph::CallSite, s: &Summary) {
             g.cleared.push(cleared);
         }
         if let Some(b) = g.binding_of(version)
-            && !g.emptied_by_calls.iter().any(|(span, _, eb, _)| *span == site.span && *eb == b)
+            && !g.emptied_by_calls.iter().any(|e| e.call == site.span && e.binding == b)
         {
-            g.emptied_by_calls.push((site.span.clone(), site.result, b, site.in_loop));
+            g.emptied_by_calls.push(super::graph::EmptiedByCall {
+                call: site.span.clone(),
+                result: site.result,
+                binding: b,
+                in_loop: site.in_loop,
+            });
         }
     }
 }
