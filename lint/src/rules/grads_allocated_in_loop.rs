@@ -54,6 +54,10 @@ for (x, y) in batches {
 "#,
 };
 
+/// What a finding's note says it costs: the peak and the allocations, not growth (unless the
+/// copies are kept).
+const ONE_BUFFER_PER_PARAMETER: &str = "a gradient store holds one buffer per parameter: a fresh one every step doubles gradient memory at its peak and reallocates it each time; memory grows only where the copies are kept";
+
 impl Rule for GradsAllocatedInLoop {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -81,7 +85,7 @@ impl Rule for GradsAllocatedInLoop {
                 Report::new(message, e.span().clone(), label)
                     .label(f.loop_header(l).clone(), TRAINING_LOOP)
                     .help("allocate the gradients once before the loop and reuse them: `model.zero_grads(&mut grads)` clears them in place")
-                    .note("a gradient store holds one buffer per parameter"),
+                    .note(ONE_BUFFER_PER_PARAMETER),
             );
         }
         // A function that a training loop calls once per step (`agent.learn()` from the episode
@@ -113,7 +117,7 @@ impl Rule for GradsAllocatedInLoop {
                         "this function runs on every step of a training loop: `{caller}` calls it at {}:{line}",
                         file.display()
                     ))
-                    .note("a gradient store holds one buffer per parameter"),
+                    .note(ONE_BUFFER_PER_PARAMETER),
             );
         }
     }
