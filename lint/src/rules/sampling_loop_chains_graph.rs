@@ -178,7 +178,7 @@ impl Rule for SamplingLoopChainsGraph {
                 let what = if trainable.is_some() {
                     "hands this function a model built from trainable variables"
                 } else {
-                    "calls this function from a loop that runs backward"
+                    "calls this function during training"
                 };
                 report.elsewhere.push((path.clone(), *line, format!("`{caller}` {what}")));
             }
@@ -259,11 +259,7 @@ impl Rule for SamplingLoopChainsGraph {
                 );
             }
             if let Some((path, line, caller)) = f.per_step_from() {
-                report.elsewhere.push((
-                    path.clone(),
-                    *line,
-                    format!("`{caller}` calls this function from a loop that runs backward"),
-                ));
+                report.elsewhere.push((path.clone(), *line, format!("`{caller}` calls this function during training")));
             } else if let Some((path, line, caller)) = f.trainable_from() {
                 report.elsewhere.push((
                     path.clone(),
@@ -310,7 +306,7 @@ fn train(model: &Unet, opt: &mut candle_nn::AdamW, data: &[Tensor], init: &Tenso
         assert_eq!(count("sampling_loop_chains_graph", None, PREVIEW), 1);
         // The call that runs it during training is named where an editor can jump to it.
         let notes = elsewhere("sampling_loop_chains_graph", PREVIEW);
-        assert_eq!(notes, [(17, "`train` calls this function from a loop that runs backward".to_string())]);
+        assert_eq!(notes, [(17, "`train` calls this function during training".to_string())]);
     }
 
     /// The state reaches the forward pass through locals of the step (a classifier-free
