@@ -460,6 +460,18 @@ pub fn is_metadata_method(name: &str) -> bool {
     METADATA_METHODS.contains(&name)
 }
 
+/// Methods that read a tensor's extent along its dimensions (candle `dims2()`, `dim(1)`, burn
+/// `dims()`, tch `size()`): a subset of the metadata methods, without element counts or a
+/// collection's `len`.
+const SHAPE_METHODS: &[&str] =
+    &["shape", "dims", "dim", "dims1", "dims2", "dims3", "dims4", "dims5", "size", "size1", "size2", "size3", "size4"];
+
+/// Whether a method reads a tensor's extent along its dimensions (`for i in 0..x.dim(1)?` walks
+/// an input's length).
+pub fn is_shape_method(name: &str) -> bool {
+    SHAPE_METHODS.contains(&name)
+}
+
 /// True for calls that run backward or step an optimizer in any supported framework.
 ///
 /// Used by `#[mem_guard]` to find the training loop.
@@ -612,6 +624,12 @@ pub fn is_untracked_method(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shape_reads_are_metadata() {
+        assert!(SHAPE_METHODS.iter().all(|m| is_metadata_method(m)), "every shape read records no graph");
+        assert!(!is_shape_method("len"), "a collection's length is not a tensor dimension");
+    }
 
     #[test]
     fn crate_names_map_to_frameworks() {

@@ -5557,11 +5557,8 @@ fn chain_on_self_field(e: &Expr) -> bool {
 /// Whether `e` reads a tensor's shape (`x.dims2()?`, `x.dim(1)?`, `x.dims()[1]`, tch's
 /// `x.size()`).
 fn is_shape_read(e: &Expr) -> bool {
-    const SHAPE_METHODS: &[&str] = &[
-        "dims", "dims1", "dims2", "dims3", "dims4", "dims5", "dim", "shape", "size", "size1", "size2", "size3", "size4",
-    ];
     match strip_try(e) {
-        Expr::MethodCall(m) => SHAPE_METHODS.iter().any(|n| m.method == n),
+        Expr::MethodCall(m) => frameworks::is_shape_method(&m.method.to_string()),
         Expr::Index(i) => is_shape_read(&i.expr),
         Expr::Paren(p) => is_shape_read(&p.expr),
         _ => false,
