@@ -2317,6 +2317,16 @@ impl FnModel {
             .map(|e| e.source())
     }
 
+    /// Whether a backward of this function consumes the graph `value` carries: `value`, or a
+    /// graph-carrying value it is computed from, is something a loss is computed from (a sum of
+    /// the losses backpropagated, of their parts, of metrics on the outputs they came from).
+    /// burn sweeps such a graph at that backward; a forward no backward reaches stays in its
+    /// store for as long as a value holds it.
+    pub fn graph_meets_backward(&self, value: NodeIndex) -> bool {
+        let upstream = self.upstream_of_losses(false);
+        self.graph_upstream(value).any(|n| upstream[n.index()])
+    }
+
     /// The graph-carrying binding a stored value was computed from (other than `exclude`),
     /// with its declaration: "where the value came from".
     pub fn graph_source(&self, value: NodeIndex, exclude: Option<BindingId>) -> Option<(BindingId, Span)> {

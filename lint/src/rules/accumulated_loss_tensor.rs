@@ -75,10 +75,14 @@ or replaced once per training iteration (truncated backpropagation through time:
 at the top of each chunk). A sum of losses emptied only now and then (`if step % 2000 == 0 {
 running = zeros }`) is reported: every summand's graph stays alive until the reset.
 
-burn (0.13 on) is left alone: its graph state lives in a store that every backward sweeps, so a
-running sum there keeps a node of bookkeeping per step, not the summands' graphs (measured in
-`experiments/burn-orphan-forwards/versions`: under 1.3 KB per step). The nursery rule
-`autodiff_ops_after_backward` reports that cost. burn 0.12 and older, whose tensors own their
+burn (0.13 on) keeps its graph state in a store that every backward sweeps, so a running sum of
+the losses backpropagated (or of their parts, or of metrics on the outputs they came from) keeps
+a node of bookkeeping per step, not the summands' graphs (measured in
+`experiments/burn-orphan-forwards/versions`: under 1.3 KB per step); it is left alone, and the
+nursery rule `autodiff_ops_after_backward` reports that cost. A sum in a loop that runs backward
+of a forward no backward consumes (a second forward on a probe set, summed into a monitor with
+`monitor.check(model.forward(monitor.probe()))`) is reported: the store frees no graph a value
+still holds. burn 0.12 and older, whose tensors own their
 graphs, are checked like candle.
 
 ### Example
@@ -113,11 +117,14 @@ impl Rule for AccumulatedLossTensor {
         // burn (0.13 on) keeps graph state in a store that every backward sweeps: a sum that
         // outlives the iteration holds a node of bookkeeping, not the summands' graphs
         // (`autodiff_ops_after_backward` reports that cost).
-        if f.spec().graph_swept_by_backward {
-            return;
-        }
+        // A sum of what no backward consumes (a second forward on a probe set, summed into a
+        // monitor) keeps that graph alive all the same.
+        let swept = f.spec().graph_swept_by_backward;
         for (_, value, target, how, span) in f.stores() {
             if !matches!(how, Store::Fold | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
+                continue;
+            }
+            if swept && (how != Store::Fold || f.graph_meets_backward(value)) {
                 continue;
             }
             let Some(binding) = f.binding_of(target) else { continue };
@@ -144,7 +151,9 @@ impl Rule for AccumulatedLossTensor {
             if !f.adds_graph(value, binding) {
                 continue;
             }
-            let recurrent = f.feeds_forward(value, binding) || how == Store::Assign;
+            // burn: only sums come this far (above), and a value the sum feeds (`monitor.check(
+            // student.forward(monitor.probe()))`, the probe set kept beside the sum) makes no chain.
+            let recurrent = !swept && (f.feeds_forward(value, binding) || how == Store::Assign);
             // Cut or replaced once per training iteration: the chain through it is bounded by
             // one iteration (truncated backpropagation through time, also every k steps). A sum
             // of losses emptied only now and then (`if step % 2000 == 0 { log; running = zeros
@@ -179,7 +188,16 @@ impl Rule for AccumulatedLossTensor {
             let shown = source_name
                 .clone()
                 .or_else(|| fresh.as_ref().map(|call| format!("{}(..)", cx.snippet(call))))
-                .unwrap_or_else(|| "loss".to_string());
+                .or_else(|| {
+                    // burn: the summand no backward consumes, as written (`model.forward(probe)
+                    // .mean()`), rather than a name it does not have.
+                    let text = cx.snippet(f.span_of(value));
+                    let summand = summand_after(text, acc.name()).unwrap_or(text);
+                    (swept && !summand.is_empty() && !summand.contains('\n') && summand.len() <= 80)
+                        .then(|| summand.to_string())
+                });
+            // A value kept inside a call of the crate has no text here: say what to do with it.
+            let shown = shown.or_else(|| (!swept).then(|| "loss".to_string()));
             let mut report = Report::new(
                 format!("`{}` accumulates a graph-carrying tensor across iterations", acc.name()),
                 span.clone(),
@@ -195,7 +213,7 @@ impl Rule for AccumulatedLossTensor {
                 report = report.label(span, text);
             }
             let fold = Fold::of(cx.snippet(span), cx.snippet(f.span_of(value)), acc.name(), recurrent);
-            report = report.help(help(f, fold, acc.name(), &shown)).note(match fold {
+            report = report.help(help(f, fold, acc.name(), shown.as_deref())).note(match fold {
                 Fold::Recurrent => "the new state is computed from the old one, so each iteration's graph links to every earlier one; cutting the new state instead would stop the gradients that train the parameters of this forward pass",
                 Fold::Sum => "every summand stays reachable from the sum, so each iteration's whole graph (activations included) is kept until the sum is dropped",
                 Fold::Other => "every value folded into it stays reachable, so each iteration's whole graph (activations included) is kept until it is dropped",
@@ -348,7 +366,13 @@ fn unwrapped(mut text: &str) -> &str {
 }
 
 /// The help text that fits the fold.
-fn help(f: &FnModel, fold: Fold, acc: &str, shown: &str) -> String {
+fn help(f: &FnModel, fold: Fold, acc: &str, shown: Option<&str>) -> String {
+    let Some(shown) = shown else {
+        return format!(
+            "keep only values without a graph in `{acc}`: cut what it keeps (`{}`) or keep a host scalar",
+            crate::frameworks::fill(f.spec().detach_fix, "value")
+        );
+    };
     let detached = crate::frameworks::fill(f.spec().detach_fix, shown);
     match fold {
         Fold::Sum => format!(
@@ -557,6 +581,49 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>) {
             "if let Some(prev) = total.take() { total = Some(prev + loss); } else { total = Some(loss); }",
         );
         assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+    }
+
+    /// burn: a sum of a forward that no backward consumes (a probe set's confidence, read once at
+    /// the end) holds that forward's graph: the store sweeps only what a backward reaches.
+    const PROBE_SUM_BURN: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+pub struct Monitor<B: Backend> { probe: Tensor<B, 2>, sum: Option<Tensor<B, 1>> }
+impl<B: Backend> Monitor<B> {
+    pub fn probe(&self) -> Tensor<B, 2> { self.probe.clone() }
+    pub fn check(&mut self, logits: Tensor<B, 2>) {
+        let conf = logits.max_dim(1).mean();
+        self.sum = Some(match self.sum.take() { Some(s) => s + conf, None => conf });
+    }
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, mut monitor: Monitor<B>, probe: Tensor<B, 2>) {
+    let mut optim = AdamConfig::new().init();
+    let mut total = Tensor::<B, 1>::zeros([1], &probe.device());
+    for x in data {
+        let out = model.forward(x);
+        let loss = out.clone().mean();
+        let grads = loss.backward();
+        model = optim.step(1e-3, model, GradientsParams::from_grads(grads, &model));
+        FOLD
+    }
+    println!("{:?}", total.into_scalar());
+}
+"#;
+
+    #[test]
+    fn burn_sums_of_forwards_no_backward_consumes_are_kept() {
+        let lines =
+            |fold: &str| crate::rules::testing::lines("accumulated_loss_tensor", &PROBE_SUM_BURN.replace("FOLD", fold));
+        // A second forward, on data no loss is computed from.
+        assert_eq!(lines("total = total + model.forward(probe.clone()).mean();"), vec![21]);
+        // The same, summed by a method of the crate into its receiver.
+        assert_eq!(lines("monitor.check(model.forward(monitor.probe()));"), vec![21]);
+        // What the loss was computed from: swept by the backward (bookkeeping only).
+        assert!(lines("total = total + out.mean();").is_empty());
+        assert!(lines("total = total + loss;").is_empty());
+        // Replaced, not summed: one graph at a time.
+        assert!(lines("total = model.forward(probe.clone()).mean();").is_empty());
     }
 
     /// Gradient accumulation over micro-batches: the sum is what the backward runs on, and the
