@@ -124,7 +124,7 @@ impl Rule for AccumulatedLossTensor {
             if !matches!(how, Store::Fold | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
                 continue;
             }
-            if swept && (how != Store::Fold || f.graph_meets_backward(value)) {
+            if swept && how != Store::Fold {
                 continue;
             }
             let Some(binding) = f.binding_of(target) else { continue };
@@ -149,6 +149,10 @@ impl Rule for AccumulatedLossTensor {
             // n as f64` beside a `"loss"` entry of the same map, one binding to the model): this
             // write chains nothing new in.
             if !f.adds_graph(value, binding) {
+                continue;
+            }
+            // burn: what a backward consumes is swept (last: the walk over the losses costs most).
+            if swept && f.graph_meets_backward(value) {
                 continue;
             }
             // burn: only sums come this far (above), and a value the sum feeds (`monitor.check(
