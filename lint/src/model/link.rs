@@ -214,6 +214,7 @@ pub fn link(
     if resolved.is_empty() {
         return;
     }
+    mark_plain_results(files, &resolved);
     mark_backpropagated_results(files, &resolved);
     mark_handed_losses(files, &resolved);
     note_bool_args(files, &resolved);
@@ -1254,6 +1255,30 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
 /// Further calls that instantiate a generic function with an autodiff backend, named in its
 /// findings beside the first.
 const MAX_ALSO_NAMED: usize = 3;
+
+/// Calls of functions that declare a host result (`fn validate<B>(model: &Lm<B>, ..) -> f32`):
+/// the call's value carries nothing of what it is handed, neither a graph nor an untracked
+/// model. Set before models are followed across calls, so that `(model, Report { val:
+/// validate(&model.valid(), ..) })` is not taken for an untracked model.
+fn mark_plain_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let mut dirty: Vec<FnId> = Vec::new();
+    for (caller, ci, callees) in resolved {
+        if !callees.iter().all(|c| files[c.0].1[c.1].returns_plain) {
+            continue;
+        }
+        let g = &mut files[caller.0].1[caller.1];
+        let result = g.call_sites[*ci].result;
+        if !matches!(g.graph[result].kind, NodeKind::Value(super::graph::Producer::Plain)) {
+            g.graph[result].kind = NodeKind::Value(super::graph::Producer::Plain);
+            dirty.push(*caller);
+        }
+    }
+    dirty.sort_unstable();
+    dirty.dedup();
+    for (fi, gi) in dirty {
+        files[fi].1[gi].propagate();
+    }
+}
 
 /// Marks the functions whose result some caller backpropagates: the call's value is among what
 /// a backward's loss in the caller is computed from.

@@ -3817,4 +3817,61 @@ impl<B: AutodiffBackend> Distiller<B> {
         assert_eq!(lint(crate::BurnEra::Components), 1);
         assert_eq!(lint(crate::BurnEra::OneGraph), 0);
     }
+
+    /// A training function returns its model beside a report of host numbers, one of them
+    /// computed on the model made untracked (`validate(&model.valid(), ..)`): the model handed
+    /// back is still the tracked one, and a sampler built on it afterwards runs on autodiff.
+    const TRAINED_WITH_REPORT: &str = r#"
+use burn::prelude::*;
+use burn::backend::{Autodiff, NdArray};
+use burn::module::AutodiffModule;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+type TrainBackend = Autodiff<NdArray>;
+pub struct Report { pub loss: f32, pub val: f32 }
+fn validate<B: Backend>(model: &Net<B>, x: Tensor<B, 2>) -> f32 {
+    model.forward(x).mean().into_scalar().elem::<f32>()
+}
+fn train<B: AutodiffBackend>(device: &B::Device, steps: usize) -> (Net<B>, Report) {
+    let mut model: Net<B> = NetConfig::new().init(device);
+    let mut optim = AdamConfig::new().init();
+    let mut last = 0.0;
+    for _ in 0..steps {
+        let loss = model.forward(Tensor::zeros([4, 8], device)).mean();
+        last = loss.clone().into_scalar().elem::<f32>();
+        model = optim.step(1e-3, model.clone(), GradientsParams::from_grads(loss.backward(), &model));
+    }
+    let val = VALIDATED;
+    (model, Report { loss: last, val })
+}
+pub struct Sampler<'a, B: Backend> { model: &'a Net<B> }
+impl<'a, B: Backend> Sampler<'a, B> {
+    pub fn new(model: &'a Net<B>) -> Self { Self { model } }
+    pub fn generate(&mut self, n: usize, device: &B::Device) -> f32 {
+        let mut acc = 0.0;
+        for _ in 0..n {
+            acc += self.model.forward(Tensor::zeros([1, 8], device)).mean().into_scalar().elem::<f32>();
+        }
+        acc
+    }
+}
+pub fn run(n: usize) {
+    let device = Default::default();
+    let (model, report) = train::<TrainBackend>(&device, 100);
+    let mut sampler = Sampler::new(&model);
+    println!("{} {}", report.val, sampler.generate(n, &device));
+}
+"#;
+
+    #[test]
+    fn a_host_report_beside_the_trained_model_leaves_it_tracked() {
+        let lines = |validated: &str| {
+            crate::rules::testing::lines(
+                "autodiff_forward_without_backward",
+                &TRAINED_WITH_REPORT.replace("VALIDATED", validated),
+            )
+        };
+        assert_eq!(lines("validate(&model.valid(), Tensor::zeros([4, 8], device))"), vec![30]);
+        assert_eq!(lines("1.0"), vec![30]);
+    }
 }
