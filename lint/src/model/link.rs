@@ -107,15 +107,25 @@ pub struct StoredParam {
 }
 
 impl Summary {
-    /// What two candidate callees both do (an ambiguous call does only what every candidate does).
+    /// What two candidate callees both do (an ambiguous call does only what every candidate does),
+    /// except a backward: a call that may run one (`agent.learn(..)`, where one agent's `learn`
+    /// backpropagates and the trait's default does nothing) may sweep the graph store, so no
+    /// loop around it is taken for one that never runs backward. Its waits are those of the
+    /// candidates that run it.
     fn meet(&self, other: &Summary) -> Summary {
+        let waits = |a: bool, b: bool| match (self.runs_backward, other.runs_backward) {
+            (true, true) => a && b,
+            (true, false) => a,
+            (false, true) => b,
+            (false, false) => false,
+        };
         Summary {
             returns_graph: self.returns_graph && other.returns_graph,
             result_plain: self.result_plain && other.result_plain,
             returns_host: self.returns_host && other.returns_host,
-            runs_backward: self.runs_backward && other.runs_backward,
-            backward_waits: self.backward_waits && other.backward_waits,
-            backward_waits_briefly: self.backward_waits_briefly && other.backward_waits_briefly,
+            runs_backward: self.runs_backward || other.runs_backward,
+            backward_waits: waits(self.backward_waits, other.backward_waits),
+            backward_waits_briefly: waits(self.backward_waits_briefly, other.backward_waits_briefly),
             steps: self.steps && other.steps,
             clears: self.clears && other.clears,
             framework: if self.framework == other.framework { self.framework } else { None },

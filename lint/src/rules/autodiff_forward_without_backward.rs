@@ -289,7 +289,7 @@ impl Rule for AutodiffForwardWithoutBackward {
                         // takes the forward's side, the loop runs no backward at all.
                         setting_off = Some(split);
                         Shape::SettingOff
-                    } else if backwards.is_empty() && orphaned(f, e, it) {
+                    } else if backwards.is_empty() && !swept_later_in(f, e, outer) && orphaned(f, e, it) {
                         // A validation pass once an epoch, beside the loop over its batches that
                         // runs the backward: its whole graph state waits in the store for the
                         // next epoch's first backward. (In the loop that runs the backward
@@ -592,6 +592,17 @@ fn orphaned(f: &FnModel, e: &crate::model::VocabCall, it: Iteration) -> bool {
         && !e.samples()
         && !f.training_calls().iter().any(|c| c.span() == e.span())
         && f.forward_orphaned(e, it)
+}
+
+/// Whether a loop inside `outer` runs a backward after forward `e` in the same iteration of
+/// `outer` (`loop { let a = agent.act(&obs); .. for agent in &mut learners { agent.learn(..) }
+/// }`): that backward sweeps the forward's graph before the next iteration.
+fn swept_later_in(f: &FnModel, e: &crate::model::VocabCall, outer: LoopId) -> bool {
+    f.training_calls().iter().any(|c| {
+        matches!(c.kind(), TrainingCallKind::Backward | TrainingCallKind::BackwardStep)
+            && c.span().start >= e.span().end
+            && c.in_loop().is_some_and(|cl| cl != outer && f.loop_within(Some(cl), outer))
+    })
 }
 
 /// The backward calls (direct or through a called function) of training iteration `it`.
@@ -3873,5 +3884,65 @@ pub fn run(n: usize) {
         };
         assert_eq!(lines("validate(&model.valid(), Tensor::zeros([4, 8], device))"), vec![30]);
         assert_eq!(lines("1.0"), vec![30]);
+    }
+
+    /// Agents acting on their autodiff nets every step, then each learning (a backward) in a
+    /// loop over the agents within the same step; a frozen opponent keeps the trait's no-op `learn`.
+    const AGENTS_LEARN_IN_INNER_LOOP: &str = r#"
+use burn::prelude::*;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{adaptor::OptimizerAdaptor, Adam, GradientsParams, Optimizer};
+#[derive(Module, Debug)]
+pub struct Net<B: Backend> { l: Linear<B> }
+impl<B: Backend> Net<B> {
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.l.forward(x) }
+}
+pub trait Agent {
+    fn act(&mut self, obs: &[f32]) -> usize;
+    fn learn(&mut self, _reward: f32) -> Option<f32> { None }
+}
+pub struct Learner<B: AutodiffBackend> { net: Net<B>, opt: OptimizerAdaptor<Adam, Net<B>, B>, device: B::Device }
+impl<B: AutodiffBackend> Agent for Learner<B> {
+    fn act(&mut self, _obs: &[f32]) -> usize {
+        self.net.forward(Tensor::zeros([1, 4], &self.device)).argmax(1).into_scalar().elem::<i64>() as usize
+    }
+    fn learn(&mut self, reward: f32) -> Option<f32> {
+        let loss = self.net.forward(Tensor::zeros([1, 4], &self.device)).mean() * reward;
+        let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+        self.net = self.opt.step(1e-3, self.net.clone(), grads);
+        None
+    }
+}
+pub struct Frozen<B: AutodiffBackend> { net: Net<B>, device: B::Device }
+impl<B: AutodiffBackend> Agent for Frozen<B> {
+    fn act(&mut self, _obs: &[f32]) -> usize {
+        self.net.forward(Tensor::zeros([1, 4], &self.device)).argmax(1).into_scalar().elem::<i64>() as usize
+    }
+}
+type TrainBackend = burn::backend::Autodiff<burn::backend::NdArray>;
+pub fn run(mut learners: Vec<Learner<TrainBackend>>, steps: usize) {
+    for _ in 0..steps {
+        BEFORE
+        let a = learners[0].act(&[0.0]);
+        AFTER
+    }
+}
+"#;
+
+    #[test]
+    fn a_backward_later_in_the_same_iteration_sweeps_the_forward() {
+        let lines = |before: &str, after: &str| {
+            crate::rules::testing::lines(
+                "autodiff_forward_without_backward",
+                &AGENTS_LEARN_IN_INNER_LOOP.replace("BEFORE", before).replace("AFTER", after),
+            )
+        };
+        let learn = "for agent in learners.iter_mut() { agent.learn(1.0); }";
+        // Each agent learns after acting, in the same step: swept before the next step.
+        assert!(lines("", learn).is_empty());
+        // Acting after the learning of the step (the place of a validation pass after the
+        // loop over the batches): its graph waits for the next step's backward.
+        assert_eq!(lines(learn, ""), vec![37]);
     }
 }
