@@ -252,6 +252,9 @@ pub struct LoopScope {
     pub(super) header: Span,
     /// Whether the body (including nested loops and closures) runs backward.
     pub(super) runs_backward: bool,
+    /// Whether it may: it calls a method some of whose candidates run backward and others do
+    /// not (`agent.learn(..)`, a trait's no-op default beside a learner's own).
+    pub(super) may_run_backward: bool,
     /// Whether the body (including nested loops and closures) runs a forward pass.
     pub(super) runs_forward: bool,
     /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
@@ -535,6 +538,8 @@ pub struct FnModel {
     /// Somewhere in the crate a module is made untracked with the framework's no-grad method
     /// (burn: `model.valid()`, `module.no_grad()`).
     pub(super) crate_untracks_models: bool,
+    /// Some call of the body may run backward (see [`LoopScope::may_run_backward`]).
+    pub(super) may_run_backward: bool,
     /// Extra graph-carrying seeds found by the crate-level pass (calls of functions that
     /// return a graph-carrying value).
     pub(super) seeds: Vec<NodeIndex>,
@@ -1991,6 +1996,12 @@ impl FnModel {
     }
 
     /// Whether loop `l` itself (nested loops and closures included) runs backward.
+    /// Whether loop `l` (nested loops included) runs backward, or may: a call in it reaches a
+    /// backward on some of its candidates.
+    pub fn loop_may_run_backward(&self, l: LoopId) -> bool {
+        self.loops[l].runs_backward || self.loops[l].may_run_backward
+    }
+
     pub fn loop_runs_backward(&self, l: LoopId) -> bool {
         self.loops.get(l).is_some_and(|s| s.runs_backward)
     }

@@ -40,6 +40,8 @@ pub struct Summary {
     /// Only host data leaves the call (see [`VocabCall::host_result`]).
     returns_host: bool,
     runs_backward: bool,
+    /// It runs backward, or may (a call of it reaches a backward on some of its candidates).
+    may_run_backward: bool,
     /// Every backward it runs waits for a collection to reach a size (a warm-up).
     backward_waits: bool,
     /// ... and every size it waits for is brief (one batch, or a handful of items).
@@ -107,25 +109,18 @@ pub struct StoredParam {
 }
 
 impl Summary {
-    /// What two candidate callees both do (an ambiguous call does only what every candidate does),
-    /// except a backward: a call that may run one (`agent.learn(..)`, where one agent's `learn`
-    /// backpropagates and the trait's default does nothing) may sweep the graph store, so no
-    /// loop around it is taken for one that never runs backward. Its waits are those of the
-    /// candidates that run it.
+    /// What two candidate callees both do (an ambiguous call does only what every candidate does).
+    /// A backward that some candidates run is a backward the call may run (`agent.learn(..)`,
+    /// one agent's `learn` backpropagating beside the trait's no-op default).
     fn meet(&self, other: &Summary) -> Summary {
-        let waits = |a: bool, b: bool| match (self.runs_backward, other.runs_backward) {
-            (true, true) => a && b,
-            (true, false) => a,
-            (false, true) => b,
-            (false, false) => false,
-        };
         Summary {
             returns_graph: self.returns_graph && other.returns_graph,
             result_plain: self.result_plain && other.result_plain,
             returns_host: self.returns_host && other.returns_host,
-            runs_backward: self.runs_backward || other.runs_backward,
-            backward_waits: waits(self.backward_waits, other.backward_waits),
-            backward_waits_briefly: waits(self.backward_waits_briefly, other.backward_waits_briefly),
+            runs_backward: self.runs_backward && other.runs_backward,
+            may_run_backward: self.may_run_backward || other.may_run_backward,
+            backward_waits: self.backward_waits && other.backward_waits,
+            backward_waits_briefly: self.backward_waits_briefly && other.backward_waits_briefly,
             steps: self.steps && other.steps,
             clears: self.clears && other.clears,
             framework: if self.framework == other.framework { self.framework } else { None },
@@ -3085,6 +3080,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         returns_graph,
         result_plain: !returns_graph && !passes_args,
         runs_backward,
+        may_run_backward: runs_backward || g.may_run_backward,
         backward_waits,
         backward_waits_briefly,
         steps,
@@ -3272,6 +3268,16 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             });
         }
     };
+    if !s.runs_backward && s.may_run_backward {
+        // Only some candidates run it: what needs a backward to report sees none, what needs
+        // its absence sees one.
+        g.may_run_backward = true;
+        let mut l = site.in_loop;
+        while let Some(id) = l {
+            g.loops[id].may_run_backward = true;
+            l = g.loops[id].parent;
+        }
+    }
     if s.runs_backward {
         add_call(g, TrainingCallKind::Backward);
         if let Some(c) = site.closure {

@@ -257,6 +257,9 @@ impl Rule for AutodiffForwardWithoutBackward {
                 // model.forward(x) } total }`): that backward runs through them. A caller that
                 // does not is reported at its call.
                 None if f.result_backpropagated() && f.loop_accumulates_returned_graph(l) => continue,
+                // A call in it may run backward (`agent.learn(..)` on agents of several types,
+                // one of which keeps the trait's no-op default): it may sweep every iteration.
+                None if f.loop_may_run_backward(l) => continue,
                 None => Shape::NoBackward,
                 // The forward in the training loop itself: a backward skipped on some of its
                 // iterations is usually a guard (a non-finite loss); it is a warm-up when every
@@ -3900,7 +3903,7 @@ impl<B: Backend> Net<B> {
 }
 pub trait Agent {
     fn act(&mut self, obs: &[f32]) -> usize;
-    fn learn(&mut self, _reward: f32) -> Option<f32> { None }
+    fn learn(&mut self, _reward: f32) -> Option<f32> DEFAULT
 }
 pub struct Learner<B: AutodiffBackend> { net: Net<B>, opt: OptimizerAdaptor<Adam, Net<B>, B>, device: B::Device }
 impl<B: AutodiffBackend> Agent for Learner<B> {
@@ -3914,12 +3917,7 @@ impl<B: AutodiffBackend> Agent for Learner<B> {
         None
     }
 }
-pub struct Frozen<B: AutodiffBackend> { net: Net<B>, device: B::Device }
-impl<B: AutodiffBackend> Agent for Frozen<B> {
-    fn act(&mut self, _obs: &[f32]) -> usize {
-        self.net.forward(Tensor::zeros([1, 4], &self.device)).argmax(1).into_scalar().elem::<i64>() as usize
-    }
-}
+FROZEN
 type TrainBackend = burn::backend::Autodiff<burn::backend::NdArray>;
 pub fn run(mut learners: Vec<Learner<TrainBackend>>, steps: usize) {
     for _ in 0..steps {
@@ -3930,19 +3928,37 @@ pub fn run(mut learners: Vec<Learner<TrainBackend>>, steps: usize) {
 }
 "#;
 
+    /// An opponent that acts on an autodiff net and keeps the trait's no-op `learn` (the trait
+    /// has that default only with it).
+    const FROZEN: &str = r#"pub struct Frozen<B: AutodiffBackend> { net: Net<B>, device: B::Device }
+impl<B: AutodiffBackend> Agent for Frozen<B> {
+    fn act(&mut self, _obs: &[f32]) -> usize {
+        self.net.forward(Tensor::zeros([1, 4], &self.device)).argmax(1).into_scalar().elem::<i64>() as usize
+    }
+}"#;
+
     #[test]
     fn a_backward_later_in_the_same_iteration_sweeps_the_forward() {
-        let lines = |before: &str, after: &str| {
+        let lines = |frozen: &str, before: &str, after: &str| {
             crate::rules::testing::lines(
                 "autodiff_forward_without_backward",
-                &AGENTS_LEARN_IN_INNER_LOOP.replace("BEFORE", before).replace("AFTER", after),
+                &AGENTS_LEARN_IN_INNER_LOOP
+                    .replace("DEFAULT", if frozen.is_empty() { ";" } else { "{ None }" })
+                    .replace("FROZEN", frozen)
+                    .replace("BEFORE", before)
+                    .replace("AFTER", after),
             )
         };
         let learn = "for agent in learners.iter_mut() { agent.learn(1.0); }";
         // Each agent learns after acting, in the same step: swept before the next step.
-        assert!(lines("", learn).is_empty());
+        assert!(lines("", "", learn).is_empty());
         // Acting after the learning of the step (the place of a validation pass after the
         // loop over the batches): its graph waits for the next step's backward.
-        assert_eq!(lines(learn, ""), vec![37]);
+        assert_eq!(lines("", learn, ""), vec![32]);
+        // With an opponent that keeps the no-op default, `learn` may or may not run backward:
+        // a loop around it is not taken for one that never does.
+        assert!(lines(FROZEN, "", learn).is_empty());
+        assert!(lines(FROZEN, learn, "").is_empty());
+        assert_eq!(lines(FROZEN, "", ""), vec![37]);
     }
 }
