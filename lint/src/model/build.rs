@@ -1022,7 +1022,8 @@ impl Builder<'_> {
     }
 
     /// candle: a recurrent cell of `candle_nn::rnn` (a binding declared `LSTM` or `GRU`, or made
-    /// by `lstm(..)`/`gru(..)`; a field declared so): its `step(&x, &state)` is a forward pass.
+    /// by `lstm(..)`/`gru(..)`; a field declared so): its `step(&x, &state)`, `seq(&xs)` and
+    /// `seq_init(&xs, &state)` are forward passes.
     fn is_rnn_cell(&self, receiver: &Expr) -> bool {
         if self.g.spec.trainable_constructors.is_empty() {
             return false;
@@ -3100,6 +3101,8 @@ impl Builder<'_> {
                 && m.args.len() == 2
                 && self.is_rnn_cell(&m.receiver)
                 && !m.args.first().is_some_and(|x| self.element_of_sequence(x)))
+            // `lstm.seq_init(&chunk, &state)`, `gru.seq(&xs)`: the cell run over a sequence.
+            || (matches!((name.as_str(), m.args.len()), ("seq", 1) | ("seq_init", 2)) && self.is_rnn_cell(&m.receiver))
         {
             return self.forward_call(m, recv, recv_span);
         }

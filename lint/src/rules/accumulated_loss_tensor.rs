@@ -37,7 +37,8 @@ written from a local of the step: `let h = ..self.w_h.forward(&self.h)?..; ..; s
 links to every earlier one. For such a state no automatic fix is offered: cutting the new value
 would stop the gradients that train `wx` and `wh`. Cut the incoming state once per training
 iteration instead. The same holds for a state a method of the crate keeps in its receiver on every
-call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)`), called once
+call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)`, or the last of
+the states `self.lstm.seq_init(&chunk, &init)?` runs a candle cell over a chunk from), called once
 per training iteration on a model that outlives it (also through fields of the crate's types,
 `self.layer.run(x)` reaching `self.cell.step(x)`): reported at the call, unless the method cuts
 the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_state()`) or cuts
@@ -658,6 +659,47 @@ pub fn train(w: &Var, opt: &mut candle_nn::SGD, data: Vec<Tensor>, accum: usize)
         // The same sum without the backward on it: every window's graph stays chained to the next.
         let kept = GRADIENT_ACCUMULATION.replace("TAKEN", "loss");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![8]);
+    }
+
+    /// A forecaster that runs its LSTM over each chunk from the state the last chunk left
+    /// (`seq_init`), and keeps the last state for the next call.
+    const CHUNKED_LSTM: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{rnn::{LSTMState, RNN}, Linear, Module, Optimizer, VarBuilder, VarMap, LSTM};
+pub struct Forecaster { lstm: LSTM, head: Linear, state: Option<LSTMState>, batch: usize }
+impl Forecaster {
+    pub fn new(vm: &VarMap, batch: usize, dev: &Device) -> Result<Self> {
+        let vb = VarBuilder::from_varmap(vm, DType::F32, dev);
+        let lstm = candle_nn::lstm(1, 16, Default::default(), vb.pp("lstm"))?;
+        Ok(Self { lstm, head: candle_nn::linear(16, 1, vb.pp("head"))?, state: None, batch })
+    }
+    pub fn reset_state(&mut self) { self.state = None; }
+    pub fn forward_chunk(&mut self, chunk: &Tensor) -> Result<Tensor> {
+        let init = match self.state.take() { Some(s) => s, None => self.lstm.zero_state(self.batch)? };
+        let states = self.lstm.seq_init(chunk, &init)?;
+        let last = states.last().unwrap().clone();
+        let hs = self.lstm.states_to_tensor(&states)?;
+        self.state = Some(last);
+        self.head.forward(&hs)
+    }
+}
+pub fn fit<O: Optimizer>(model: &mut Forecaster, opt: &mut O, chunks: &[(Tensor, Tensor)]) -> Result<()> {
+    for (x, y) in chunks {
+        RESET
+        let loss = (model.forward_chunk(x)? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_cell_run_over_each_chunk_from_the_kept_state_chains() {
+        let lines = |reset: &str| {
+            crate::rules::testing::lines("accumulated_loss_tensor", &CHUNKED_LSTM.replace("RESET", reset))
+        };
+        assert_eq!(lines(""), vec![24]);
+        assert!(lines("model.reset_state();").is_empty());
     }
 
     /// `model.cell.step(..)` is the library's recurrent cell (`cell: LSTM`), not the crate's
