@@ -951,6 +951,7 @@ impl Builder<'_> {
             autodiff_model: false,
             samples: false,
             kept_by_receiver: false,
+            kept_for_good: None,
             closure: self.closure_stack.last().map(|&(c, _, _)| c),
         });
     }
@@ -3664,6 +3665,20 @@ impl Builder<'_> {
 
     fn call(&mut self, c: &syn::ExprCall) -> Val {
         let span = self.cheap(&c.func);
+        // `std::mem::take(&mut self.buf)`, `mem::replace(&mut self.buf, Vec::new())`: empties
+        // the place, as `self.buf.clear()` does, for what it held.
+        if let Expr::Path(p) = &*c.func
+            && let [.., module, f] = p.path.segments.iter().collect::<Vec<_>>()[..]
+            && module.ident == "mem"
+            && (f.ident == "take" || f.ident == "replace")
+            && let Some(Expr::Reference(r)) = c.args.first()
+            && r.mutability.is_some()
+            && let Some(slot) = self.place_slot(&r.expr)
+        {
+            let version = self.env[slot].1;
+            let (in_loop, at) = (self.cur_loop(), span.start);
+            self.g.cleared.push(Cleared { version, in_loop, at });
+        }
         // `policy(&obs)` with `policy` a parameter (a closure handed in by the caller).
         if !self.g.params.is_empty()
             && let Expr::Path(p) = &*c.func

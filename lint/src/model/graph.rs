@@ -1032,6 +1032,9 @@ pub struct VocabCall {
     /// fields (`self.saved_log_probs.push(logp)` in `act`): its outputs stay in a buffer, for a
     /// later backward (on-policy agents) or another rule.
     pub(super) kept_by_receiver: bool,
+    /// ... in a field of the receiver that no method of its type empties or starts afresh
+    /// (`self.history`, a monitor's log of outputs): kept for as long as the receiver lives.
+    pub(super) kept_for_good: Option<String>,
     /// Made in the closure of a lazy initialiser (`unwrap_or_else(|| model.alloc_grads())`): only
     /// when nothing is there yet.
     pub(super) lazy: bool,
@@ -1060,6 +1063,11 @@ impl VocabCall {
     /// See [`VocabCall::kept_by_receiver`].
     pub fn kept_by_receiver(&self) -> bool {
         self.kept_by_receiver
+    }
+
+    /// See [`VocabCall::kept_for_good`].
+    pub fn kept_for_good(&self) -> Option<&str> {
+        self.kept_for_good.as_deref()
     }
 
     /// Branches the call sits in: a call runs on every iteration where another runs if the
@@ -1775,6 +1783,52 @@ impl FnModel {
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
         mask
+    }
+
+    /// The fields of `self` this method leaves empty on some path: emptied (`self.sum.take()`,
+    /// `self.buf.clear()`) and given nothing but a plain value after (`let h = self.state.take();
+    /// .. self.state = Some(h)` and `self.sum = Some(match self.sum.take() { .. })` put it back).
+    /// Names as written (`self.sum`).
+    pub(super) fn fields_left_empty(&self) -> Vec<String> {
+        if !self.has_self || self.cleared.is_empty() {
+            return Vec::new();
+        }
+        let mut empties: Vec<String> = self
+            .cleared
+            .iter()
+            .filter_map(|c| Some((self.binding_of(c.version)?, c.at)))
+            .filter(|&(b, at)| {
+                self.bindings[b].kind == BindingKind::SelfField
+                    && !self.stores().any(|(_, value, target, how, span)| {
+                        how != Store::Merge
+                            && span.end > at
+                            && self.binding_of(target) == Some(b)
+                            && (self.graph[value].taint.has(Taint::GRAPH)
+                                || !matches!(self.graph[value].kind, NodeKind::Value(Producer::Plain)))
+                    })
+            })
+            .map(|(b, _)| self.bindings[b].name.clone())
+            .collect();
+        empties.sort_unstable();
+        empties.dedup();
+        empties
+    }
+
+    /// [`FnModel::fields_left_empty`], and the fields it gives a plain value on some path
+    /// (`self.history = Vec::new()`): what it starts afresh, as far as a buffer goes.
+    pub(super) fn fields_emptied(&self) -> Vec<String> {
+        let mut fields = self.fields_left_empty();
+        for (_, value, target, how, _) in self.stores() {
+            let Some(b) = self.binding_of(target) else { continue };
+            if self.bindings[b].kind == BindingKind::SelfField
+                && matches!(how, Store::Assign)
+                && !self.taint(value).has(Taint::GRAPH)
+                && !self.continues(value, b, target)
+            {
+                fields.push(self.bindings[b].name.clone());
+            }
+        }
+        fields
     }
 
     /// The fields of `self` this method starts afresh on every call: given a value without a

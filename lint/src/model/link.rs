@@ -76,6 +76,8 @@ pub struct Summary {
     samples: bool,
     /// Pushes a graph-carrying value into a field of `self` (a buffer of outputs).
     buffers_outputs: bool,
+    /// The fields of `self` it pushes or folds graph-carrying values into (`self.history`).
+    kept_fields: Vec<String>,
     /// Returns the output of a forward pass it runs (`fn predict_noise(&self, x) -> Result<Tensor>
     /// { self.up.forward(..) }`): a call of it is a forward pass of its receiver.
     returns_forward: bool,
@@ -137,6 +139,7 @@ impl Summary {
             },
             samples: self.samples && other.samples,
             buffers_outputs: self.buffers_outputs && other.buffers_outputs,
+            kept_fields: self.kept_fields.iter().filter(|f| other.kept_fields.contains(f)).cloned().collect(),
             returns_forward: self.returns_forward && other.returns_forward,
             calls_params_in_loop: self
                 .calls_params_in_loop
@@ -304,6 +307,7 @@ pub fn link(
             files[fi].1[gi].propagate();
         }
     }
+    mark_kept_for_good(files, &resolved, |c| callees.binary_search(c).ok().and_then(|k| summaries[k].as_ref()));
     // After the summaries: a loop whose backward runs inside a call (`agent.update(..)`) is a
     // training loop too, and what it calls runs once per step.
     mark_per_step(files, &resolved);
@@ -317,6 +321,46 @@ pub fn link(
         let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
         mark_field_resets(files, &resolved);
         mark_stateful_calls(files, &index, &resolved, &forwards);
+    }
+}
+
+/// Forwards made by a method of the crate that keeps their graph-carrying outputs in a field of
+/// its receiver (`self.history.push(drift)`, `self.q_ema = Some(ema * 0.99 + q * 0.01)`) that no
+/// method of its type ever empties or starts afresh: kept for as long as the receiver lives (see
+/// `VocabCall::kept_for_good`). On-policy agents, whose update empties the buffer, are not.
+fn mark_kept_for_good<'s>(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    resolved: &[(FnId, usize, Vec<FnId>)],
+    summary: impl Fn(&FnId) -> Option<&'s Summary>,
+) {
+    let mut found: Vec<(FnId, Span, String)> = Vec::new();
+    let mut emptied: HashMap<&str, Vec<String>> = HashMap::default();
+    for (caller, ci, callees) in resolved {
+        let [c] = callees.as_slice() else { continue };
+        let Some(s) = summary(c) else { continue };
+        if s.kept_fields.is_empty() || s.runs_backward || !s.forwards {
+            continue;
+        }
+        let Some(owner) = files[c.0].1[c.1].owner.as_deref() else { continue };
+        let emptied = emptied.entry(owner).or_insert_with(|| {
+            files
+                .iter()
+                .flat_map(|(_, graphs)| graphs.iter())
+                .filter(|g| g.owner.as_deref() == Some(owner))
+                .flat_map(|g| g.fields_emptied())
+                .collect()
+        });
+        if let Some(field) = s.kept_fields.iter().find(|f| !emptied.contains(f)) {
+            let site = &files[caller.0].1[caller.1].call_sites[*ci];
+            found.push((*caller, site.span.clone(), field.clone()));
+        }
+    }
+    for (caller, span, field) in found {
+        let g = &mut files[caller.0].1[caller.1];
+        if let Some(e) = g.vocab_calls.iter_mut().find(|e| e.kind == super::graph::CallKind::Forward && e.span == span)
+        {
+            e.kept_for_good = Some(field);
+        }
     }
 }
 
@@ -3047,6 +3091,17 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
             && g.graph[value].taint.has(Taint::GRAPH)
             && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
     });
+    let mut kept_fields: Vec<String> = g
+        .stores()
+        .filter(|&(_, value, _, how, _)| {
+            matches!(how, Store::Push | Store::Fold) && g.graph[value].taint.has(Taint::GRAPH)
+        })
+        .filter_map(|(_, _, target, _, _)| g.binding_of(target))
+        .filter(|&b| g.bindings[b].kind == BindingKind::SelfField)
+        .map(|b| g.bindings[b].name.clone())
+        .collect();
+    kept_fields.sort_unstable();
+    kept_fields.dedup();
     let passes_args = !returns_graph && g.returns_tensor && !runs_backward && !steps && g.graph_flows_from_params();
     // Only host data leaves it: a declared host result (`-> usize`, `-> f32`, `()`), nothing
     // pushed into its receiver, no parameter kept past the call.
@@ -3054,27 +3109,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     // Left empty: nothing but a plain value (`None`, a fresh zero) is written into the field
     // after it is emptied, or by the write it is emptied in (`let h = self.state.take(); ..
     // self.state = Some(h)`, `self.sum = Some(match self.sum.take() { .. })` put it back).
-    let mut empties: Vec<String> = if g.has_self && !g.cleared.is_empty() {
-        g.cleared
-            .iter()
-            .filter_map(|c| Some((g.binding_of(c.version)?, c.at)))
-            .filter(|&(b, at)| {
-                g.bindings[b].kind == BindingKind::SelfField
-                    && !g.stores().any(|(_, value, target, how, span)| {
-                        how != Store::Merge
-                            && span.end > at
-                            && g.binding_of(target) == Some(b)
-                            && (g.graph[value].taint.has(Taint::GRAPH)
-                                || !matches!(g.graph[value].kind, NodeKind::Value(super::graph::Producer::Plain)))
-                    })
-            })
-            .map(|(b, _)| g.bindings[b].name.clone())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    empties.sort_unstable();
-    empties.dedup();
+    let empties = g.fields_left_empty();
     Summary {
         returns_host,
         returns_graph,
@@ -3095,6 +3130,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forward_via,
         samples,
         buffers_outputs,
+        kept_fields,
         returns_forward: returns_graph && g.returns_forward_output(),
         calls_params_in_loop,
         param_ops: g.param_ops,
@@ -3327,6 +3363,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             autodiff_model: s.forwards_autodiff,
             samples: s.samples,
             kept_by_receiver: s.buffers_outputs,
+            kept_for_good: None,
             lazy: false,
             closure: site.closure,
         });

@@ -40,6 +40,13 @@ training loop. A loop that calls a callback parameter (`model = apply(model, los
 backward when a caller hands it a closure that does. A training loop split by a setting (`if !config.dry_run { ..backward.. } else {
 forward only }`) is reported for the runs where the setting takes the forward's side.
 
+A call of a method of the crate that runs a forward and keeps its graph-carrying output in a
+field of its receiver that no method of its type ever empties or starts afresh (a monitor's
+`self.history.push(drift)` after each step, a running sum of outputs) is reported in a training
+loop as well, when the receiver outlives the iteration: no backward consumes those graphs, and
+the store frees none a value still holds. A buffer some method empties (`self.saved.clear()`,
+`drain(..)`, `std::mem::take(&mut self.saved)`: an on-policy agent's update) is not.
+
 A rollout nested in a training loop is reported too when its outputs leave each step as host
 data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step's graph state
 waits in the store for the next backward, and the memory grows with the rollout's length. A
@@ -205,6 +212,19 @@ impl Rule for AutodiffForwardWithoutBackward {
                 continue;
             }
             if e.receiver().is_some_and(|r| f.taint(r).has(Taint::INERT_MODEL)) {
+                continue;
+            }
+            // A method that keeps its forward's outputs in a field of its receiver that nothing
+            // empties (a monitor's log, a running mean of outputs), called in a training
+            // iteration on a receiver that outlives it: no backward consumes those graphs, and
+            // the store frees none a value still holds.
+            if let Some(field) = e.kept_for_good()
+                && (f.autodiff() || e.autodiff_model())
+                && !f.is_test()
+                && let Some(it) = f.iteration_of(e.in_loop())
+                && e.receiver().and_then(|r| f.receiver_binding(r)).is_some_and(|b| f.outlives(b, it))
+            {
+                report_kept(f, cx, e, field);
                 continue;
             }
             // `evaluate_episode(&mut env, &mut |o| agent.act(o))`: the closure runs in the
@@ -474,6 +494,20 @@ fn report_apart(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall, 
     let mut report = Report::new("forward pass on an autodiff module that no backward trains", e.span().clone(), label)
         .help(format!("make `{field}` untracked where the struct is built (`.no_grad()`), or keep it on the inner backend (`.valid()`)"))
         .note("burn sweeps only the graphs that hang on parameters some backward uses; a cut after the forward comes too late, so every step's graph of this module stays in the store");
+    add_places(&mut report, f, Some(e), "the forward pass inside the call");
+    cx.report(report);
+}
+
+/// A call that runs a forward on an autodiff model and keeps its outputs in its receiver for good.
+fn report_kept(f: &FnModel, cx: &mut Context<'_>, e: &crate::model::VocabCall, field: &str) {
+    let callee = e.via().unwrap_or("the call");
+    let mut report = Report::new(
+        "forward pass on an autodiff model whose outputs are kept and never backpropagated",
+        e.span().clone(),
+        format!("`{callee}` keeps a forward pass's graph-carrying output in `{field}`"),
+    )
+    .help(format!("keep host values in `{field}` (`.into_scalar()`, `.into_data()`), or run that forward on `model.valid()`"))
+    .note("no backward consumes these graphs and each kept value holds its own, so burn's store keeps every call's graph for as long as the receiver lives");
     add_places(&mut report, f, Some(e), "the forward pass inside the call");
     cx.report(report);
 }
@@ -3960,5 +3994,52 @@ impl<B: AutodiffBackend> Agent for Frozen<B> {
         assert!(lines(FROZEN, "", learn).is_empty());
         assert!(lines(FROZEN, learn, "").is_empty());
         assert_eq!(lines(FROZEN, "", ""), vec![37]);
+    }
+
+    /// A monitor that runs the trained model on a probe set after each step and keeps what it
+    /// computes in its log.
+    const MONITOR_KEEPS_OUTPUTS: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+pub struct Monitor<B: Backend> { probe: Tensor<B, 2>, log: Vec<Tensor<B, 1>> }
+impl<B: Backend> Monitor<B> {
+    pub fn observe(&mut self, model: &Net<B>) {
+        let out = model.forward(self.probe.clone()).mean();
+        self.log.push(KEPT);
+    }
+    RESET
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, mut monitor: Monitor<B>) {
+    let mut optim = AdamConfig::new().init();
+    for x in data {
+        let loss = model.forward(x).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+        monitor.observe(&model);
+    }
+}
+"#;
+
+    #[test]
+    fn outputs_a_method_keeps_for_good_are_never_swept() {
+        let lines = |kept: &str, reset: &str| {
+            crate::rules::testing::lines(
+                "autodiff_forward_without_backward",
+                &MONITOR_KEEPS_OUTPUTS.replace("KEPT", kept).replace("RESET", reset),
+            )
+        };
+        assert_eq!(lines("out", ""), vec![19]);
+        // Host values only.
+        assert!(lines("Tensor::from_floats([out.into_scalar().elem::<f32>()], &self.probe.device())", "").is_empty());
+        // A buffer some method of the type empties (an on-policy agent's update takes it).
+        assert!(
+            lines("out", "pub fn drain(&mut self) -> Vec<Tensor<B, 1>> { self.log.drain(..).collect() }").is_empty()
+        );
+        assert!(lines("out", "pub fn clear(&mut self) { self.log.clear(); }").is_empty());
+        assert!(
+            lines("out", "pub fn take(&mut self) -> Vec<Tensor<B, 1>> { std::mem::take(&mut self.log) }").is_empty()
+        );
+        assert!(lines("out", "pub fn reset(&mut self) { self.log = Vec::new(); }").is_empty());
     }
 }
