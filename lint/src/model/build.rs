@@ -3667,12 +3667,13 @@ impl Builder<'_> {
         let span = self.cheap(&c.func);
         // `std::mem::take(&mut self.buf)`, `mem::replace(&mut self.buf, Vec::new())`: empties
         // the place, as `self.buf.clear()` does, for what it held.
-        if let Expr::Path(p) = &*c.func
-            && let [.., module, f] = p.path.segments.iter().collect::<Vec<_>>()[..]
-            && module.ident == "mem"
-            && (f.ident == "take" || f.ident == "replace")
-            && let Some(Expr::Reference(r)) = c.args.first()
+        if let Some(Expr::Reference(r)) = c.args.first()
             && r.mutability.is_some()
+            && let Expr::Path(p) = &*c.func
+            && p.path.segments.len() >= 2
+            && let Some(f) = p.path.segments.last()
+            && (f.ident == "take" || f.ident == "replace")
+            && p.path.segments[p.path.segments.len() - 2].ident == "mem"
             && let Some(slot) = self.place_slot(&r.expr)
         {
             let version = self.env[slot].1;

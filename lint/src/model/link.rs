@@ -1319,7 +1319,11 @@ fn mark_plain_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &
         let result = g.call_sites[*ci].result;
         if !matches!(g.graph[result].kind, NodeKind::Value(super::graph::Producer::Plain)) {
             g.graph[result].kind = NodeKind::Value(super::graph::Producer::Plain);
-            dirty.push(*caller);
+            // Taint is recomputed from scratch: only a result that carries some now changes
+            // what the passes below see before the next propagation.
+            if g.graph[result].taint != Taint::NONE {
+                dirty.push(*caller);
+            }
         }
     }
     dirty.sort_unstable();
@@ -3091,15 +3095,19 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
             && g.graph[value].taint.has(Taint::GRAPH)
             && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
     });
-    let mut kept_fields: Vec<String> = g
-        .stores()
-        .filter(|&(_, value, _, how, _)| {
-            matches!(how, Store::Push | Store::Fold) && g.graph[value].taint.has(Taint::GRAPH)
-        })
-        .filter_map(|(_, _, target, _, _)| g.binding_of(target))
-        .filter(|&b| g.bindings[b].kind == BindingKind::SelfField)
-        .map(|b| g.bindings[b].name.clone())
-        .collect();
+    // Asked only of a method that runs a forward and no backward (see `mark_kept_for_good`).
+    let mut kept_fields: Vec<String> = if g.has_self && forwards && !runs_backward {
+        g.stores()
+            .filter(|&(_, value, _, how, _)| {
+                matches!(how, Store::Push | Store::Fold) && g.graph[value].taint.has(Taint::GRAPH)
+            })
+            .filter_map(|(_, _, target, _, _)| g.binding_of(target))
+            .filter(|&b| g.bindings[b].kind == BindingKind::SelfField)
+            .map(|b| g.bindings[b].name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
     kept_fields.sort_unstable();
     kept_fields.dedup();
     let passes_args = !returns_graph && g.returns_tensor && !runs_backward && !steps && g.graph_flows_from_params();

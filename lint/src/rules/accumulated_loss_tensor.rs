@@ -121,6 +121,11 @@ impl Rule for AccumulatedLossTensor {
         // A sum of what no backward consumes (a second forward on a probe set, summed into a
         // monitor) keeps that graph alive all the same.
         let swept = f.spec().graph_swept_by_backward;
+        // There, only a function that runs backward has anything to report (cheap: most burn
+        // code is a library's, with no backward at all).
+        if swept && !f.has_training_loop() && f.iteration_of(None).is_none() {
+            return;
+        }
         for (_, value, target, how, span) in f.stores() {
             if !matches!(how, Store::Fold | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
                 continue;
