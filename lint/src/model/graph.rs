@@ -1485,11 +1485,13 @@ impl FnModel {
         if !self.returns.iter().any(|&n| self.taint(n).has(Taint::GRAPH)) {
             return false;
         }
-        // `total`, `Ok(total)`, `total / n as f32`: the bindings the returned value reads.
+        // `total`, `Ok(total)`, `total / n as f32`: the bindings the returned value reads, also
+        // through the locals it is computed from (`let rewards = states.iter().map(..)`; a sum
+        // of them over a second loop).
         let returned: Vec<BindingId> = self
             .returns
             .iter()
-            .flat_map(|&n| self.upstream(n, usize::MAX, false))
+            .flat_map(|&n| self.upstream_via(n, usize::MAX, true, true))
             .filter_map(|n| self.binding_of(n))
             .collect();
         let mut found = false;
@@ -1502,7 +1504,10 @@ impl FnModel {
             {
                 continue;
             }
-            if self.feeds_forward_through_locals(value, b) {
+            // A trajectory pushed step by step and returned whole (`states.push(model.forward(s,
+            // a))` with `s` its last state, the return computed from all of them) is what the
+            // caller's backward runs through; a state fed back and folded is a sampler's.
+            if how != Store::Push && self.feeds_forward_through_locals(value, b) {
                 return false;
             }
             found = true;

@@ -4042,4 +4042,44 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, mut
         );
         assert!(lines("out", "pub fn reset(&mut self) { self.log = Vec::new(); }").is_empty());
     }
+
+    /// Imagined trajectories: a helper pushes each step's state (computed from the last one),
+    /// sums the rewards of all of them in a second loop and returns the sum, which its caller
+    /// backpropagates.
+    const IMAGINED_RETURNS: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+pub fn imagine<B: Backend>(model: &Dynamics<B>, actor: &Actor<B>, start: Tensor<B, 2>, horizon: usize) -> Tensor<B, 1> {
+    let mut states = vec![start];
+    for _ in 0..horizon {
+        let s = states.last().unwrap().clone();
+        let a = actor.forward(s.clone());
+        states.push(model.forward(s, a));
+    }
+    let mut total = model.reward(states[0].clone());
+    for s in states.iter().skip(1) {
+        total = total + model.reward(s.clone());
+    }
+    total
+}
+pub fn train<B: AutodiffBackend>(model: Dynamics<B>, mut actor: Actor<B>, starts: Vec<Tensor<B, 2>>) {
+    let mut optim = AdamConfig::new().init();
+    for start in starts {
+        let ret = imagine(&model, &actor, start, 15);
+        USE
+    }
+}
+"#;
+
+    #[test]
+    fn a_trajectory_returned_whole_to_a_backward_is_swept_by_it() {
+        let lines = |used: &str| {
+            crate::rules::testing::lines("autodiff_forward_without_backward", &IMAGINED_RETURNS.replace("USE", used))
+        };
+        let backward = "let grads = GradientsParams::from_grads(ret.mean().neg().backward(), &actor); actor = optim.step(1e-3, actor, grads);";
+        assert!(lines(backward).is_empty());
+        // Read to the host only: no backward runs through the trajectory.
+        assert_eq!(lines("println!(\"{}\", ret.into_scalar());"), vec![9]);
+    }
 }
