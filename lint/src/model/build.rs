@@ -4183,6 +4183,7 @@ impl Builder<'_> {
             header,
             runs_backward: false,
             may_run_backward: false,
+            pushes_into_emptied: false,
             runs_forward: false,
             over_self: false,
             literal_count: None,

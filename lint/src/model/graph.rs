@@ -255,6 +255,9 @@ pub struct LoopScope {
     /// Whether it may: it calls a method some of whose candidates run backward and others do
     /// not (`agent.learn(..)`, a trait's no-op default beside a learner's own).
     pub(super) may_run_backward: bool,
+    /// It pushes graph-carrying values into a field of `self` that some method of the type
+    /// empties or starts afresh (an on-policy buffer; see `FnModel::pushes_into_emptied_field`).
+    pub(super) pushes_into_emptied: bool,
     /// Whether the body (including nested loops and closures) runs a forward pass.
     pub(super) runs_forward: bool,
     /// A `for` loop over something reached from `self` (`for block in &self.blocks`).
@@ -2055,6 +2058,25 @@ impl FnModel {
     }
 
     /// Whether loop `l` itself (nested loops and closures included) runs backward.
+    /// Whether loop `l` pushes graph-carrying values into a field of `self` that some method of
+    /// the type empties (`self.storage.log_probs.push(logp)` in a rollout, drained by `update()`
+    /// into its backward): an on-policy buffer, held until that update.
+    pub fn pushes_into_emptied_field(&self, l: LoopId) -> bool {
+        self.loops[l].pushes_into_emptied
+    }
+
+    /// Whether loop `l` pushes a graph-carrying value into a field of `self` that `field` accepts.
+    pub(super) fn loop_pushes_into_self(&self, l: LoopId, field: impl Fn(&str) -> bool) -> bool {
+        self.stores().any(|(_, value, target, how, _)| {
+            how == Store::Push
+                && self.graph[value].taint.has(Taint::GRAPH)
+                && self.loop_within(self.loop_of(value), l)
+                && self
+                    .binding_of(target)
+                    .is_some_and(|b| self.bindings[b].kind == BindingKind::SelfField && field(&self.bindings[b].name))
+        })
+    }
+
     /// Whether loop `l` (nested loops included) runs backward, or may: a call in it reaches a
     /// backward on some of its candidates.
     pub fn loop_may_run_backward(&self, l: LoopId) -> bool {

@@ -179,6 +179,9 @@ pub fn link(
     mark_untracked_mappers(files);
     follow_inert_fields(files);
     mark_apart_fields(files);
+    // Needs no call resolved: a rollout and the update that drains its buffer may call nothing
+    // of the crate.
+    mark_owner_emptied(files);
     // A crate fact every function may ask: does any function make a module untracked?
     let untracks = files.iter().any(|(_, graphs)| graphs.iter().any(|g| g.untracks_models));
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
@@ -360,6 +363,65 @@ fn mark_kept_for_good<'s>(
         if let Some(e) = g.vocab_calls.iter_mut().find(|e| e.kind == super::graph::CallKind::Forward && e.span == span)
         {
             e.kept_for_good = Some(field);
+        }
+    }
+}
+
+/// For methods whose loops run no backward and push graph-carrying values into a field of
+/// `self` (a rollout filling an on-policy buffer): the loops that push into a field some method
+/// of their type empties or starts afresh (`LoopScope::pushes_into_emptied`).
+fn mark_owner_emptied(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+    let wanted: Vec<FnId> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
+        .filter(|(_, g)| {
+            // Only what `autodiff_forward_without_backward` asks (burn); one pass over the stores.
+            g.has_self
+                && g.owner.is_some()
+                && g.spec.graph_swept_by_backward
+                && g.vocab_calls.iter().any(|e| {
+                    e.kind == super::graph::CallKind::Forward && e.in_loop.is_some_and(|l| !g.loops[l].runs_backward)
+                })
+                && g.stores().any(|(_, value, target, how, _)| {
+                    how == Store::Push
+                        && g.loop_of(value).is_some_and(|l| !g.loops[l].runs_backward)
+                        && g.graph[value].taint.has(Taint::GRAPH)
+                        && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
+                })
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let mut by_owner: HashMap<String, Vec<String>> = HashMap::default();
+    for &(fi, gi) in &wanted {
+        let owner = files[fi].1[gi].owner.clone().unwrap_or_default();
+        if by_owner.contains_key(&owner) {
+            continue;
+        }
+        let emptied: Vec<String> = files
+            .iter()
+            .flat_map(|(_, graphs)| graphs.iter())
+            .filter(|g| g.owner.as_deref() == Some(owner.as_str()))
+            .flat_map(|g| g.fields_emptied())
+            .collect();
+        by_owner.insert(owner, emptied);
+    }
+    // A field and a part of it name one buffer (`self.storage` pushed into, its
+    // `self.storage.log_probs` drained): the model keeps some paths whole.
+    let nested = |a: &str, b: &str| a.strip_prefix(b).is_some_and(|r| r.starts_with('.'));
+    for (fi, gi) in wanted {
+        let g = &mut files[fi].1[gi];
+        let Some(emptied) = g.owner.as_ref().and_then(|o| by_owner.get(o)) else { continue };
+        let loops: Vec<usize> = (0..g.loops.len())
+            .filter(|&l| {
+                !g.loops[l].runs_backward
+                    && g.loop_pushes_into_self(l, |name| {
+                        emptied.iter().any(|e| name == e || nested(name, e) || nested(e, name))
+                    })
+            })
+            .collect();
+        for l in loops {
+            g.loops[l].pushes_into_emptied = true;
         }
     }
 }

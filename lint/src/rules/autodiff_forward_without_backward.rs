@@ -45,7 +45,9 @@ field of its receiver that no method of its type ever empties or starts afresh (
 `self.history.push(drift)` after each step, a running sum of outputs) is reported in a training
 loop as well, when the receiver outlives the iteration: no backward consumes those graphs, and
 the store frees none a value still holds. A buffer some method empties (`self.saved.clear()`,
-`drain(..)`, `std::mem::take(&mut self.saved)`: an on-policy agent's update) is not.
+`drain(..)`, `std::mem::take(&mut self.saved)`: an on-policy agent's update) is not, and neither
+is a method's own rollout loop that pushes its outputs into such a buffer of `self`
+(`self.storage.log_probs.push(logp)` in `collect`, drained by `update` into its backward).
 
 A rollout nested in a training loop is reported too when its outputs leave each step as host
 data (`q.argmax(1).into_scalar()`): no backward ever reaches them, so every step's graph state
@@ -280,6 +282,10 @@ impl Rule for AutodiffForwardWithoutBackward {
                 // A call in it may run backward (`agent.learn(..)` on agents of several types,
                 // one of which keeps the trait's no-op default): it may sweep every iteration.
                 None if f.loop_may_run_backward(l) => continue,
+                // A rollout that pushes its outputs into an on-policy buffer of `self` that a
+                // method of the type empties (`update()` drains it into its backward): held
+                // until that update, which sweeps them.
+                None if f.pushes_into_emptied_field(l) => continue,
                 None => Shape::NoBackward,
                 // The forward in the training loop itself: a backward skipped on some of its
                 // iterations is usually a guard (a non-finite loss); it is a warm-up when every
@@ -4081,5 +4087,47 @@ pub fn train<B: AutodiffBackend>(model: Dynamics<B>, mut actor: Actor<B>, starts
         assert!(lines(backward).is_empty());
         // Read to the host only: no backward runs through the trajectory.
         assert_eq!(lines("println!(\"{}\", ret.into_scalar());"), vec![9]);
+    }
+
+    /// An A2C agent: `collect` runs the policy on every step and pushes the log-probabilities
+    /// into its storage; `update` drains the storage into the loss it backpropagates.
+    const ROLLOUT_STORAGE: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{adaptor::OptimizerAdaptor, Adam, GradientsParams, Optimizer};
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::log_softmax;
+#[derive(Module, Debug)]
+pub struct Net<B: Backend> { l: Linear<B> }
+impl<B: Backend> Net<B> {
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.l.forward(x) }
+}
+pub struct Storage<B: Backend> { pub log_probs: Vec<Tensor<B, 2>> }
+pub struct A2c<B: AutodiffBackend> { net: Net<B>, opt: OptimizerAdaptor<Adam, Net<B>, B>, storage: Storage<B>, device: B::Device }
+impl<B: AutodiffBackend> A2c<B> {
+    pub fn collect(&mut self, steps: usize) {
+        for _ in 0..steps {
+            let logits = self.net.forward(Tensor::zeros([8, 4], &self.device));
+            self.storage.log_probs.push(log_softmax(logits, 1));
+        }
+    }
+    pub fn update(&mut self) {
+        let logp = Tensor::cat(TAKEN, 0);
+        let loss = logp.mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+        self.net = self.opt.step(1e-3, self.net.clone(), grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_rollout_into_a_buffer_the_update_empties_is_swept_by_it() {
+        let lines = |taken: &str| {
+            crate::rules::testing::lines("autodiff_forward_without_backward", &ROLLOUT_STORAGE.replace("TAKEN", taken))
+        };
+        assert!(lines("self.storage.log_probs.drain(..).collect()").is_empty());
+        assert!(lines("std::mem::take(&mut self.storage.log_probs)").is_empty());
+        // Read, never emptied: every rollout's graph stays in the buffer.
+        assert_eq!(lines("self.storage.log_probs.clone()"), vec![17]);
     }
 }
