@@ -345,14 +345,7 @@ fn mark_kept_for_good<'s>(
             continue;
         }
         let Some(owner) = files[c.0].1[c.1].owner.as_deref() else { continue };
-        let emptied = emptied.entry(owner).or_insert_with(|| {
-            files
-                .iter()
-                .flat_map(|(_, graphs)| graphs.iter())
-                .filter(|g| g.owner.as_deref() == Some(owner))
-                .flat_map(|g| g.fields_emptied())
-                .collect()
-        });
+        let emptied = emptied.entry(owner).or_insert_with(|| emptied_by_type(files, owner));
         if let Some(field) = s.kept_fields.iter().find(|f| !emptied.contains(f)) {
             let site = &files[caller.0].1[caller.1].call_sites[*ci];
             found.push((*caller, site.span.clone(), field.clone()));
@@ -365,6 +358,17 @@ fn mark_kept_for_good<'s>(
             e.kept_for_good = Some(field);
         }
     }
+}
+
+/// The fields of `self` that some method of type `owner` empties or starts afresh
+/// ([`FnModel::fields_emptied`]), by every method of the crate's impls of it.
+fn emptied_by_type(files: &[(Arc<SourceFile>, Vec<FnModel>)], owner: &str) -> Vec<String> {
+    files
+        .iter()
+        .flat_map(|(_, graphs)| graphs.iter())
+        .filter(|g| g.owner.as_deref() == Some(owner))
+        .flat_map(|g| g.fields_emptied())
+        .collect()
 }
 
 /// For methods whose loops run no backward and push graph-carrying values into a field of
@@ -398,12 +402,7 @@ fn mark_owner_emptied(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
         if by_owner.contains_key(&owner) {
             continue;
         }
-        let emptied: Vec<String> = files
-            .iter()
-            .flat_map(|(_, graphs)| graphs.iter())
-            .filter(|g| g.owner.as_deref() == Some(owner.as_str()))
-            .flat_map(|g| g.fields_emptied())
-            .collect();
+        let emptied = emptied_by_type(files, &owner);
         by_owner.insert(owner, emptied);
     }
     // A field and a part of it name one buffer (`self.storage` pushed into, its
