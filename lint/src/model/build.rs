@@ -515,6 +515,9 @@ struct Builder<'c> {
     /// Locals bound to a tensor's shape (`let (b, t) = tgt.dims2()?;`, candle): a loop up to
     /// one walks a dimension of its input.
     dim_locals: Vec<String>,
+    /// Locals bound to a value taken off the autodiff side (`let w = online.weight.val().inner();`,
+    /// burn): a parameter blended with one lives on the inner backend.
+    inner_locals: Vec<String>,
     /// Inside a branch that leaves the function (`if !loss.is_finite() { ..; bail!(..) }`): it
     /// runs at most once per call, so what it does after a backward is not done every step.
     leaving: usize,
@@ -717,6 +720,7 @@ impl Builder<'_> {
             guard_fields: Vec::new(),
             local_counts: Vec::new(),
             dim_locals: Vec::new(),
+            inner_locals: Vec::new(),
             specs: if known { std::sync::Arc::from([spec]) } else { frameworks::REGISTRY.into() },
             grad_stores: GradStores::default(),
         }
@@ -1120,7 +1124,11 @@ impl Builder<'_> {
         // `.inner()` inside means the target lives on the inner backend (no autodiff).
         let inner = mentions_method(&c.body, common::LEAVE_AUTODIFF_METHODS)
             // `bias.map(|p| p.map(|t| …))`: the inner `map` is the update.
-            || matches!(&*c.body, Expr::MethodCall(m) if self.g.spec.param_map_methods.iter().any(|n| m.method == n));
+            || matches!(&*c.body, Expr::MethodCall(m) if self.g.spec.param_map_methods.iter().any(|n| m.method == n))
+            // Blended with a local taken off the autodiff side (`let w = o.weight.val().inner();
+            // t.weight.map(|tw| tw * (1.0 - tau) + w * tau)`): burn adds tensors of one backend
+            // only, so the target is an inner one.
+            || (!self.inner_locals.is_empty() && self.reads_inner_local(&body.reads));
         // A blend: the old value and another parameter's (`online.val()`); `t.clamp(..)` alone
         // is not one (a trained parameter is rebuilt as a leaf by the next optimizer step).
         if let Some(p) = param
@@ -1138,6 +1146,26 @@ impl Builder<'_> {
         }
         // `map` hands the parameter on: a move, as for any other `map`.
         self.combine(vec![(recv, 0..0), (body, 0..0)], false)
+    }
+
+    /// Whether `reads` are computed from a version of one of [`Builder::inner_locals`].
+    fn reads_inner_local(&self, reads: &[NodeIndex]) -> bool {
+        let mut stack = reads.to_vec();
+        let mut seen = 0;
+        while let Some(n) = stack.pop() {
+            seen += 1;
+            if seen > 64 {
+                return false;
+            }
+            if let NodeKind::Version(b) = self.g.graph[n].kind {
+                if self.inner_locals.iter().any(|l| *l == self.g.bindings[b].name) {
+                    return true;
+                }
+                continue;
+            }
+            stack.extend(self.g.graph.neighbors_directed(n, petgraph::Direction::Incoming));
+        }
+        false
     }
 
     /// The value a module mapper's method returns for a parameter (`tensor * (1.0 - tau) +
@@ -1580,6 +1608,14 @@ impl Builder<'_> {
             let mut names = Vec::new();
             pat_idents(&local.pat, &mut names);
             self.dim_locals.extend(names.into_iter().map(ToString::to_string));
+        }
+        if !self.g.spec.param_map_methods.is_empty()
+            && let Some(i) = init
+            && let Expr::MethodCall(m) = strip_try(&i.expr)
+            && common::LEAVE_AUTODIFF_METHODS.iter().any(|n| m.method == n)
+            && let Pat::Ident(p) = strip_pat_type(&local.pat)
+        {
+            self.inner_locals.push(p.ident.to_string());
         }
         if let Pat::Ident(p) = strip_pat_type(&local.pat) {
             let count = (p.mutability.is_none() && p.by_ref.is_none())

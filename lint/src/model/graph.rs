@@ -852,9 +852,16 @@ impl StateAt {
     /// pass's output).
     pub(super) fn at_call(mut self, g: &FnModel, args: &[ArgValue]) -> StateAt {
         if self.self_via != 0
-            && (0..64)
-                .filter(|k| self.self_via & (1 << k) != 0)
-                .any(|k| args.get(k).is_some_and(|a| a.reads.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH))))
+            && (0..64).filter(|k| self.self_via & (1 << k) != 0).any(|k| {
+                args.get(k).is_some_and(|a| {
+                    a.reads.iter().any(|&n| {
+                        // burn: an argument a backward of the caller consumes keeps only
+                        // bookkeeping in the state.
+                        g.graph[n].taint.has(Taint::GRAPH)
+                            && !(g.framework_known && g.spec.graph_swept_by_backward && g.graph_meets_backward(n))
+                    })
+                })
+            })
         {
             self.self_always |= self.self_via_always && !self.in_self;
             self.in_self = true;
@@ -1715,6 +1722,9 @@ impl FnModel {
         // The first write that keeps the state in `self` on every path, and the field.
         let mut kept_at = None;
         let mut fields: Vec<String> = Vec::new();
+        // burn: a state chains graphs only where no backward sweeps them (see
+        // `FnModel::swept_kept_value`).
+        let swept = self.framework_known && self.spec.graph_swept_by_backward;
         for (edge, value, target, how, span) in self.stores() {
             // Its own stores: one made inside a called function is that function's.
             if self.through(edge).is_some() || !matches!(how, Store::Assign | Store::Fold) {
@@ -1744,6 +1754,7 @@ impl FnModel {
             }
             if let Some(root) = self.state_root(b)
                 && self.computed_from_binding(value, b, target)
+                && !(swept && self.swept_kept_value(value))
             {
                 at.add_gated(root, self.param_gate_of(self.write_path(target)));
                 let unconditional = !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
@@ -1767,6 +1778,15 @@ impl FnModel {
         fields.sort_unstable();
         fields.dedup();
         (at, kept_at, fields)
+    }
+
+    /// burn, whose backward sweeps the graph it runs through: whether a state kept of `value`
+    /// holds only bookkeeping, because a backward here consumes its graph, or may (the function
+    /// hands a graph-carrying value back to its caller, a recurrent cell's output the caller's
+    /// loss is computed from).
+    fn swept_kept_value(&self, value: NodeIndex) -> bool {
+        (!self.returns_plain && self.returns.iter().any(|&n| self.graph[n].taint.has(Taint::GRAPH)))
+            || self.graph_meets_backward(value)
     }
 
     /// The parameters (a bit each) `value` is computed from along values that keep a graph (not

@@ -317,9 +317,20 @@ pub fn link(
     mark_per_iteration(files, &resolved);
     follow_trainable_models(files, &resolved);
     // Only where a model is built from trainable variables can a cache chain graphs (candle),
-    // or where every forward outside a no-grad region records one (tch).
-    if files.iter().any(|(_, graphs)| {
-        graphs.iter().any(|g| !g.trainable_seeds.is_empty() || (g.spec.global_grad_mode && !g.grad_off))
+    // or where every forward outside a no-grad region records one (tch), or (burn) where code
+    // other than a test trains: a state kept there of what no backward consumes.
+    // (Integration tests under `tests/` are not training code.)
+    if files.iter().any(|(file, graphs)| {
+        let tests = file.path.components().any(|c| c.as_os_str() == "tests");
+        graphs.iter().any(|g| {
+            !g.trainable_seeds.is_empty()
+                || (g.spec.global_grad_mode && !g.grad_off)
+                || (g.framework_known
+                    && g.spec.graph_swept_by_backward
+                    && !g.calls.is_empty()
+                    && !g.is_test()
+                    && !tests)
+        })
     }) {
         let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
         mark_field_resets(files, &resolved);

@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{FnModel, Iteration, Store, Taint, TrainingCallKind};
+use crate::model::{CallKind, FnModel, Iteration, Span, Store, Taint, TrainingCallKind};
 use crate::rule::{Group, Rule, RuleMeta};
 use petgraph::graph::NodeIndex;
 
@@ -83,8 +83,13 @@ a node of bookkeeping per step, not the summands' graphs (measured in
 nursery rule `autodiff_ops_after_backward` reports that cost. A sum in a loop that runs backward
 of a forward no backward consumes (a second forward on a probe set, summed into a monitor with
 `monitor.check(model.forward(monitor.probe()))`) is reported: the store frees no graph a value
-still holds. burn 0.12 and older, whose tensors own their
-graphs, are checked like candle.
+still holds. So is a running statistic a method of the crate keeps in its receiver, called once
+per training step, of a forward no backward consumes: a dashboard's smoothed Q computed by
+`self.track_q(obs, act)` after the update (`self.q_ema = self.q_ema.clone() * 0.99 + q * 0.01`,
+`q` a forward of the critic), or an EMA codebook handed a fresh encoder pass after the step
+(`self.book.update(self.ae.encode(x), onehot)`). A statistic of what the loss was computed from,
+or a state the method hands back to its caller (a recurrent cell's output), is swept with the
+graph. burn 0.12 and older, whose tensors own their graphs, are checked like candle.
 
 ### Example
 ```rust
@@ -126,6 +131,8 @@ impl Rule for AccumulatedLossTensor {
         if swept && !f.has_training_loop() && f.iteration_of(None).is_none() {
             return;
         }
+        // Where a fold is reported: a call that keeps its sum in its receiver is reported once.
+        let mut folds_at = Vec::new();
         for (_, value, target, how, span) in f.stores() {
             if !matches!(how, Store::Fold | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
                 continue;
@@ -222,6 +229,16 @@ impl Rule for AccumulatedLossTensor {
             if let Some((span, text)) = f.iteration_label(iteration) {
                 report = report.label(span, text);
             }
+            // A call of the crate that keeps the sum in its receiver: where it does.
+            if let Some((file, line, at, field)) =
+                f.stateful_calls_always().find(|c| c.span() == span).and_then(|c| c.kept_at())
+            {
+                report = report.label_in(
+                    cx,
+                    (file, *line, at.clone()),
+                    format!("`{field}` is computed from its old value here"),
+                );
+            }
             let fold = Fold::of(cx.snippet(span), cx.snippet(f.span_of(value)), acc.name(), recurrent);
             report = report.help(help(f, fold, acc.name(), shown.as_deref())).note(match fold {
                 Fold::Recurrent => "the new state is computed from the old one, so each iteration's graph links to every earlier one; cutting the new state instead would stop the gradients that train the parameters of this forward pass",
@@ -241,8 +258,9 @@ impl Rule for AccumulatedLossTensor {
                 report = report.suggest(s);
             }
             cx.report(report);
+            folds_at.push(span.clone());
         }
-        state_kept_by_a_call(f, cx);
+        state_kept_by_a_call(f, cx, &folds_at);
     }
 }
 
@@ -250,9 +268,21 @@ impl Rule for AccumulatedLossTensor {
 /// self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)`), called once per training
 /// iteration on a model that outlives it and is not reset in it: as for a state kept in a local,
 /// each iteration's graph links to every earlier one.
-fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>) {
+fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>, folds_at: &[Span]) {
     for call in f.stateful_calls_always() {
         let (span, in_loop, receiver, callee) = (call.span(), call.in_loop(), call.receiver(), call.callee());
+        // Reported as a fold above, or (burn) as a forward whose outputs the callee keeps for
+        // good (`autodiff_forward_without_backward`): one finding per call.
+        if folds_at.contains(span)
+            || (f.spec().graph_swept_by_backward
+                && f.calls_of(CallKind::Forward).any(|e| {
+                    e.span() == span
+                        && e.kept_for_good().is_some()
+                        && e.receiver().and_then(|r| f.receiver_binding(r)).is_some()
+                }))
+        {
+            continue;
+        }
         let Some(iteration) = f.iteration_of(in_loop) else { continue };
         // A callee that runs the backward itself is a training step of its own: what it keeps
         // is judged there.
@@ -620,6 +650,50 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, mut
     println!("{:?}", total.into_scalar());
 }
 "#;
+
+    /// burn: a running statistic a method keeps in its receiver, of a forward that no backward
+    /// consumes, called once per training step (a twin critic's smoothed Q for a dashboard, an
+    /// EMA codebook fed a fresh encoder pass after the update).
+    const EMA_KEPT_BURN: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+pub struct Stats<B: Backend> { pub mean: Tensor<B, 1> }
+impl<B: Backend> Stats<B> {
+    pub fn observe(&mut self, z: Tensor<B, 2>) {
+        self.mean = self.mean.clone() * 0.99 + z.mean_dim(0).squeeze(0) * 0.01;
+    }
+}
+pub struct Agent<B: AutodiffBackend> { net: Net<B>, probe: Tensor<B, 2>, q_ema: Tensor<B, 1>, stats: Stats<B> }
+impl<B: AutodiffBackend> Agent<B> {
+    fn track(&mut self) {
+        let q = self.net.forward(self.probe.clone()).mean();
+        self.q_ema = self.q_ema.clone() * 0.99 + q * 0.01;
+    }
+    pub fn update(&mut self, x: Tensor<B, 2>, optim: &mut impl Optimizer<Net<B>, B>) -> f32 {
+        let out = self.net.forward(x.clone());
+        let loss = out.clone().mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+        self.net = optim.step(1e-3, self.net.clone(), grads);
+        AFTER
+        0.0
+    }
+}
+"#;
+
+    #[test]
+    fn burn_running_statistics_of_forwards_no_backward_consumes_are_kept() {
+        let lines = |after: &str| {
+            crate::rules::testing::lines("accumulated_loss_tensor", &EMA_KEPT_BURN.replace("AFTER", after))
+        };
+        // Kept in `self` by a method of its own that runs the forward.
+        assert_eq!(lines("self.track();"), vec![22]);
+        // Kept in a field's state from a fresh forward handed in.
+        assert_eq!(lines("self.stats.observe(self.net.forward(x));"), vec![22]);
+        // Of what the loss was computed from: the backward swept it (bookkeeping only).
+        assert!(lines("self.stats.observe(out);").is_empty());
+        assert!(lines("").is_empty());
+    }
 
     #[test]
     fn burn_sums_of_forwards_no_backward_consumes_are_kept() {

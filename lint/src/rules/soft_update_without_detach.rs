@@ -152,6 +152,26 @@ fn sync<B: AutodiffBackend>(agent: &mut Agent<B>, tau: f32) {
         assert_eq!(count("soft_update_without_detach", None, &autodiff), 1);
     }
 
+    /// A target on the inner backend blended with the online weights taken off the autodiff
+    /// side first (`let w = online.weight.val().inner();`): burn adds tensors of one backend only.
+    const INNER_LOCAL: &str = r#"
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::backend::AutodiffBackend;
+fn soft<B: AutodiffBackend>(t: Linear<B::InnerBackend>, o: &Linear<B>, tau: f32) -> Linear<B::InnerBackend> {
+    let w = o.weight.val().TAKE;
+    let weight = t.weight.map(|tw| tw * (1.0 - tau) + w * tau);
+    Linear { weight, bias: t.bias }
+}
+"#;
+
+    #[test]
+    fn accepts_a_blend_with_a_local_taken_off_the_autodiff_side() {
+        assert_eq!(count("soft_update_without_detach", None, &INNER_LOCAL.replace("TAKE", "inner()")), 0);
+        // Still on the autodiff side: the target chains.
+        assert_eq!(count("soft_update_without_detach", None, &INNER_LOCAL.replace("TAKE", "clone()")), 1);
+    }
+
     #[test]
     fn accepts_the_fixed_code() {
         assert_eq!(count("soft_update_without_detach", None, PASSES), 0);
