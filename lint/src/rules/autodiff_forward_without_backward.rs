@@ -126,8 +126,9 @@ reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |m
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
 `forward` is not a model's.
 
-A forward pass in a training step on a module that no backward trains is reported as well, when
-its output is cut at once (`self.teacher.forward(x).detach()`, `.argmax(1).into_data()`): a
+A forward pass in a training step (or in a helper each step calls: `fn soft_targets(&self, x)`
+called from `train_step`, itself called in a training loop) on a module that no backward trains
+is reported as well, when its output is cut at once (`self.teacher.forward(x).detach()`, `.argmax(1).into_data()`): a
 field of `self` that the crate writes only where it builds the struct (a teacher for
 distillation, a frozen encoder handed to `new`), never afterwards. burn's step returns the
 trained module, which has to be stored back, so a field never written again is never trained; a
@@ -240,11 +241,13 @@ impl Rule for AutodiffForwardWithoutBackward {
             // back), whose output is cut at once, in a training step: a backward sweeps only the
             // graphs that hang on parameters it uses (burn 0.19 on), so every one of these
             // forwards stays in the store.
+            // Also in a helper each training step calls (`fn soft_targets(&self, x)` with
+            // `self.teacher.forward(x).detach()`).
             if f.spec().untrained_graphs_kept
                 && !f.is_test()
                 && let Some(field) = f.apart_receiver(e)
                 && f.cut_at_once(e)
-                && f.iteration_of(e.in_loop()).is_some()
+                && (f.iteration_of(e.in_loop()).is_some() || f.per_step_from().is_some())
             {
                 report_apart(f, cx, e, field);
                 continue;
@@ -3833,6 +3836,21 @@ impl<B: AutodiffBackend> Distiller<B> {
         // Through tensor ops and a host read, the same.
         let host = teacher("teacher", "", "self.teacher.forward(x.clone()).argmax(1).into_data()");
         assert_eq!(count("autodiff_forward_without_backward", None, &host), 1);
+    }
+
+    #[test]
+    fn a_module_no_step_trains_run_by_a_helper_of_each_step_is_reported() {
+        let helper = "fn soft(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.teacher.forward(x).detach() }";
+        let leak = teacher("teacher", helper, "self.soft(x.clone())");
+        // Each training step calls the helper once the loop that calls `train_step` is seen.
+        let driver = "\npub fn fit<B: AutodiffBackend>(d: &mut Distiller<B>, data: Vec<(Tensor<B, 2>, Tensor<B, 1, Int>)>) {\n    for (x, y) in data { d.train_step(x, y); }\n}\n";
+        let lines = super::super::testing::lines("autodiff_forward_without_backward", &(leak.clone() + driver));
+        assert_eq!(lines, [12]);
+        // Without a loop calling the step, nothing says the helper runs every step.
+        assert_eq!(count("autodiff_forward_without_backward", None, &leak), 0);
+        // Untracked where it is built, the same helper records nothing.
+        let untracked = teacher("teacher.no_grad()", helper, "self.soft(x.clone())") + driver;
+        assert_eq!(count("autodiff_forward_without_backward", None, &untracked), 0);
     }
 
     #[test]
