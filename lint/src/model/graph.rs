@@ -1638,6 +1638,22 @@ impl FnModel {
         (self.bindings[b].kind == BindingKind::SelfField && apart.iter().any(|f| f == name)).then_some(name)
     }
 
+    /// The fields of `self` (`self.network`) a forward runs on whose output a backward of this
+    /// function runs through.
+    pub(super) fn self_fields_backpropagated(&self) -> Vec<&str> {
+        let upstream = self.upstream_of_losses(false);
+        self.graph
+            .node_indices()
+            .filter(|n| upstream[n.index()])
+            .filter_map(|n| match self.graph[n].kind {
+                NodeKind::Value(Producer::Forward { receiver: Some(r) }) => self.receiver_binding(r),
+                _ => None,
+            })
+            .filter(|&b| self.bindings[b].kind == BindingKind::SelfField)
+            .map(|b| self.bindings[b].name.as_str())
+            .collect()
+    }
+
     /// Whether forward `e` is the head of a chain of calls that ends in a cut
     /// (`self.teacher.forward(x).max_dim(1).detach()`): nothing of its graph goes on.
     pub fn cut_at_once(&self, e: &VocabCall) -> bool {

@@ -972,6 +972,18 @@ fn mark_apart_fields(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
             }
         }
     }
+    // A field whose forward some method of its type backpropagates is trained there (its step
+    // may be out of sight: `self.apply(grads)`).
+    for g in graphs() {
+        if let Some(fields) = g.owner.as_deref().and_then(|o| apart.get_mut(o))
+            && g.has_self
+            && !g.losses.is_empty()
+        {
+            let trained = g.self_fields_backpropagated();
+            fields.retain(|f| !trained.contains(&f.as_str()));
+        }
+    }
+    apart.retain(|_, fields| !fields.is_empty());
     if apart.is_empty() {
         return;
     }
