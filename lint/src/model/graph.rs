@@ -1498,12 +1498,31 @@ impl FnModel {
         // `total`, `Ok(total)`, `total / n as f32`: the bindings the returned value reads, also
         // through the locals it is computed from (`let rewards = states.iter().map(..)`; a sum
         // of them over a second loop).
-        let returned: Vec<BindingId> = self
+        let mut returned: Vec<BindingId> = self
             .returns
             .iter()
             .flat_map(|&n| self.upstream_via(n, usize::MAX, true, true))
             .filter_map(|n| self.binding_of(n))
             .collect();
+        // Also through what is pushed into a collection it reads, or what an iterator's closure
+        // yields (`for s in states.iter() { rewards.push(model.reward(s.clone())) }`,
+        // `states.iter().map(|s| model.reward(s.clone())).collect()`, the return a sum of them).
+        for _ in 0..4 {
+            let more: Vec<BindingId> = self
+                .stores()
+                .filter(|&(_, _, target, how, _)| {
+                    matches!(how, Store::Push | Store::Yield)
+                        && self.binding_of(target).is_some_and(|b| returned.contains(&b))
+                })
+                .flat_map(|(_, value, ..)| self.upstream_via(value, usize::MAX, true, true))
+                .filter_map(|n| self.binding_of(n))
+                .filter(|b| !returned.contains(b))
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            returned.extend(more);
+        }
         let mut found = false;
         for (_, value, target, how, _) in self.stores() {
             let Some(b) = self.binding_of(target) else { continue };

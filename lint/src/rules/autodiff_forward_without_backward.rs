@@ -4105,6 +4105,23 @@ pub fn train<B: AutodiffBackend>(model: Dynamics<B>, mut actor: Actor<B>, starts
         assert!(lines(backward).is_empty());
         // Read to the host only: no backward runs through the trajectory.
         assert_eq!(lines("println!(\"{}\", ret.into_scalar());"), vec![9]);
+        // The rewards collected into a `Vec` first (a loop that pushes them, or an iterator's
+        // `map(..).collect()`), and summed by a loop or by `reduce`: the same trajectory.
+        let sum_loop = "    let mut total = model.reward(states[0].clone());\n    for s in states.iter().skip(1) {\n        total = total + model.reward(s.clone());\n    }\n    total\n";
+        assert!(IMAGINED_RETURNS.contains(sum_loop));
+        let pushed = "    let mut rewards = Vec::new();\n    for s in states.iter().skip(1) { rewards.push(model.reward(s.clone())); }\n";
+        let collected =
+            "    let rewards: Vec<Tensor<B, 1>> = states.iter().skip(1).map(|s| model.reward(s.clone())).collect();\n";
+        let summed = "    let mut total = rewards[0].clone();\n    for r in rewards.into_iter().skip(1) { total = total + r; }\n    total\n";
+        let reduced = "    rewards.into_iter().reduce(|acc, r| acc + r).unwrap()\n";
+        for (collect, sum) in [(pushed, summed), (collected, summed), (pushed, reduced), (collected, reduced)] {
+            let src = IMAGINED_RETURNS.replace(sum_loop, &format!("{collect}{sum}"));
+            let lint = |used: &str| {
+                crate::rules::testing::lines("autodiff_forward_without_backward", &src.replace("USE", used))
+            };
+            assert!(lint(backward).is_empty(), "{collect}{sum}");
+            assert_eq!(lint("println!(\"{}\", ret.into_scalar());"), vec![9], "{collect}{sum}");
+        }
     }
 
     /// An A2C agent: `collect` runs the policy on every step and pushes the log-probabilities
