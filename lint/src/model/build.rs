@@ -1609,7 +1609,9 @@ impl Builder<'_> {
             pat_idents(&local.pat, &mut names);
             self.dim_locals.extend(names.into_iter().map(ToString::to_string));
         }
-        if !self.g.spec.param_map_methods.is_empty()
+        // (`.inner()` exists only where the function works on an autodiff backend.)
+        if self.g.autodiff
+            && !self.g.spec.param_map_methods.is_empty()
             && let Some(i) = init
             && let Expr::MethodCall(m) = strip_try(&i.expr)
             && common::LEAVE_AUTODIFF_METHODS.iter().any(|n| m.method == n)

@@ -850,15 +850,22 @@ impl StateAt {
     /// What a call keeps: a state in `self` computed from parameters counts where the call hands
     /// one of them a graph-carrying argument (`self.center.forward_train(&z)` with `z` a forward
     /// pass's output).
-    pub(super) fn at_call(mut self, g: &FnModel, args: &[ArgValue]) -> StateAt {
+    /// `after_backward`: the arguments (a bit each) of a call made after the caller's backward
+    /// that read values made before it (burn: see [`ArgsAfterBackward`]).
+    pub(super) fn at_call(mut self, g: &FnModel, args: &[ArgValue], after_backward: u64) -> StateAt {
         if self.self_via != 0
             && (0..64).filter(|k| self.self_via & (1 << k) != 0).any(|k| {
                 args.get(k).is_some_and(|a| {
                     a.reads.iter().any(|&n| {
                         // burn: an argument a backward of the caller consumes keeps only
-                        // bookkeeping in the state.
+                        // bookkeeping in the state, when the callee's ops on it are recorded
+                        // before that backward; recorded after it, on the consumed graph, they
+                        // stay for as long as the state holds them.
                         g.graph[n].taint.has(Taint::GRAPH)
-                            && !(g.framework_known && g.spec.graph_swept_by_backward && g.graph_meets_backward(n))
+                            && !(g.framework_known
+                                && g.spec.graph_swept_by_backward
+                                && after_backward & (1 << k) == 0
+                                && g.graph_meets_backward(n))
                     })
                 })
             })
@@ -1552,8 +1559,19 @@ impl FnModel {
     /// Nodes a backward's loss is computed from, through every edge: `mask[n]`; with
     /// `and_returns`, also the nodes the function's returned values are computed from.
     pub(super) fn upstream_of_losses(&self, and_returns: bool) -> Vec<bool> {
+        self.upstream_of(self.losses.iter().chain(&self.handed_losses), and_returns)
+    }
+
+    /// [`FnModel::upstream_of_losses`], from the values a backward runs on here or in a function
+    /// handed them as they are (`trainer.update(&mut opt, loss)` running `loss.backward()`), not
+    /// from what a callee's loss is merely computed from (a replay store it samples targets from).
+    pub(super) fn upstream_of_backwards(&self, and_returns: bool) -> Vec<bool> {
+        self.upstream_of(self.losses.iter().chain(&self.handed_backward), and_returns)
+    }
+
+    fn upstream_of<'a>(&self, roots: impl Iterator<Item = &'a NodeIndex>, and_returns: bool) -> Vec<bool> {
         let mut seen = vec![false; self.graph.node_count()];
-        let mut stack: Vec<NodeIndex> = self.losses.iter().chain(&self.handed_losses).copied().collect();
+        let mut stack: Vec<NodeIndex> = roots.copied().collect();
         if and_returns {
             stack.extend(self.returns.iter().copied());
         }
@@ -1837,7 +1855,11 @@ impl FnModel {
             if let Some(k) = self.params.iter().position(|p| *p == Some(n))
                 && k < 64
             {
-                mask |= 1 << k;
+                // A parameter whose type names the inner backend (`keys: Tensor<B::InnerBackend,
+                // 2>`) carries no graph, whatever a caller hands it.
+                if !self.inert_seeds.contains(&n) {
+                    mask |= 1 << k;
+                }
                 continue;
             }
             if matches!(self.graph[n].kind, NodeKind::Value(Producer::Plain | Producer::InertModel)) {

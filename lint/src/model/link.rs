@@ -226,8 +226,10 @@ pub fn link(
         return;
     }
     mark_plain_results(files, &resolved);
-    mark_backpropagated_results(files, &resolved);
+    // Losses handed to a callee first: a result handed to `trainer.update(&mut opt, loss)`,
+    // which runs the backward, is backpropagated.
     mark_handed_losses(files, &resolved);
+    mark_backpropagated_results(files, &resolved);
     note_bool_args(files, &resolved);
     follow_inert_models(files, &resolved);
     follow_inert_fields(files);
@@ -684,6 +686,18 @@ fn mark_stateful_calls(
         }
     };
     let bits = |p: u64| (0..64).filter(move |k| p & (1 << k) != 0);
+    // burn: the arguments of a call made after a backward that read what it consumed.
+    let after_backward = |g: &FnModel, ci: usize, forward: bool| -> u64 {
+        if forward {
+            return 0;
+        }
+        g.args_after_backward
+            .iter()
+            .filter(|(i, a)| *i == ci && !a.no_grad)
+            .flat_map(|(_, a)| a.args.iter().map(|&(k, _)| k))
+            .filter(|&k| k < 64)
+            .fold(0, |m, k| m | 1 << k)
+    };
     // The gate a call's state is kept behind in the caller: the caller's own `bool` parameter
     // handed on as the callee's gate (`block.forward_native(x, state, training)` inside `fn
     // forward_lm(.., training: bool)`), or the caller's branch the call sits on.
@@ -719,7 +733,7 @@ fn mark_stateful_calls(
         for ((caller, ci, callees), forward) in calls() {
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
-            let callee = kept(&state, callees).at_call(g, &site.args);
+            let callee = kept(&state, callees).at_call(g, &site.args, after_backward(g, *ci, forward));
             if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
                 continue;
             }
@@ -804,7 +818,7 @@ fn mark_stateful_calls(
     for ((caller, ci, callees), forward) in calls() {
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
-        let callee = kept(&state, callees).at_call(g, &site.args);
+        let callee = kept(&state, callees).at_call(g, &site.args, after_backward(g, *ci, forward));
         if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
             continue;
         }
@@ -1429,13 +1443,13 @@ fn mark_backpropagated_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], re
         for (caller, ci, callees) in resolved {
             let g = &files[caller.0].1[caller.1];
             let through_result = g.result_backpropagated;
-            if g.losses.is_empty() && !through_result {
+            if g.losses.is_empty() && g.handed_backward.is_empty() && !through_result {
                 continue;
             }
             let i = match masks.iter().position(|(id, r, _)| id == caller && *r == through_result) {
                 Some(i) => i,
                 None => {
-                    masks.push((*caller, through_result, g.upstream_of_losses(through_result)));
+                    masks.push((*caller, through_result, g.upstream_of_backwards(through_result)));
                     masks.len() - 1
                 }
             };

@@ -87,9 +87,12 @@ still holds. So is a running statistic a method of the crate keeps in its receiv
 per training step, of a forward no backward consumes: a dashboard's smoothed Q computed by
 `self.track_q(obs, act)` after the update (`self.q_ema = self.q_ema.clone() * 0.99 + q * 0.01`,
 `q` a forward of the critic), or an EMA codebook handed a fresh encoder pass after the step
-(`self.book.update(self.ae.encode(x), onehot)`). A statistic of what the loss was computed from,
-or a state the method hands back to its caller (a recurrent cell's output), is swept with the
-graph. burn 0.12 and older, whose tensors own their graphs, are checked like candle.
+(`self.book.update(self.ae.encode(x), onehot)`). A statistic of what the loss was computed from, kept
+before the backward, or a state the method hands back to its caller (a recurrent cell's output),
+is swept with the graph; kept by a call made after the backward (`self.metrics.update(&forecast,
+&y)` summing `(forecast - y).abs().mean()` into a field), the callee's ops hang on the consumed
+graph and the state keeps them, with what they saved, for good. A parameter typed on the inner
+backend (`keys: Tensor<B::InnerBackend, 2>`) carries no graph. burn 0.12 and older, whose tensors own their graphs, are checked like candle.
 
 ### Example
 ```rust
@@ -659,13 +662,23 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 pub struct Stats<B: Backend> { pub mean: Tensor<B, 1> }
+impl<B: Backend> Net<B> {
+    pub fn embed(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.forward(x) }
+}
 impl<B: Backend> Stats<B> {
     pub fn observe(&mut self, z: Tensor<B, 2>) {
         self.mean = self.mean.clone() * 0.99 + z.mean_dim(0).squeeze(0) * 0.01;
     }
 }
-pub struct Agent<B: AutodiffBackend> { net: Net<B>, probe: Tensor<B, 2>, q_ema: Tensor<B, 1>, stats: Stats<B> }
+pub struct Agent<B: AutodiffBackend> {
+    net: Net<B>, probe: Tensor<B, 2>, q_ema: Tensor<B, 1>, stats: Stats<B>,
+    key: Net<B::InnerBackend>, queue: Option<Tensor<B::InnerBackend, 2>>,
+}
 impl<B: AutodiffBackend> Agent<B> {
+    fn enqueue(&mut self, keys: Tensor<B::InnerBackend, 2>) {
+        let q = match self.queue.take() { None => keys, Some(q) => Tensor::cat(vec![keys, q], 0) };
+        self.queue = Some(q.slice([0..4096]));
+    }
     fn track(&mut self) {
         let q = self.net.forward(self.probe.clone()).mean();
         self.q_ema = self.q_ema.clone() * 0.99 + q * 0.01;
@@ -673,6 +686,7 @@ impl<B: AutodiffBackend> Agent<B> {
     pub fn update(&mut self, x: Tensor<B, 2>, optim: &mut impl Optimizer<Net<B>, B>) -> f32 {
         let out = self.net.forward(x.clone());
         let loss = out.clone().mean();
+        BEFORE
         let grads = GradientsParams::from_grads(loss.backward(), &self.net);
         self.net = optim.step(1e-3, self.net.clone(), grads);
         AFTER
@@ -683,16 +697,23 @@ impl<B: AutodiffBackend> Agent<B> {
 
     #[test]
     fn burn_running_statistics_of_forwards_no_backward_consumes_are_kept() {
-        let lines = |after: &str| {
-            crate::rules::testing::lines("accumulated_loss_tensor", &EMA_KEPT_BURN.replace("AFTER", after))
+        let at = |before: &str, after: &str| {
+            let src = EMA_KEPT_BURN.replace("BEFORE", before).replace("AFTER", after);
+            crate::rules::testing::lines("accumulated_loss_tensor", &src)
         };
+        let lines = |after: &str| at("", after);
         // Kept in `self` by a method of its own that runs the forward.
-        assert_eq!(lines("self.track();"), vec![22]);
+        assert_eq!(lines("self.track();"), vec![33]);
         // Kept in a field's state from a fresh forward handed in.
-        assert_eq!(lines("self.stats.observe(self.net.forward(x));"), vec![22]);
-        // Of what the loss was computed from: the backward swept it (bookkeeping only).
-        assert!(lines("self.stats.observe(out);").is_empty());
+        assert_eq!(lines("self.stats.observe(self.net.forward(x));"), vec![33]);
+        // A queue of what a parameter typed on the inner backend receives keeps no graph.
+        assert!(lines("self.enqueue(self.key.embed(x.inner()));").is_empty());
+        // Of what the loss was computed from, before the backward: swept with it.
+        assert!(at("self.stats.observe(out.clone());", "").is_empty());
         assert!(lines("").is_empty());
+        // The same after the backward: the callee's ops hang on the consumed graph, and the
+        // state keeps them (and what they saved) for good.
+        assert_eq!(lines("self.stats.observe(out);"), vec![33]);
     }
 
     #[test]

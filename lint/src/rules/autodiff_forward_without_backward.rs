@@ -4103,6 +4103,10 @@ pub fn train<B: AutodiffBackend>(model: Dynamics<B>, mut actor: Actor<B>, starts
         };
         let backward = "let grads = GradientsParams::from_grads(ret.mean().neg().backward(), &actor); actor = optim.step(1e-3, actor, grads);";
         assert!(lines(backward).is_empty());
+        // Handed to a function that runs the backward on it as it is.
+        let apply = "\npub fn apply<B: AutodiffBackend, O: Optimizer<Actor<B>, B>>(actor: Actor<B>, optim: &mut O, loss: Tensor<B, 1>) -> Actor<B> {\n    let grads = GradientsParams::from_grads(loss.backward(), &actor);\n    optim.step(1e-3, actor, grads)\n}\n";
+        let handed = IMAGINED_RETURNS.replace("USE", "actor = apply(actor, &mut optim, ret.mean().neg());") + apply;
+        assert!(crate::rules::testing::lines("autodiff_forward_without_backward", &handed).is_empty());
         // Read to the host only: no backward runs through the trajectory.
         assert_eq!(lines("println!(\"{}\", ret.into_scalar());"), vec![9]);
         // The rewards collected into a `Vec` first (a loop that pushes them, or an iterator's
