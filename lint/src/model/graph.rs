@@ -1780,7 +1780,10 @@ impl FnModel {
         let swept = self.framework_known && self.spec.graph_swept_by_backward;
         for (edge, value, target, how, span) in self.stores() {
             // Its own stores: one made inside a called function is that function's.
-            if self.through(edge).is_some() || !matches!(how, Store::Assign | Store::Fold) {
+            // burn: a push into a field of `self` keeps what it pushes (a metrics log); whether
+            // some method empties that field is asked at the calls (`mark_stateful_calls`).
+            let pushed = swept && how == Store::Push;
+            if self.through(edge).is_some() || !(matches!(how, Store::Assign | Store::Fold) || pushed) {
                 continue;
             }
             let Some(b) = self.binding_of(target) else { continue };
@@ -1788,7 +1791,7 @@ impl FnModel {
                 // A running statistic of what the caller hands in (`self.running = ..z..`).
                 if self.bindings[b].kind == BindingKind::SelfField
                     && !self.params.is_empty()
-                    && self.computed_from_binding(value, b, target)
+                    && (pushed || self.computed_from_binding(value, b, target))
                 {
                     let via = self.params_feeding(value);
                     if via != 0 {

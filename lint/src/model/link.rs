@@ -655,9 +655,28 @@ fn mark_stateful_calls(
     let mut kept_at: HashMap<FnId, KeptAt> = HashMap::default();
     // Every field each function keeps its state in on every call (see `StateCall::kept_fields`).
     let mut kept_fields: HashMap<FnId, Vec<String>> = HashMap::default();
+    // burn: the fields each type's methods empty (a log that `take_log()` drains keeps nothing
+    // for good), asked only of types whose methods keep a state.
+    let mut emptied: HashMap<&str, Vec<String>> = HashMap::default();
     for (fi, (file, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
             let (at, at_span, fields) = g.keeps_graph_state();
+            if at.any()
+                && g.framework_known
+                && g.spec.graph_swept_by_backward
+                && let Some(owner) = g.owner.as_deref()
+            {
+                // Only for what it pushes: a running sum some reset empties still chains until then.
+                let pushed = |field: &String| {
+                    g.stores().any(|(_, _, target, how, _)| {
+                        how == Store::Push && g.binding_of(target).is_some_and(|b| g.bindings[b].name == *field)
+                    })
+                };
+                let gone = emptied.entry(owner).or_insert_with(|| emptied_by_type(files, owner));
+                if fields.iter().any(|f| pushed(f) && gone.contains(f)) {
+                    continue;
+                }
+            }
             if !fields.is_empty() {
                 kept_fields.insert((fi, gi), fields);
             }

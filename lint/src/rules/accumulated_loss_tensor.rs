@@ -91,7 +91,9 @@ per training step, of a forward no backward consumes: a dashboard's smoothed Q c
 before the backward, or a state the method hands back to its caller (a recurrent cell's output),
 is swept with the graph; kept by a call made after the backward (`self.metrics.update(&forecast,
 &y)` summing `(forecast - y).abs().mean()` into a field), the callee's ops hang on the consumed
-graph and the state keeps them, with what they saved, for good. A parameter typed on the inner
+graph and the state keeps them, with what they saved, for good. The same holds for a log a
+method pushes such values into (`self.dice.push(soft_dice(logits, mask))` called after the
+backward), unless some method of its type empties that log. A parameter typed on the inner
 backend (`keys: Tensor<B::InnerBackend, 2>`) carries no graph. burn 0.12 and older, whose tensors own their graphs, are checked like candle.
 
 ### Example
@@ -661,11 +663,13 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>, mut
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
-pub struct Stats<B: Backend> { pub mean: Tensor<B, 1> }
+pub struct Stats<B: Backend> { pub mean: Tensor<B, 1>, pub log: Vec<Tensor<B, 1>> }
 impl<B: Backend> Net<B> {
     pub fn embed(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.forward(x) }
 }
 impl<B: Backend> Stats<B> {
+    pub fn record(&mut self, z: Tensor<B, 2>) { self.log.push(z.mean()); }
+    DRAIN
     pub fn observe(&mut self, z: Tensor<B, 2>) {
         self.mean = self.mean.clone() * 0.99 + z.mean_dim(0).squeeze(0) * 0.01;
     }
@@ -698,14 +702,14 @@ impl<B: AutodiffBackend> Agent<B> {
     #[test]
     fn burn_running_statistics_of_forwards_no_backward_consumes_are_kept() {
         let at = |before: &str, after: &str| {
-            let src = EMA_KEPT_BURN.replace("BEFORE", before).replace("AFTER", after);
+            let src = EMA_KEPT_BURN.replace("BEFORE", before).replace("AFTER", after).replace("DRAIN", "");
             crate::rules::testing::lines("accumulated_loss_tensor", &src)
         };
         let lines = |after: &str| at("", after);
         // Kept in `self` by a method of its own that runs the forward.
-        assert_eq!(lines("self.track();"), vec![33]);
+        assert_eq!(lines("self.track();"), vec![35]);
         // Kept in a field's state from a fresh forward handed in.
-        assert_eq!(lines("self.stats.observe(self.net.forward(x));"), vec![33]);
+        assert_eq!(lines("self.stats.observe(self.net.forward(x));"), vec![35]);
         // A queue of what a parameter typed on the inner backend receives keeps no graph.
         assert!(lines("self.enqueue(self.key.embed(x.inner()));").is_empty());
         // Of what the loss was computed from, before the backward: swept with it.
@@ -713,7 +717,15 @@ impl<B: AutodiffBackend> Agent<B> {
         assert!(lines("").is_empty());
         // The same after the backward: the callee's ops hang on the consumed graph, and the
         // state keeps them (and what they saved) for good.
-        assert_eq!(lines("self.stats.observe(out);"), vec![33]);
+        assert_eq!(lines("self.stats.observe(out);"), vec![35]);
+        // Pushed into a log after the backward: kept for good, unless a method drains the log.
+        assert_eq!(lines("self.stats.record(out);"), vec![35]);
+        assert!(at("self.stats.record(out.clone());", "").is_empty());
+        let drained = EMA_KEPT_BURN
+            .replace("BEFORE", "")
+            .replace("AFTER", "self.stats.record(out);")
+            .replace("DRAIN", "pub fn drain(&mut self) -> Vec<Tensor<B, 1>> { std::mem::take(&mut self.log) }");
+        assert!(crate::rules::testing::lines("accumulated_loss_tensor", &drained).is_empty());
     }
 
     #[test]
