@@ -1841,8 +1841,12 @@ impl FnModel {
     /// hands a graph-carrying value back to its caller, a recurrent cell's output the caller's
     /// loss is computed from).
     fn swept_kept_value(&self, value: NodeIndex) -> bool {
-        (!self.returns_plain && self.returns.iter().any(|&n| self.graph[n].taint.has(Taint::GRAPH)))
-            || self.graph_meets_backward(value)
+        self.returns_graph() || self.graph_meets_backward(value)
+    }
+
+    /// Whether the function hands a graph-carrying value back to its caller.
+    pub(super) fn returns_graph(&self) -> bool {
+        !self.returns_plain && self.returns.iter().any(|&n| self.graph[n].taint.has(Taint::GRAPH))
     }
 
     /// The parameters (a bit each) `value` is computed from along values that keep a graph (not

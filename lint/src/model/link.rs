@@ -3114,7 +3114,7 @@ impl<'a> Index<'a> {
 
 /// The summary of one function from its (propagated) graph.
 fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
-    let returns_graph = !g.returns_plain && g.returns.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH));
+    let returns_graph = g.returns_graph();
     let kinds = |k: TrainingCallKind| g.calls.iter().any(|c| c.kind == k);
     let runs_backward = kinds(TrainingCallKind::Backward) || kinds(TrainingCallKind::BackwardStep);
     let backward_waits = runs_backward
