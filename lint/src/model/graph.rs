@@ -1675,6 +1675,21 @@ impl FnModel {
         (self.bindings[b].kind == BindingKind::SelfField && apart.iter().any(|f| f == name)).then_some(name)
     }
 
+    /// The field in which forward `e` (a call of a method of the crate) keeps its graph-carrying
+    /// outputs for good (see [`VocabCall::kept_for_good`]), when that matters here: the model is
+    /// autodiff, this is not a test, and the call runs in a training iteration on a receiver that
+    /// outlives it (a monitor's `self.history.push(drift)`, called once per step). The one
+    /// answer both `autodiff_forward_without_backward`, which reports it, and
+    /// `accumulated_loss_tensor`, which leaves such a call to it, ask.
+    pub fn forward_kept_for_good<'e>(&self, e: &'e VocabCall) -> Option<&'e str> {
+        let field = e.kept_for_good()?;
+        let it = self.iteration_of(e.in_loop())?;
+        ((self.autodiff() || e.autodiff_model())
+            && !self.is_test()
+            && e.receiver().and_then(|r| self.receiver_binding(r)).is_some_and(|b| self.outlives(b, it)))
+        .then_some(field)
+    }
+
     /// The fields of `self` (`self.network`) a forward runs on whose output a backward of this
     /// function runs through.
     pub(super) fn self_fields_backpropagated(&self) -> Vec<&str> {

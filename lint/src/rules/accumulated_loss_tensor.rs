@@ -280,11 +280,7 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>, folds_at: &[Span]) {
         // good (`autodiff_forward_without_backward`): one finding per call.
         if folds_at.contains(span)
             || (f.spec().graph_swept_by_backward
-                && f.calls_of(CallKind::Forward).any(|e| {
-                    e.span() == span
-                        && e.kept_for_good().is_some()
-                        && e.receiver().and_then(|r| f.receiver_binding(r)).is_some()
-                }))
+                && f.calls_of(CallKind::Forward).any(|e| e.span() == span && f.forward_kept_for_good(e).is_some()))
         {
             continue;
         }

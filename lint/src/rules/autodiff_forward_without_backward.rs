@@ -221,12 +221,7 @@ impl Rule for AutodiffForwardWithoutBackward {
             // empties (a monitor's log, a running mean of outputs), called in a training
             // iteration on a receiver that outlives it: no backward consumes those graphs, and
             // the store frees none a value still holds.
-            if let Some(field) = e.kept_for_good()
-                && (f.autodiff() || e.autodiff_model())
-                && !f.is_test()
-                && let Some(it) = f.iteration_of(e.in_loop())
-                && e.receiver().and_then(|r| f.receiver_binding(r)).is_some_and(|b| f.outlives(b, it))
-            {
+            if let Some(field) = f.forward_kept_for_good(e) {
                 report_kept(f, cx, e, field);
                 continue;
             }
