@@ -235,12 +235,14 @@ fn only_before(req: &cargo_metadata::semver::VersionReq, minor: u64) -> bool {
 }
 
 /// The era of burn's graph store that every release `req` allows is in: before 0.13 (no store),
-/// 0.13 to 0.18 (one graph), else the newest.
+/// 0.13 to 0.18 (one graph), 0.19 to 0.21 (components, backends in types), else the newest.
 fn burn_era(req: &cargo_metadata::semver::VersionReq) -> BurnEra {
     if only_before(req, 13) {
         BurnEra::BeforeGraphStore
     } else if only_before(req, 19) {
         BurnEra::OneGraph
+    } else if only_before(req, 22) {
+        BurnEra::TypedBackends
     } else {
         BurnEra::Components
     }
@@ -484,9 +486,12 @@ mod tests {
         assert_eq!(era("0.13"), BurnEra::OneGraph);
         assert_eq!(era("=0.18.0"), BurnEra::OneGraph);
         assert_eq!(era(">=0.15, <0.19"), BurnEra::OneGraph);
-        assert_eq!(era("0.19"), BurnEra::Components);
-        assert_eq!(era("=0.21.0"), BurnEra::Components);
-        assert_eq!(era(">=0.10"), BurnEra::Components, "a requirement that allows 0.19 or later is the newest");
+        assert_eq!(era("0.19"), BurnEra::TypedBackends);
+        assert_eq!(era("=0.21.0"), BurnEra::TypedBackends);
+        assert_eq!(era(">=0.19, <0.22"), BurnEra::TypedBackends);
+        assert_eq!(era("0.22"), BurnEra::Components);
+        assert_eq!(era(">=0.21"), BurnEra::Components, "a requirement that allows 0.22 or later is the newest");
+        assert_eq!(era(">=0.10"), BurnEra::Components);
         assert_eq!(era("*"), BurnEra::Components);
     }
 }

@@ -10,11 +10,14 @@ pub(super) static SPEC: Spec = BURN;
 /// burn before 0.13: each tensor owns its part of the graph, which is freed with the tensors;
 /// there is no process-wide store for forwards without backward, or ops after it, to fill.
 pub(super) static SPEC_BEFORE_GRAPH_STORE: Spec =
-    Spec { graph_swept_by_backward: false, untrained_graphs_kept: false, ..BURN };
+    Spec { graph_swept_by_backward: false, untrained_graphs_kept: false, autodiff_device_method: None, ..BURN };
 
 /// burn 0.13 to 0.18: one graph for all tensors, cleared as a whole by any backward, so the
 /// forwards of a module no backward trains are swept with the rest.
-pub(super) static SPEC_ONE_GRAPH: Spec = Spec { untrained_graphs_kept: false, ..BURN };
+pub(super) static SPEC_ONE_GRAPH: Spec = Spec { untrained_graphs_kept: false, autodiff_device_method: None, ..BURN };
+
+/// burn 0.19 to 0.21: the store of 0.22, with backends named in types and no `device.autodiff()`.
+pub(super) static SPEC_TYPED_BACKENDS: Spec = Spec { autodiff_device_method: None, ..BURN };
 
 const BURN: Spec = Spec {
     name: "burn",
@@ -44,6 +47,7 @@ const BURN: Spec = Spec {
     graph_swept_by_backward: true,
     untrained_graphs_kept: true,
     graph_from_input_tape: false,
+    autodiff_device_method: Some(super::common::AUTODIFF_DEVICE_METHOD),
     param_read_methods: &["val"],
     param_map_methods: &["map"],
     param_rebuild: &[("initialized", false), ("from_tensor", true), ("from", true), ("from_mapped_value", false)],

@@ -33,6 +33,7 @@ pub(super) static SPEC: Spec = Spec {
     graph_swept_by_backward: false,
     untrained_graphs_kept: false,
     graph_from_input_tape: true,
+    autodiff_device_method: None,
     param_read_methods: &[],
     param_map_methods: &[],
     param_rebuild: &[],

@@ -32,8 +32,12 @@ pub enum BurnEra {
     BeforeGraphStore,
     /// 0.13 to 0.18: one store for every graph, cleared as a whole by any backward.
     OneGraph,
-    /// 0.19 on (and any requirement that allows it): graphs kept per connected component; a
-    /// backward sweeps only the components its loss reaches.
+    /// 0.19 to 0.21: graphs kept per connected component, as below; backends are types
+    /// (`Autodiff<NdArray>`), and devices have no `autodiff()`.
+    TypedBackends,
+    /// 0.22 on (and any requirement that allows it): graphs kept per connected component; a
+    /// backward sweeps only the components its loss reaches. The device says whether a tensor
+    /// is tracked (`device.autodiff()`).
     #[default]
     Components,
 }
@@ -71,6 +75,7 @@ impl Framework {
         match era {
             BurnEra::BeforeGraphStore => Framework(&burn::SPEC_BEFORE_GRAPH_STORE),
             BurnEra::OneGraph => Framework(&burn::SPEC_ONE_GRAPH),
+            BurnEra::TypedBackends => Framework(&burn::SPEC_TYPED_BACKENDS),
             BurnEra::Components => self,
         }
     }
@@ -218,6 +223,10 @@ pub struct Spec {
     /// The graph travels in the input tensors, not in the model (dfdx: a tape is attached to an
     /// input with `trace`/`traced`): a forward pass records one only when handed a traced input.
     pub graph_from_input_tape: bool,
+    /// Whether a tensor is tracked is a property of its device, made with a method of the
+    /// device (burn 0.22: `device.autodiff()`; its types name no backend): the method's name.
+    /// `None` where types say it (burn 0.21 and older, whose manifests exclude 0.22).
+    pub autodiff_device_method: Option<&'static str>,
     /// Methods that give a parameter's tensor (burn `param.val()`).
     pub param_read_methods: &'static [&'static str],
     /// Methods that rewrite a parameter through a closure over its tensor (burn `param.map(|t| …)`).

@@ -305,6 +305,7 @@ impl Items<'_> {
         }
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
         if self.autodiff_by_type()
+            && self.spec.autodiff_device_method.is_some()
             && self.crate_fns.makes_autodiff_device
             && crate::spans::text_contains(
                 crate::spans::byte_range(block.brace_token.span.open()).start
@@ -3114,8 +3115,9 @@ impl Builder<'_> {
             self.g.untracks_models = true;
             return Val { producer: Producer::InertModel, ..args };
         }
-        if name == common::AUTODIFF_DEVICE_METHOD && argc == 0 {
-            // burn 0.22: `device.autodiff()` makes an autodiff device.
+        if argc == 0 && self.g.spec.autodiff_device_method == Some(name.as_str()) {
+            // burn 0.22: `device.autodiff()` makes an autodiff device (not a method of that
+            // name in a crate on burn 0.21 or older, whose devices have none).
             self.g.autodiff = true;
             self.g.autodiff_device = true;
         }

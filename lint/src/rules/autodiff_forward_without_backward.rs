@@ -98,7 +98,8 @@ autodiff when one of the crate's calls instantiates it with an autodiff backend 
 caller that does not hand it `model.valid()`, or `evaluate::<TrainingBackend>(..)`; a test does
 not count: it runs once and ends); the finding then names that call. With burn 0.22, whose types
 name no backend, a function that is not generic counts as autodiff when a caller on an autodiff
-device (`device.autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`); not a call that
+device (`device.autodiff()`; not in a crate whose manifest requires burn 0.21 or older, whose
+devices have no `autodiff()`) hands it a model (`embed_bank(&encoder, &bank)`); not a call that
 hands only the plain device and literals (`infer(device, "model.mpk")`), nor a model made
 untracked where it is bound (`let model = train(&cfg, &ad).valid();`). A loop whose every loop, from
 it outwards in its function, has a literal bound of at most 32 (`for i in 0..5 { println!(..,
@@ -3181,6 +3182,18 @@ fn main() {
     fn reports_a_helper_handed_a_model_on_an_autodiff_device() {
         let src = DEVICE_HELPER.replace("DEVICE", "Default::default().autodiff()");
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src), vec![7]);
+        // A crate whose manifest requires burn 0.21 or older: its devices have no `autodiff()`,
+        // so a method of that name is the crate's own.
+        let lint = |era| {
+            let linter = crate::Linter { burn_era: era, ..crate::Linter::new(crate::Levels::default()) };
+            linter
+                .lint_text(std::path::Path::new("src/main.rs"), &src, None)
+                .iter()
+                .filter(|f| f.rule == "autodiff_forward_without_backward")
+                .count()
+        };
+        assert_eq!(lint(crate::BurnEra::Components), 1);
+        assert_eq!(lint(crate::BurnEra::TypedBackends), 0);
         // The helper handed the model without autodiff.
         let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
         assert_ne!(valid, src);
