@@ -2885,7 +2885,8 @@ impl Builder<'_> {
         let spec = self.g.spec;
         if spec.param_read_methods.contains(&name) && argc == 0 {
             let recv = self.expr(&m.receiver);
-            let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, 0..0);
+            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, span);
             self.g.param_reads.push(n);
             return Some(Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false });
         }

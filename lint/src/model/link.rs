@@ -3155,6 +3155,17 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         && g.opaque_calls.is_empty()
         && g.calls_of(super::graph::CallKind::Forward)
             .any(|e| counted(&e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))));
+    // burn: a model's method that computes a tensor from the parameters' tensors it reads
+    // (`layer.weight.val()` in a hand-written masked linear layer, `fn logits(&self, x)` with no
+    // `forward` call) is a forward pass of that model all the same.
+    let param_forward = !forwards
+        && !runs_backward
+        && g.opaque_calls.is_empty()
+        && g.owner_is_model
+        && g.returns_tensor
+        && !g.param_reads.is_empty()
+        && g.spec.graph_swept_by_backward;
+    let forwards = forwards || param_forward;
     // Reported where they run: in a loop here (no backward anywhere in the function), or
     // inside a called function that reports them; model methods that return tensors are left
     // to their callers and report nothing.
@@ -3174,6 +3185,13 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         Some(at) => Some(at.clone()),
         None if e.via.is_none() => Some(super::graph::At(file.clone(), file.line(e.span.start))),
         None => None,
+    });
+    // Where a forward of parameter reads runs: the first read.
+    let forward_at = forward_at.or_else(|| {
+        param_forward
+            .then(|| g.param_reads.iter().map(|&n| g.graph[n].span.start).min())
+            .flatten()
+            .map(|start| super::graph::At(file.clone(), file.line(start)))
     });
     let forward_via = first_forward
         .filter(|e| e.forward_at.is_some())

@@ -17,7 +17,9 @@ pub static META: RuleMeta = RuleMeta {
 In burn code that works on an autodiff backend (`B: AutodiffBackend`, `Autodiff<_>`, or a device
 from `device.autodiff()`), finds forward passes inside a loop that runs no backward — rollouts,
 `act()` in reinforcement-learning agents, evaluation — directly or through a function of the
-crate that runs such a forward (`agent.act(obs)`). A loop with several such forward passes is one
+crate that runs such a forward (`agent.act(obs)`; a method of a model that computes a tensor from
+the parameters' tensors it reads, `x.matmul(layer.weight.val() * mask)` in a hand-written layer
+with no `forward` call, is one too). A loop with several such forward passes is one
 finding, at the first, with the others labelled. A model's own method that runs its forward
 passes in a loop of its own and returns the result (`model.sample(n)`: a denoising or generation
 loop that feeds each step's output back) is reported where it is called on an autodiff model
@@ -3197,6 +3199,56 @@ fn main() {
         // The helper handed the model without autodiff.
         let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
         assert_ne!(valid, src);
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+    }
+
+    /// A model with no `forward`: its methods compute from the parameters' tensors they read
+    /// (`layer.weight.val()`), as a hand-written masked layer does.
+    const PARAM_READS: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+#[derive(Module, Debug)]
+pub struct Made<B: Backend> { inp: Linear<B>, out: Linear<B> }
+impl<B: Backend> Made<B> {
+    fn masked(&self, layer: &Linear<B>, x: Tensor<B, 2>, mask: Tensor<B, 2>) -> Tensor<B, 2> {
+        x.matmul(layer.weight.val() * mask)
+    }
+    pub fn logits(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let h = self.masked(&self.inp, x.clone(), mask(&x.device()));
+        self.masked(&self.out, h, mask(&x.device()))
+    }
+}
+fn train<AB: AutodiffBackend>(device: &AB::Device) -> Made<AB> {
+    let mut model = Made::new(device);
+    let mut optim = AdamConfig::new().init();
+    for _ in 0..1000 {
+        let loss = model.logits(batch(device)).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+    }
+    model
+}
+fn sample<B: Backend>(model: &Made<B>, device: &B::Device, n: usize) -> Vec<f32> {
+    let mut canvas = Tensor::<B, 2>::zeros([1, 64], device);
+    for _ in 0..n {
+        canvas = canvas + model.logits(canvas.clone());
+    }
+    canvas.into_data().to_vec().unwrap()
+}
+fn main() {
+    let device = Default::default();
+    let model = train::<Autodiff<NdArray>>(&device);
+    println!("{:?}", sample(HANDED, &device, 10_000));
+}
+"#;
+
+    #[test]
+    fn a_model_method_that_computes_from_parameter_reads_is_a_forward_pass() {
+        let src = PARAM_READS.replace("HANDED", "&model");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src), vec![30]);
+        let valid = PARAM_READS.replace("HANDED", "&model.valid()");
         assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
     }
 
