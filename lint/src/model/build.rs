@@ -364,6 +364,11 @@ impl Items<'_> {
                         if self.known && self.spec.variable_type.is_some_and(|t| ty.as_deref() == Some(t)) {
                             b.params.push(v);
                         }
+                        if self.known
+                            && self.spec.variable_type.is_some_and(|t| element_type_name(&pt.ty).as_deref() == Some(t))
+                        {
+                            b.variable_lists.push(ident.to_string());
+                        }
                         first.get_or_insert(v);
                     }
                     b.g.params.push(first);
@@ -496,6 +501,9 @@ struct Builder<'c> {
     nested_items: Vec<syn::Item>,
     /// Value nodes produced by parameter constructors (`Var::new`): ops on them carry a graph.
     params: Vec<NodeIndex>,
+    /// Parameters that hold trainable variables (`vars: &[Var]`, candle): an element a loop draws
+    /// from one is a variable (`for (s, v) in shadows.iter_mut().zip(vars)`).
+    variable_lists: Vec<String>,
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
@@ -714,6 +722,7 @@ impl Builder<'_> {
             depth: 0,
             nested_items: Vec::new(),
             params: Vec::new(),
+            variable_lists: Vec::new(),
             backward_marks: vec![None],
             leaving: 0,
             aliases: Vec::new(),
@@ -2206,6 +2215,13 @@ impl Builder<'_> {
                     let first = s.g.bindings.len();
                     s.bind_pat(&f.pat, iter, pat_span);
                     s.g.loops[id].pattern = first..s.g.bindings.len();
+                    if let Some(name) = s.variable_element(&f.expr, &f.pat)
+                        && let Some(slot) = s.lookup(&name)
+                        && s.env[slot].0 >= first
+                    {
+                        let node = s.env[slot].1;
+                        s.params.push(node);
+                    }
                     if let Some(owner) = mut_owner {
                         s.mut_elements.extend((first..s.g.bindings.len()).map(|b| (b, owner)));
                     }
@@ -2486,6 +2502,44 @@ impl Builder<'_> {
             v.guard_fields = self.guard_fields.clone();
             v.closure = self.closure_stack.last().map(|&(c, _, _)| c);
             self.g.vocab_calls.push(v);
+        }
+    }
+
+    /// candle: the binding of `pat` that takes the elements of a parameter holding trainable
+    /// variables, walked beside places written in turn (the second of
+    /// `shadows.iter_mut().zip(vars)`).
+    fn variable_element(&self, iter: &Expr, pat: &Pat) -> Option<String> {
+        if self.variable_lists.is_empty() {
+            return None;
+        }
+        let is_list = |e: &Expr| {
+            let e = match strip_parens(e) {
+                Expr::MethodCall(m) if m.method == "iter" && m.args.is_empty() => &*m.receiver,
+                Expr::Reference(r) => &*r.expr,
+                e => e,
+            };
+            matches!(strip_parens(e), Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.variable_lists.iter().any(|v| i == v)))
+        };
+        let ident = |p: &Pat| match strip_pat_type(p) {
+            Pat::Ident(i) => Some(i.ident.to_string()),
+            _ => None,
+        };
+        // Only beside places written in turn (`shadows.iter_mut()`): a blend of each element with
+        // its variable. A plain walk over the variables (`for v in vars { grads.remove(v) }`)
+        // is bookkeeping more often than arithmetic.
+        match strip_parens(iter) {
+            Expr::MethodCall(m)
+                if m.method == "zip"
+                    && m.args.len() == 1
+                    && is_list(&m.args[0])
+                    && matches!(strip_parens(&m.receiver), Expr::MethodCall(r) if r.method == "iter_mut") =>
+            {
+                match strip_pat_type(pat) {
+                    Pat::Tuple(t) if t.elems.len() == 2 => ident(&t.elems[1]),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
@@ -5507,6 +5561,27 @@ fn type_name(ty: &syn::Type) -> Option<String> {
         }
         syn::Type::Reference(r) => type_name(&r.elem),
         syn::Type::Paren(p) => type_name(&p.elem),
+        _ => None,
+    }
+}
+
+/// The element type's name of a slice, array or `Vec` type (`&[Var]`, `Vec<Var>`, `[Var; 2]`).
+fn element_type_name(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Reference(r) => element_type_name(&r.elem),
+        syn::Type::Paren(p) => element_type_name(&p.elem),
+        syn::Type::Slice(s) => type_name(&s.elem),
+        syn::Type::Array(a) => type_name(&a.elem),
+        syn::Type::Path(p) => {
+            let last = p.path.segments.last()?;
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) if last.ident == "Vec" => match a.args.first()? {
+                    syn::GenericArgument::Type(inner) => type_name(inner),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
         _ => None,
     }
 }

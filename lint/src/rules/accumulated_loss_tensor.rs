@@ -57,7 +57,9 @@ element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index
 any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
 the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`), and a
 running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
-m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output), and a state updated on
+m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output), shadow copies a mean
+teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
+*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), and a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`). A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
 `clear_buffers()` that empties a window buffer leaves the recurrent state beside it chaining,
@@ -458,6 +460,46 @@ fn summand_after<'t>(text: &'t str, acc: &str) -> Option<&'t str> {
 #[cfg(test)]
 mod tests {
     use super::super::testing::count;
+
+    /// A mean teacher (candle): shadow copies blended from the student's variables, handed as a
+    /// slice of `Var`s, in a method called once per training step.
+    const EMA_OF_VARS: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Shadow { shadows: Vec<Tensor>, decay: f64 }
+impl Shadow {
+    pub fn update(&mut self, vars: VARS) -> Result<()> {
+        for (shadow, var) in self.shadows.iter_mut().zip(vars) {
+            *shadow = ((&*shadow * self.decay)? + (var.as_tensor() * (1.0 - self.decay))?)?;
+        }
+        Ok(())
+    }
+}
+pub fn train(dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let model = linear(4, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+    let vars = vm.all_vars();
+    let mut opt = SGD::new(vars.clone(), 0.05)?;
+    let mut ema = Shadow { shadows: vars.iter().map(|v| v.as_tensor().copy()).collect::<Result<_>>()?, decay: 0.99 };
+    for _ in 0..10_000 {
+        let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), dev)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        ema.update(&vars)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_ema_of_a_slice_of_variables_chains_every_update() {
+        for vars in ["&[Var]", "&Vec<Var>"] {
+            let src = EMA_OF_VARS.replace("VARS", vars);
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![22], "{vars}");
+        }
+        // Blended from a slice of plain tensors (detached copies): nothing is tracked.
+        let plain = EMA_OF_VARS.replace("VARS", "&[Tensor]").replace("var.as_tensor()", "var");
+        assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+    }
 
     const FAILS: &str = r#"
 use candle_core::{Tensor, Var};
