@@ -2939,7 +2939,13 @@ impl Builder<'_> {
         let spec = self.g.spec;
         if spec.param_read_methods.contains(&name) && argc == 0 {
             let recv = self.expr(&m.receiver);
-            let span = self.between(first_token(&m.receiver), m.paren_token.span.close());
+            // Where a model's method that returns a tensor reads it: the forward pass a finding
+            // points at (see `summarize`); no other read needs a place.
+            let span = if self.g.returns_tensor {
+                self.between(first_token(&m.receiver), m.paren_token.span.close())
+            } else {
+                0..0
+            };
             let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, span);
             self.g.param_reads.push(n);
             return Some(Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false });
