@@ -45,20 +45,26 @@ pub(crate) fn byte_range(span: proc_macro2::Span) -> Range<usize> {
     })
 }
 
-/// The offset in the parsed text of a 1-based line and 0-based column in characters.
+/// Whether `text` calls method `name` with no arguments (`.autodiff()`), without allocating the
+/// needle.
+pub(crate) fn calls_method(text: &[u8], name: &str) -> bool {
+    memchr::memmem::find_iter(text, name.as_bytes())
+        .any(|at| at > 0 && text[at - 1] == b'.' && text[at + name.len()..].starts_with(b"()"))
+}
+
 /// Whether the current file's text in `range` (byte offsets past the file's offset, as
-/// [`byte_range`] gives them) contains `needle`; true when no file is set or the range is not
-/// in it (the caller then does the full work).
-pub(crate) fn text_contains(range: Range<usize>, needle: &str) -> bool {
+/// [`byte_range`] gives them) calls method `name` with no arguments ([`calls_method`]); true
+/// when no file is set or the range is not in it (the caller then does the full work).
+pub(crate) fn text_calls_method(range: Range<usize>, name: &str) -> bool {
     FILE.with(|cell| match &*cell.borrow() {
-        Some((file, offset)) => file
-            .text
-            .get(offset + range.start..offset + range.end)
-            .is_none_or(|t| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some()),
+        Some((file, offset)) => {
+            file.text.get(offset + range.start..offset + range.end).is_none_or(|t| calls_method(t.as_bytes(), name))
+        }
         None => true,
     })
 }
 
+/// The offset in the parsed text of a 1-based line and 0-based column in characters.
 fn byte_at(file: &SourceFile, offset: usize, at: proc_macro2::LineColumn) -> usize {
     let text = &*file.text;
     let begin = file.line_start(at.line).unwrap_or(text.len()).max(offset).min(text.len());
@@ -73,6 +79,18 @@ fn byte_at(file: &SourceFile, offset: usize, at: proc_macro2::LineColumn) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_method_call_is_told_from_other_mentions_of_its_name() {
+        assert!(calls_method(b"let ad = device.autodiff();", "autodiff"));
+        assert!(calls_method(b"dev.clone().autodiff()", "autodiff"));
+        // A path, a call with arguments, a longer name and a name at the start are no such call.
+        assert!(!calls_method(b"use burn::backend::autodiff::Autodiff;", "autodiff"));
+        assert!(!calls_method(b"x.autodiff(true)", "autodiff"));
+        assert!(!calls_method(b"x.autodiff_on()", "autodiff"));
+        assert!(!calls_method(b"autodiff()", "autodiff"));
+        assert!(!calls_method(b"x.autodiff", "autodiff"));
+    }
 
     /// Every token's range, computed here and by proc-macro2, on text with non-ASCII
     /// identifiers, strings and comments, CRLF line ends and a byte-order mark.

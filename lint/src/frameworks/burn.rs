@@ -47,7 +47,7 @@ const BURN: Spec = Spec {
     graph_swept_by_backward: true,
     untrained_graphs_kept: true,
     graph_from_input_tape: false,
-    autodiff_device_method: Some(super::common::AUTODIFF_DEVICE_METHOD),
+    autodiff_device_method: Some("autodiff"),
     param_read_methods: &["val"],
     param_map_methods: &["map"],
     param_rebuild: &[("initialized", false), ("from_tensor", true), ("from", true), ("from_mapped_value", false)],

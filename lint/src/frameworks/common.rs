@@ -194,9 +194,6 @@ pub const OP_MODULES: &[&str] = &["activation"];
 /// Tensor methods that are sums or differences (the shape of a blend `a * (1 - tau) + b * tau`).
 pub const ADDITIVE_METHODS: &[&str] = &["add", "sub", "lerp"];
 
-/// A device method that makes an autodiff device (burn 0.22 `device.autodiff()`).
-pub const AUTODIFF_DEVICE_METHOD: &str = "autodiff";
-
 /// Fields of layers that hold parameters (`linear.weight`).
 pub const PARAM_FIELDS: &[&str] = &["weight", "bias", "gamma", "beta", "weights", "biases", "kernel"];
 

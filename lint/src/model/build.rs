@@ -304,16 +304,16 @@ impl Items<'_> {
             b.g.autodiff = false;
         }
         b.g.trait_impl = std::mem::take(&mut self.trait_impl);
-        if self.autodiff_by_type()
-            && self.spec.autodiff_device_method.is_some()
+        if let Some(method) = self.spec.autodiff_device_method
+            && self.autodiff_by_type()
             && self.crate_fns.makes_autodiff_device
-            && crate::spans::text_contains(
+            && crate::spans::text_calls_method(
                 crate::spans::byte_range(block.brace_token.span.open()).start
                     ..crate::spans::byte_range(block.brace_token.span.close()).end,
-                ".autodiff()",
+                method,
             )
         {
-            b.devices = device_names(block);
+            b.devices = device_names(block, method);
         }
         let has_receiver = matches!(sig.inputs.first(), Some(syn::FnArg::Receiver(_)));
         let typed_params = sig.inputs.iter().filter(|i| matches!(i, syn::FnArg::Typed(_))).count();
@@ -2305,6 +2305,7 @@ impl Builder<'_> {
         use syn::visit::Visit;
         struct Mentions<'a> {
             devices: &'a (Vec<String>, Vec<String>),
+            method: &'a str,
             plain: bool,
             autodiff: bool,
         }
@@ -2327,7 +2328,7 @@ impl Builder<'_> {
                 syn::visit::visit_expr_call(self, c);
             }
             fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
-                self.autodiff |= m.method == common::AUTODIFF_DEVICE_METHOD && m.args.is_empty();
+                self.autodiff |= m.method == self.method && m.args.is_empty();
                 syn::visit::visit_expr_method_call(self, m);
             }
             fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
@@ -2337,7 +2338,8 @@ impl Builder<'_> {
         if !matches!(strip_try(e), Expr::Call(_) | Expr::MethodCall(_)) {
             return None;
         }
-        let mut m = Mentions { devices, plain: false, autodiff: false };
+        let method = self.g.spec.autodiff_device_method?;
+        let mut m = Mentions { devices, method, plain: false, autodiff: false };
         m.visit_expr(e);
         Some((m.plain, m.autodiff))
     }
@@ -4815,28 +4817,28 @@ fn is_range(e: &Expr) -> bool {
 /// burn 0.22: the locals of `body` bound to an autodiff device (`let ad = device.autodiff();`)
 /// and to a plain one (the receiver of such a call, `let device = Device::default();`), when the
 /// body makes an autodiff device; `None` otherwise.
-fn device_names(body: &Block) -> Option<(Vec<String>, Vec<String>)> {
+fn device_names(body: &Block, method: &str) -> Option<(Vec<String>, Vec<String>)> {
     use syn::visit::Visit;
-    #[derive(Default)]
-    struct Devices {
+    struct Devices<'m> {
+        method: &'m str,
         autodiff: Vec<String>,
         plain: Vec<String>,
         any: bool,
     }
-    fn autodiff_call(e: &Expr) -> Option<&syn::ExprMethodCall> {
+    fn autodiff_call<'e>(e: &'e Expr, method: &str) -> Option<&'e syn::ExprMethodCall> {
         match strip_try(e) {
-            Expr::MethodCall(m) if m.method == common::AUTODIFF_DEVICE_METHOD && m.args.is_empty() => Some(m),
+            Expr::MethodCall(m) if m.method == method && m.args.is_empty() => Some(m),
             Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "clone" | "to_owned") => {
-                autodiff_call(&m.receiver)
+                autodiff_call(&m.receiver, method)
             }
-            Expr::Reference(r) => autodiff_call(&r.expr),
+            Expr::Reference(r) => autodiff_call(&r.expr, method),
             _ => None,
         }
     }
-    impl<'a> Visit<'a> for Devices {
+    impl<'a> Visit<'a> for Devices<'_> {
         fn visit_local(&mut self, l: &'a syn::Local) {
             if let (Pat::Ident(p), Some(init)) = (strip_pat_type(&l.pat), &l.init) {
-                if autodiff_call(&init.expr).is_some() {
+                if autodiff_call(&init.expr, self.method).is_some() {
                     self.autodiff.push(p.ident.to_string());
                 } else if let Expr::Call(c) = strip_try(&init.expr)
                     && let Expr::Path(f) = &*c.func
@@ -4850,7 +4852,7 @@ fn device_names(body: &Block) -> Option<(Vec<String>, Vec<String>)> {
             syn::visit::visit_local(self, l);
         }
         fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
-            if m.method == common::AUTODIFF_DEVICE_METHOD && m.args.is_empty() {
+            if m.method == self.method && m.args.is_empty() {
                 self.any = true;
                 if let Expr::Path(p) = strip_parens(&m.receiver)
                     && let Some(i) = p.path.get_ident()
@@ -4861,7 +4863,7 @@ fn device_names(body: &Block) -> Option<(Vec<String>, Vec<String>)> {
             syn::visit::visit_expr_method_call(self, m);
         }
     }
-    let mut d = Devices::default();
+    let mut d = Devices { method, autodiff: Vec::new(), plain: Vec::new(), any: false };
     d.visit_block(body);
     d.any.then(|| {
         d.plain.retain(|p| !d.autodiff.contains(p));

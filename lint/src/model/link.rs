@@ -2603,7 +2603,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         struct_shapes(text, &mut shapes, &mut typed, &mut modules);
         requires_grad |= memchr::memmem::find(bytes, b"require_grad").is_some();
 
-        makes_autodiff_device |= memchr::memmem::find(bytes, b".autodiff()").is_some();
+        makes_autodiff_device |= crate::frameworks::Framework::all()
+            .filter_map(|f| f.spec().autodiff_device_method)
+            .any(|m| crate::spans::calls_method(bytes, m));
         // `Optimizer<MpoDuals<B>, B>`, `OptimizerAdaptor<Adam, Duals<B>, B>`: a type an optimizer
         // steps has parameters, whatever its fields look like.
         for at in memchr::memmem::find_iter(bytes, b"Optimizer") {
