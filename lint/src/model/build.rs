@@ -650,6 +650,7 @@ impl Builder<'_> {
                 returns_struct: false,
                 gate_fields: Vec::new(),
                 param_gates: Vec::new(),
+                value_gates: Vec::new(),
                 flag_ifs: Vec::new(),
                 presence_ifs: Vec::new(),
                 param_calls: Vec::new(),
@@ -967,6 +968,7 @@ impl Builder<'_> {
             kept_by_receiver: false,
             kept_for_good: None,
             closure: self.closure_stack.last().map(|&(c, _, _)| c),
+            gate: None,
         });
     }
 
@@ -1363,6 +1365,12 @@ impl Builder<'_> {
                     return self.branch(|s| s.stmts(rest));
                 }
                 Some(EarlyExit::Threshold(cond)) => compared_fields(cond, &mut self.guard_fields),
+                Some(EarlyExit::Value(param, opens)) => {
+                    // Not a conditional branch for other questions: only calls that hand the
+                    // parameter a constant decide it.
+                    self.g.value_gates.push((self.next_branch + 1, param, opens));
+                    return self.branch(|s| s.stmts(rest));
+                }
                 None => {}
             }
         }
@@ -1382,6 +1390,9 @@ impl Builder<'_> {
                     && let Some(callee) = self.crate_call_name(&u.expr)
                 {
                     return Some(EarlyExit::Gate(callee));
+                }
+                if let Some((param, opens)) = self.param_value_test(&i.cond) {
+                    return Some(EarlyExit::Value(param, opens.negate()));
                 }
                 Some(EarlyExit::Threshold(&i.cond))
             }
@@ -1416,6 +1427,59 @@ impl Builder<'_> {
 
     /// `is_train` or `!is_train` with `is_train` a parameter: (its index, the value that makes the
     /// condition true, its name).
+    /// The index of the parameter `e` names (`mode`, `&mode`, `*mode`).
+    fn param_index(&self, e: &Expr) -> Option<usize> {
+        let e = match strip_parens(e) {
+            Expr::Reference(r) => strip_parens(&r.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => strip_parens(&u.expr),
+            e => e,
+        };
+        let Expr::Path(p) = e else { return None };
+        let b = self.env[self.lookup(&p.path.get_ident()?.to_string())?].0;
+        if self.g.bindings[b].kind != BindingKind::Param {
+            return None;
+        }
+        self.g.params.iter().position(|p| p.and_then(|p| self.g.binding_of(p)) == Some(b))
+    }
+
+    /// A test of a parameter's value (`explore`, `!greedy`, `mode == Mode::Train`, `mode !=
+    /// Mode::Eval`, `matches!(mode, Mode::A | Mode::B)`, `let Mode::Train = mode`): the
+    /// parameter, and the values that pass it.
+    fn param_value_test(&self, cond: &Expr) -> Option<(usize, super::graph::Opens)> {
+        use super::graph::{ConstArg, Opens};
+        if let Some((param, opens_on, _)) = self.bool_param_test(cond) {
+            return Some((param, Opens { values: vec![ConstArg::Bool(opens_on)], negated: false }));
+        }
+        match strip_parens(cond) {
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Eq(_) | syn::BinOp::Ne(_)) => {
+                let negated = matches!(b.op, syn::BinOp::Ne(_));
+                let (param, value) = match (self.param_index(&b.left), self.param_index(&b.right)) {
+                    (Some(p), None) => (p, &*b.right),
+                    (None, Some(p)) => (p, &*b.left),
+                    _ => return None,
+                };
+                let v @ ConstArg::Variant(_) = const_arg(value)? else { return None };
+                Some((param, Opens { values: vec![v], negated }))
+            }
+            Expr::Let(l) => Some((self.param_index(&l.expr)?, Opens { values: pat_variants(&l.pat)?, negated: false })),
+            Expr::Macro(m) if m.mac.path.is_ident("matches") => {
+                let parsed = m.mac.parse_body_with(|input: syn::parse::ParseStream| {
+                    let e: Expr = input.parse()?;
+                    let _: syn::Token![,] = input.parse()?;
+                    let pat = Pat::parse_multi_with_leading_vert(input)?;
+                    // A guard (`if ..`) after the pattern: not a plain test.
+                    if !input.is_empty() {
+                        return Err(input.error("guard"));
+                    }
+                    Ok((e, pat))
+                });
+                let (e, pat) = parsed.ok()?;
+                Some((self.param_index(&e)?, Opens { values: pat_variants(&pat)?, negated: false }))
+            }
+            _ => None,
+        }
+    }
+
     fn bool_param_test(&self, cond: &Expr) -> Option<(usize, bool, String)> {
         let (e, opens_on) = match strip_parens(cond) {
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => (strip_parens(&u.expr), false),
@@ -1681,7 +1745,18 @@ impl Builder<'_> {
             && !self.g.autodiff
             && let Some(init) = init
         {
-            self.g.autodiff = made_with_generic_args(&init.expr, &mut |a| self.generic_args_autodiff(a) == Some(true));
+            let mut autodiff = |a: &syn::AngleBracketedGenericArguments| self.generic_args_autodiff(a) == Some(true);
+            // `let model = train(TwoTower::<Train>::new(d), 300, &dev);`: a model built on that
+            // backend and handed to a function (which returns what it trained).
+            let args: Vec<&Expr> = match strip_try(&init.expr) {
+                Expr::Call(c) => c.args.iter().collect(),
+                _ => Vec::new(),
+            };
+            self.g.autodiff = made_with_generic_args(&init.expr, &mut autodiff)
+                || args.into_iter().any(|a| {
+                    let a = if let Expr::Reference(r) = a { &*r.expr } else { a };
+                    made_with_generic_args(a, &mut autodiff)
+                });
         }
         // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
         if let Some(init) = init
@@ -3376,10 +3451,7 @@ impl Builder<'_> {
                 op: false,
                 span: self.cheap(a),
                 // `model.forward(&x, false)`: a flag that may close a gated state.
-                bool_literal: match strip_parens(a) {
-                    Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => Some(b.value),
-                    _ => None,
-                },
+                constant: const_arg(a),
                 mut_ref: self.mut_ref(a),
             })
             .collect();
@@ -3641,13 +3713,14 @@ impl Builder<'_> {
         }
     }
 
-    /// Marks the `true`/`false` literals among the arguments of the call site just recorded.
+    /// Marks the constants (`true`, `Mode::Eval`) among the arguments of the call site just
+    /// recorded.
     fn note_bool_literals<'e>(&mut self, args: impl Iterator<Item = &'e Expr>) {
         for (i, value) in args.enumerate() {
-            if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) = value
+            if let Some(c) = const_arg(value)
                 && let Some(a) = self.g.call_sites.last_mut().and_then(|s| s.args.get_mut(i))
             {
-                a.bool_literal = Some(b.value);
+                a.constant = Some(c);
             }
         }
     }
@@ -3684,7 +3757,7 @@ impl Builder<'_> {
                 producer: v.producer,
                 op: v.op,
                 span: span.clone(),
-                bool_literal: None,
+                constant: None,
                 mut_ref: None,
             });
             parts.push((v, span));
@@ -4089,6 +4162,7 @@ impl Builder<'_> {
         self.expr(&i.cond);
         let after_cond: Vec<_> = self.env[..mark.min(self.env.len())].to_vec();
         let mut else_waits = false;
+        let mut value_gate = None;
         if compares_a_length(&i.cond) || self.compares_a_counter(&i.cond) {
             // `if step < warmup { random() } else { act() }`: the else-block runs once the
             // threshold is reached; otherwise the then-block does (the id `branch` gives it).
@@ -4121,12 +4195,16 @@ impl Builder<'_> {
             if let Some((param, opens_on, name)) = self.bool_param_test(&i.cond) {
                 self.g.param_gates.push((self.next_branch + 1, param, opens_on, name));
             }
+            value_gate = self.param_value_test(&i.cond);
         }
         if let Some(b) = self.presence_test(&i.cond) {
             self.g.presence_ifs.push((self.next_branch + 1, b));
         }
         let flag = if i.else_branch.is_some() { self.setting_test(&i.cond) } else { None };
         let then_id = self.next_branch + 1;
+        if let Some((param, opens)) = &value_gate {
+            self.g.value_gates.push((then_id, *param, opens.clone()));
+        }
         let leaves = leaves_function(&i.then_branch);
         self.leaving += usize::from(leaves);
         // `if boundary { opt.step() } .. if boundary { opt.zero_grad() }`: two blocks on the same
@@ -4171,6 +4249,9 @@ impl Builder<'_> {
         let els = match &i.else_branch {
             Some((_, e)) => {
                 self.g.conditional_branches.push(self.next_branch + 1);
+                if let Some((param, opens)) = &value_gate {
+                    self.g.value_gates.push((self.next_branch + 1, *param, opens.negate()));
+                }
                 self.branch(|s| s.expr(e))
             }
             None => Val::plain(),
@@ -4205,7 +4286,28 @@ impl Builder<'_> {
         // `match memory.sample(n) { Some(batch) => learn(batch), None => {} }`: the `Some` arm
         // is taken when the crate's function hands a value, as `if let Some(..)` is.
         let callee = m.arms.iter().any(|a| is_some_pat(&a.pat)).then(|| self.crate_call_name(&m.expr)).flatten();
+        // `match mode { Mode::Explore => .., _ => .. }` on a parameter: each arm runs for the
+        // variants it names (a later catch-all for every other one); not with guards, which
+        // may send a variant on.
+        let gated_param =
+            m.arms.iter().all(|a| !matches!(a.pat, Pat::Guard(_))).then(|| self.param_index(&m.expr)).flatten();
+        let mut named: Vec<super::graph::ConstArg> = Vec::new();
         for arm in &m.arms {
+            if let Some(param) = gated_param {
+                let opens = match pat_variants(&arm.pat) {
+                    Some(values) => {
+                        named.extend(values.iter().cloned());
+                        Some(super::graph::Opens { values, negated: false })
+                    }
+                    None if matches!(arm.pat, Pat::Wild(_) | Pat::Ident(_)) => {
+                        Some(super::graph::Opens { values: named.clone(), negated: true })
+                    }
+                    None => None,
+                };
+                if let Some(opens) = opens {
+                    self.g.value_gates.push((self.next_branch + 1, param, opens));
+                }
+            }
             self.env.clone_from(&before);
             if let Some(callee) = &callee
                 && is_some_pat(&arm.pat)
@@ -4814,6 +4916,46 @@ fn is_range(e: &Expr) -> bool {
     }
 }
 
+/// A constant argument as written: `true`, `false`, or an enum variant named through its type
+/// (`Mode::Eval`, `&ActMode::Exploit`; not a `SCREAMING_CASE` constant).
+fn const_arg(e: &Expr) -> Option<super::graph::ConstArg> {
+    match strip_parens(e) {
+        Expr::Reference(r) => const_arg(&r.expr),
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => Some(super::graph::ConstArg::Bool(b.value)),
+        Expr::Path(p) if p.qself.is_none() => variant_name(&p.path),
+        _ => None,
+    }
+}
+
+/// The variant a path of two or more segments names (`Mode::Eval`): its last segment, written
+/// in camel case.
+fn variant_name(path: &syn::Path) -> Option<super::graph::ConstArg> {
+    let last = path.segments.last()?;
+    let name = last.ident.to_string();
+    (path.segments.len() >= 2
+        && last.arguments.is_none()
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.contains(|c: char| c.is_ascii_lowercase()))
+    .then_some(super::graph::ConstArg::Variant(name))
+}
+
+/// The variants a pattern matches (`Mode::A`, `Mode::B(..)`, `Mode::C { .. }`, `Mode::A |
+/// Mode::B`); `None` for any other pattern.
+fn pat_variants(p: &Pat) -> Option<Vec<super::graph::ConstArg>> {
+    match p {
+        Pat::Path(p) => Some(vec![variant_name(&p.path)?]),
+        Pat::TupleStruct(t) => Some(vec![variant_name(&t.path)?]),
+        Pat::Struct(s) => Some(vec![variant_name(&s.path)?]),
+        Pat::Reference(r) => pat_variants(&r.pat),
+        Pat::Paren(p) => pat_variants(&p.pat),
+        Pat::Or(o) => o.cases.iter().map(pat_variants).try_fold(Vec::new(), |mut all, v| {
+            all.extend(v?);
+            Some(all)
+        }),
+        _ => None,
+    }
+}
+
 /// burn 0.22: the locals of `body` bound to an autodiff device (`let ad = device.autodiff();`)
 /// and to a plain one (the receiver of such a call, `let device = Device::default();`), when the
 /// body makes an autodiff device; `None` otherwise.
@@ -5141,6 +5283,9 @@ enum EarlyExit<'s> {
     /// Any other test (`if self.step < self.config.learning_starts { return random }`): the
     /// fields it compares guard the rest.
     Threshold(&'s Expr),
+    /// A test of a parameter's value (`if !explore { return greedy }`): the rest runs for the
+    /// values that fail it.
+    Value(usize, super::graph::Opens),
 }
 
 /// Whether a function tells that a collection has reached a size (see `FnModel::size_gate`):

@@ -640,6 +640,10 @@ pub struct FnModel {
     /// Branches a `bool` parameter opens (`if is_train { loss.backward(); .. }`): (branch,
     /// parameter index, the value that opens it, the parameter's name).
     pub(super) param_gates: Vec<(usize, usize, bool, String)>,
+    /// Branches a parameter's value decides, for calls that hand it a constant: (branch,
+    /// parameter index, the values that take it). `if explore { a } else { b }` and the arms of
+    /// `match mode { Mode::Explore => a, Mode::Exploit => b }`, `if mode == Mode::Train { a }`.
+    pub(super) value_gates: Vec<(usize, usize, Opens)>,
     /// `if`s on a setting read from a parameter or `self` (`if !config.dry_run { .. } else { .. }`,
     /// `if self.cfg.eval_only`), which a loop does not change: (then-branch, else-branch, the
     /// setting's span, whether the then-branch is taken when the setting is true).
@@ -694,6 +698,53 @@ impl PartialEq for At {
 }
 
 /// An argument of a call site, kept unmaterialized until the call resolves.
+/// A constant a call hands a parameter: `false`, `Mode::Eval`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConstArg {
+    Bool(bool),
+    /// An enum variant, by its name (`Mode::Eval` is `Eval`).
+    Variant(String),
+}
+
+/// The values of a parameter that take a branch: `if explore { .. }` takes its first branch on
+/// `true`; the arm `Mode::Explore | Mode::Greedy => ..` of `match mode` on those two variants,
+/// and a later `_ => ..` on every other one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opens {
+    pub(super) values: Vec<ConstArg>,
+    /// Every value but `values` takes it.
+    pub(super) negated: bool,
+}
+
+impl ArgValue {
+    /// The argument is `true` or `false` as written.
+    pub(super) fn bool_literal(&self) -> Option<bool> {
+        match self.constant {
+            Some(ConstArg::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl Opens {
+    pub(super) fn admits(&self, v: &ConstArg) -> bool {
+        self.values.contains(v) != self.negated
+    }
+
+    pub(super) fn negate(&self) -> Opens {
+        Opens { values: self.values.clone(), negated: !self.negated }
+    }
+}
+
+/// Code that runs only on calls handing parameter `.0` a value one of `.1` admits.
+pub type ValueGate = (usize, Vec<Opens>);
+
+/// Whether a call passing `args` closes `gate`: it hands the parameter a constant that none of
+/// the gate's branches admits.
+pub(super) fn closes(gate: &ValueGate, args: &[ArgValue]) -> bool {
+    args.get(gate.0).and_then(|a| a.constant.as_ref()).is_some_and(|c| !gate.1.iter().any(|o| o.admits(c)))
+}
+
 #[derive(Debug, Clone)]
 pub struct ArgValue {
     pub(super) reads: smallvec::SmallVec<[NodeIndex; 2]>,
@@ -701,8 +752,8 @@ pub struct ArgValue {
     pub(super) op: bool,
     /// The argument as written (empty: exact spans of every argument cost more than they give).
     pub(super) span: Span,
-    /// The argument is `true` or `false` as written.
-    pub(super) bool_literal: Option<bool>,
+    /// The argument is a constant as written (`true`, `Mode::Eval`).
+    pub(super) constant: Option<ConstArg>,
     /// The argument is written `&mut place`: the binding the callee may change.
     pub(super) mut_ref: Option<BindingId>,
 }
@@ -888,7 +939,7 @@ impl StateAt {
     /// Whether a call passing `args`'s `bool` literals keeps nothing: it closes the gate.
     pub(super) fn closed_by(&self, args: &[ArgValue]) -> bool {
         self.gate.is_some_and(|(p, opens_on)| {
-            args.get(usize::from(p)).and_then(|a| a.bool_literal).is_some_and(|v| v != opens_on)
+            args.get(usize::from(p)).and_then(|a| a.bool_literal()).is_some_and(|v| v != opens_on)
         })
     }
 
@@ -1057,6 +1108,10 @@ pub struct VocabCall {
     pub(super) lazy: bool,
     /// The innermost closure of the body the call is in.
     pub(super) closure: Option<usize>,
+    /// A forward through a called function that runs it only for some values of a parameter
+    /// this function hands on from its own (`self.agent.act(obs, mode)`): this function's
+    /// parameter, and the values that run it.
+    pub(super) gate: Option<ValueGate>,
 }
 
 impl VocabCall {
@@ -2231,6 +2286,14 @@ impl FnModel {
         let in_then = path.contains(then);
         let other_side = if in_then { *els } else { *then };
         others.all(|o| o.contains(&other_side)).then_some((name, in_then == *then_on_true))
+    }
+
+    /// The parameter whose value decides whether code at `path` runs, and the values that run it
+    /// (the innermost such branch on the path).
+    pub(super) fn value_gate_of(&self, path: &[usize]) -> Option<ValueGate> {
+        path.iter()
+            .rev()
+            .find_map(|b| self.value_gates.iter().find(|(vb, ..)| vb == b).map(|(_, p, o)| (*p, vec![o.clone()])))
     }
 
     pub fn on_param_branch(&self, path: &[usize]) -> bool {

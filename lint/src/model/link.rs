@@ -62,6 +62,9 @@ pub struct Summary {
     generic: bool,
     /// Every such forward runs only once the crate's warm-up is over (see `VocabCall::waits`).
     forwards_wait: bool,
+    /// Every such forward runs only for some values of one parameter (`if explore { .. }`,
+    /// `match mode { Mode::Explore => .. }`): a call that hands it another constant runs none.
+    forward_gate: Option<super::graph::ValueGate>,
     /// Every such forward runs in a loop of the function (or of one it calls) that runs no
     /// backward: the function's own finding covers it (`fn play_game<B>(..) { loop { pick() } }`).
     forwards_in_own_loop: bool,
@@ -130,6 +133,7 @@ impl Summary {
             forwards: self.forwards && other.forwards,
             generic: self.generic && other.generic,
             forwards_wait: self.forwards_wait && other.forwards_wait,
+            forward_gate: if self.forward_gate == other.forward_gate { self.forward_gate.clone() } else { None },
             forwards_in_own_loop: self.forwards_in_own_loop && other.forwards_in_own_loop,
             forward_at: if self.forward_at == other.forward_at { self.forward_at.clone() } else { None },
             forward_via: if self.forward_at == other.forward_at && self.forward_via == other.forward_via {
@@ -1221,12 +1225,12 @@ fn note_bool_args(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(Fn
         let [callee] = callees.as_slice() else { continue };
         let g = &files[caller.0].1[caller.1];
         let site = &g.call_sites[*ci];
-        if !site.args.iter().any(|a| a.bool_literal.is_some()) {
+        if !site.args.iter().any(|a| a.bool_literal().is_some()) {
             continue;
         }
         let gates = &files[callee.0].1[callee.1].param_gates;
         for (i, a) in site.args.iter().enumerate() {
-            if let Some(value) = a.bool_literal
+            if let Some(value) = a.bool_literal()
                 && gates.iter().any(|&(_, p, _, _)| p == i)
             {
                 let file = &files[caller.0].0;
@@ -3157,6 +3161,22 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         && g.opaque_calls.is_empty()
         && g.calls_of(super::graph::CallKind::Forward)
             .any(|e| counted(&e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))));
+    let forward_gate = if forwards {
+        g.calls_of(super::graph::CallKind::Forward)
+            .filter(|e| counted(e) && !(runs_backward && (e.waits || g.waits_for_size(&e.path))))
+            .map(|e| e.gate.clone().or_else(|| g.value_gate_of(&e.path)))
+            .try_fold(None::<super::graph::ValueGate>, |all, gate| match (all, gate?) {
+                (None, gate) => Some(Some(gate)),
+                (Some((p, mut opens)), (q, more)) if p == q => {
+                    opens.extend(more);
+                    Some(Some((p, opens)))
+                }
+                _ => None,
+            })
+            .flatten()
+    } else {
+        None
+    };
     // burn: a model's method that computes a tensor from the parameters' tensors it reads
     // (`layer.weight.val()` in a hand-written masked linear layer, `fn logits(&self, x)` with no
     // `forward` call) is a forward pass of that model all the same.
@@ -3270,6 +3290,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forwards,
         generic: g.generic,
         forwards_wait,
+        forward_gate,
         forwards_in_own_loop,
         forward_at,
         forward_via,
@@ -3428,7 +3449,22 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     // A generic callee's forward runs on an autodiff model when this (autodiff) caller hands it
     // one: not when the receiver or an argument is a model made inert (`model.valid()`).
     let handed_inert = handed_inert(g, &site);
-    let forwards = s.forwards_autodiff || (s.forwards && s.generic && g.autodiff && !handed_inert);
+    // `agent.act(&obs, false)` with `if explore { self.net.forward(..) } else { .. }`: the call
+    // takes none of the branches its forwards are on.
+    let closed = s.forward_gate.as_ref().is_some_and(|gate| super::graph::closes(gate, &site.args));
+    let forwards = !closed && (s.forwards_autodiff || (s.forwards && s.generic && g.autodiff && !handed_inert));
+    // `self.agent.act(obs, mode)` handing on a parameter of this function: the forwards run for
+    // the values of that parameter that take them.
+    let gate = s.forward_gate.as_ref().and_then(|(p, opens)| {
+        let arg = site.args.get(*p)?;
+        let [read] = arg.reads.as_slice() else { return None };
+        let b = g.binding_of(*read)?;
+        if g.bindings[b].kind != BindingKind::Param {
+            return None;
+        }
+        let own = g.params.iter().position(|q| q.and_then(|q| g.binding_of(q)) == Some(b))?;
+        Some((own, opens.clone()))
+    });
     if !forwards {
         g.vocab_calls
             .retain(|e| !(e.kind == super::graph::CallKind::Forward && e.via.is_some() && e.span == site.span));
@@ -3489,6 +3525,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.autodiff_model |= s.forwards_autodiff;
         e.samples = s.samples;
         e.kept_by_receiver = s.buffers_outputs;
+        e.gate = gate;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
             kind: super::graph::CallKind::Forward,
@@ -3510,6 +3547,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             kept_by_receiver: s.buffers_outputs,
             kept_for_good: None,
             lazy: false,
+            gate,
             closure: site.closure,
         });
     }

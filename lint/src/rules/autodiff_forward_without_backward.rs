@@ -4223,4 +4223,106 @@ impl<B: AutodiffBackend> A2c<B> {
         // Read, never emptied: every rollout's graph stays in the buffer.
         assert_eq!(lines("self.storage.log_probs.clone()"), vec![17]);
     }
+
+    /// An agent whose `act` runs the autodiff net only when exploring (the greedy branch runs
+    /// `valid()`), called by an evaluation loop and a rollout with the values in `ARGS`.
+    const GATED_ACT: &str = r#"
+use burn::module::AutodiffModule;
+use burn::tensor::backend::AutodiffBackend;
+#[derive(Clone, Copy, PartialEq)]
+pub enum ActMode { Explore, Exploit, Replay }
+pub struct Agent<B: AutodiffBackend> { net: Net<B>, device: B::Device }
+impl<B: AutodiffBackend> Agent<B> {
+    pub fn act(&self, obs: Tensor<B, 2>, explore: bool) -> usize {
+        if !explore {
+            return self.net.valid().forward(obs.inner()).argmax(1).into_scalar() as usize;
+        }
+        self.net.forward(obs).argmax(1).into_scalar() as usize
+    }
+    pub fn act_in(&self, obs: Tensor<B, 2>, mode: ActMode) -> usize {
+        match mode {
+            ActMode::Explore | ActMode::Replay => self.net.forward(obs).argmax(1).into_scalar() as usize,
+            _ => self.net.valid().forward(obs.inner()).argmax(1).into_scalar() as usize,
+        }
+    }
+    pub fn act_if(&self, obs: Tensor<B, 2>, mode: &ActMode) -> usize {
+        if matches!(mode, ActMode::Exploit) {
+            self.net.valid().forward(obs.inner()).argmax(1).into_scalar() as usize
+        } else {
+            self.net.forward(obs).argmax(1).into_scalar() as usize
+        }
+    }
+}
+pub struct Session<B: AutodiffBackend> { agent: Agent<B> }
+impl<B: AutodiffBackend> Session<B> {
+    pub fn act(&mut self, obs: Tensor<B, 2>, mode: ActMode) -> usize {
+        self.agent.act_in(obs, mode)
+    }
+}
+pub fn evaluate<B: AutodiffBackend>(agent: &Agent<B>, session: &mut Session<B>, episodes: usize, device: &B::Device) -> usize {
+    let mut total = 0;
+    for _ in 0..episodes {
+        total += CALL;
+    }
+    total
+}
+"#;
+
+    #[test]
+    fn a_call_that_closes_the_branch_of_a_forward_runs_none() {
+        let lines = |call: &str| {
+            crate::rules::testing::lines("autodiff_forward_without_backward", &GATED_ACT.replace("CALL", call))
+        };
+        let obs = "Tensor::zeros([1, 4], device)";
+        // A constant that takes the greedy branch: no forward on the autodiff net.
+        assert!(lines(&format!("agent.act({obs}, false)")).is_empty());
+        assert!(lines(&format!("agent.act_in({obs}, ActMode::Exploit)")).is_empty());
+        assert!(lines(&format!("agent.act_if({obs}, &ActMode::Exploit)")).is_empty());
+        // ... also through a method that hands its own parameter on.
+        assert!(lines(&format!("session.act({obs}, ActMode::Exploit)")).is_empty());
+        // A constant that takes the autodiff branch, or a value not known here: reported.
+        assert_eq!(lines(&format!("agent.act({obs}, true)")), vec![37]);
+        assert_eq!(lines(&format!("agent.act_in({obs}, ActMode::Replay)")), vec![37]);
+        assert_eq!(lines(&format!("agent.act_if({obs}, &ActMode::Explore)")), vec![37]);
+        assert_eq!(lines(&format!("session.act({obs}, ActMode::Explore)")), vec![37]);
+        assert_eq!(lines(&format!("agent.act({obs}, episodes > 3)")), vec![37]);
+    }
+
+    /// A model built with an autodiff backend named in its type's generic arguments, handed to
+    /// a training function, then to a generic indexing helper.
+    const BUILT_WITH_ALIAS: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+type Cpu = NdArray<f32>;
+type Train = Autodiff<Cpu>;
+pub fn build_index<B: Backend>(tower: &Tower<B>, n: usize, dev: &B::Device) -> Vec<f32> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let emb = tower.forward(Tensor::zeros([4, 4], dev));
+        v.extend(emb.into_data().to_vec::<f32>().unwrap());
+    }
+    v
+}
+fn train<B: AutodiffBackend>(model: Tower<B>, dev: &B::Device) -> Tower<B> {
+    let grads = model.forward(Tensor::zeros([4, 4], dev)).sum().backward();
+    model
+}
+fn main() {
+    let dev = Default::default();
+    let model = train(BUILT, &dev);
+    println!("{}", build_index(&model, 100, &dev).len());
+}
+"#;
+
+    #[test]
+    fn a_model_built_with_an_autodiff_backend_in_its_type_arguments_is_autodiff() {
+        let lines = |built: &str| {
+            crate::rules::testing::lines("autodiff_forward_without_backward", &BUILT_WITH_ALIAS.replace("BUILT", built))
+        };
+        assert_eq!(lines("Tower::<Train>::new(&dev)"), vec![9]);
+        assert_eq!(lines("Tower::<Autodiff<Cpu>>::new(&dev)"), vec![9]);
+        // No backend named: nothing says the index is built on an autodiff model.
+        assert!(lines("Tower::new(&dev)").is_empty());
+        assert!(lines("Tower::<Cpu>::new(&dev)").is_empty());
+    }
 }
