@@ -34,7 +34,12 @@ and a loop whose body runs at most once (`for x in loader.iter() { ..; break; }`
 `.take(1)`) is not a loop. The body of an `Iterator::next` is one iteration of the loop that drives the iterator (`for
 step in runner.take(n)`). A function whose every backward waits for a warm-up (`fn
 step_once(&mut self) { self.agent.act(..); self.agent.observe(..) }`) hands its forwards to the
-loops that call it. A helper that sums its forwards into the value it returns, to a caller that
+loops that call it. A method whose forwards on the autodiff model run only for some values of a
+parameter (`if explore { self.net.forward(x) } else { self.net.valid().forward(x.inner()) }`,
+`match mode { ActMode::Explore => .., _ => .. }`) runs none on a call that passes a constant
+taking none of them (`agent.act(obs, false)`, `ActMode::Exploit`). A model built with an
+autodiff backend named in generic arguments (`train(Net::<Train>::new(&dev), ..)` with `type
+Train = Autodiff<NdArray>`) makes the function autodiff. A helper that sums its forwards into the value it returns, to a caller that
 backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`, also through further
 helpers that return what they compute from it), is judged at its callers: a validation loop calling it on the autodiff model is reported there. A forward in a closure handed to a crate function that calls it in a loop without
 backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
