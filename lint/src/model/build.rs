@@ -1450,6 +1450,10 @@ impl Builder<'_> {
         if let Some((param, opens_on, _)) = self.bool_param_test(cond) {
             return Some((param, Opens { values: vec![ConstArg::Bool(opens_on)], negated: false }));
         }
+        // Only a function with parameters has a parameter to test.
+        if self.g.params.is_empty() {
+            return None;
+        }
         match strip_parens(cond) {
             Expr::Binary(b) if matches!(b.op, syn::BinOp::Eq(_) | syn::BinOp::Ne(_)) => {
                 let negated = matches!(b.op, syn::BinOp::Ne(_));
@@ -1748,15 +1752,11 @@ impl Builder<'_> {
             let mut autodiff = |a: &syn::AngleBracketedGenericArguments| self.generic_args_autodiff(a) == Some(true);
             // `let model = train(TwoTower::<Train>::new(d), 300, &dev);`: a model built on that
             // backend and handed to a function (which returns what it trained).
-            let args: Vec<&Expr> = match strip_try(&init.expr) {
-                Expr::Call(c) => c.args.iter().collect(),
-                _ => Vec::new(),
-            };
             self.g.autodiff = made_with_generic_args(&init.expr, &mut autodiff)
-                || args.into_iter().any(|a| {
+                || matches!(strip_try(&init.expr), Expr::Call(c) if c.args.iter().any(|a| {
                     let a = if let Expr::Reference(r) = a { &*r.expr } else { a };
                     made_with_generic_args(a, &mut autodiff)
-                });
+                }));
         }
         // `let _g = tch::no_grad_guard();` disables gradients until the end of the block.
         if let Some(init) = init
@@ -4930,13 +4930,16 @@ fn const_arg(e: &Expr) -> Option<super::graph::ConstArg> {
 /// The variant a path of two or more segments names (`Mode::Eval`): its last segment, written
 /// in camel case.
 fn variant_name(path: &syn::Path) -> Option<super::graph::ConstArg> {
+    if path.segments.len() < 2 {
+        return None;
+    }
     let last = path.segments.last()?;
+    if !last.arguments.is_none() {
+        return None;
+    }
     let name = last.ident.to_string();
-    (path.segments.len() >= 2
-        && last.arguments.is_none()
-        && name.starts_with(|c: char| c.is_ascii_uppercase())
-        && name.contains(|c: char| c.is_ascii_lowercase()))
-    .then_some(super::graph::ConstArg::Variant(name))
+    (name.starts_with(|c: char| c.is_ascii_uppercase()) && name.contains(|c: char| c.is_ascii_lowercase()))
+        .then_some(super::graph::ConstArg::Variant(name))
 }
 
 /// The variants a pattern matches (`Mode::A`, `Mode::B(..)`, `Mode::C { .. }`, `Mode::A |
