@@ -640,6 +640,7 @@ impl Builder<'_> {
                 guard_locals: Vec::new(),
                 guard_places: Vec::new(),
                 trainable_from: None,
+                self_trainable: false,
                 size_wait_branches: Vec::new(),
                 brief_wait_branches: Vec::new(),
                 gated_branches: Vec::new(),

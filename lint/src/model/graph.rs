@@ -611,6 +611,9 @@ pub struct FnModel {
     /// For a function some call hands a model built from trainable variables: that call (file,
     /// line, calling function), set by the crate-level pass.
     pub(super) trainable_from: Option<(std::path::PathBuf, usize, String)>,
+    /// Some call of the crate hands this method a receiver holding a model built from trainable
+    /// variables (`Sampler { net: &net }.sample(..)`), whatever fields it reads.
+    pub(super) self_trainable: bool,
     /// Branches taken only once a collection has reached a size (`if memory.len() > n`).
     pub(super) size_wait_branches: Vec<usize>,
     /// Those of them whose size is brief: one batch (`if memory.len() >= self.batch_size`: a
@@ -1771,7 +1774,10 @@ impl FnModel {
     /// variables (candle `VarBuilder::from_varmap`) that outlives the loop's iterations: the
     /// receiver's span. A loop over models (`for layer in layers { x = layer.forward(x)? }`) is
     /// one forward pass through them.
-    pub fn trainable_forward_in(&self, l: LoopId) -> Option<&Span> {
+    /// A method of `self`'s type that runs a forward pass (`x = self.step(&x, t)?` in a sampler
+    /// a caller builds around a trainable model) counts when some call hands this function a
+    /// `self` holding trainable weights: then the span is the method's name, and the flag is set.
+    pub fn trainable_forward_in(&self, l: LoopId) -> Option<(&Span, bool)> {
         self.graph.node_indices().find_map(|n| match self.graph[n].kind {
             NodeKind::Value(Producer::Forward { receiver: Some(r) })
                 if self.loop_within(self.graph[n].in_loop, l)
@@ -1780,7 +1786,14 @@ impl FnModel {
                             && self.binding_of(v).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l))
                     }) =>
             {
-                Some(&self.graph[r].span)
+                Some((&self.graph[r].span, false))
+            }
+            NodeKind::Value(Producer::Forward { receiver: None })
+                if self.loop_within(self.graph[n].in_loop, l)
+                    && self.self_trainable
+                    && self.call_sites.iter().any(|c| c.result == n && c.receiver_self) =>
+            {
+                Some((&self.graph[n].span, true))
             }
             _ => None,
         })
@@ -1921,7 +1934,7 @@ impl FnModel {
 
     /// The parameters (a bit each) `value` is computed from along values that keep a graph (not
     /// through a cut).
-    fn params_feeding(&self, value: NodeIndex) -> u64 {
+    pub(super) fn params_feeding(&self, value: NodeIndex) -> u64 {
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![value];
         let mut mask = 0u64;

@@ -756,8 +756,23 @@ fn mark_stateful_calls(
         for ((caller, ci, callees), forward) in calls() {
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
-            let callee = kept(&state, callees).at_call(g, &site.args, after_backward(g, *ci, forward));
-            if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
+            let raw = kept(&state, callees);
+            let callee = raw.at_call(g, &site.args, after_backward(g, *ci, forward));
+            // A running statistic a method of `self` keeps of what this function hands it from
+            // its own parameters (`self.update_stats(&x.mean_keepdim(0)?)` in `fn
+            // forward_train(&mut self, x)`): this function keeps it of those parameters.
+            let via = if raw.self_via != 0 && root_of(g, site, None) == Some(None) {
+                bits(raw.self_via)
+                    .filter_map(|k| site.args.get(k))
+                    .flat_map(|a| a.reads.iter())
+                    .fold(0, |m, &n| m | g.params_feeding(n))
+            } else {
+                0
+            };
+            if !(callee.any() || via != 0)
+                || callee.closed_by(&site.args)
+                || !trusted(files, *caller, site, callees, forward)
+            {
                 continue;
             }
             let gate = handed_gate(g, site, callee.gate);
@@ -806,6 +821,13 @@ fn mark_stateful_calls(
                     }
                 }
             }
+            // After the places above, which set the gate: a statistic kept of the parameters
+            // rides along with it.
+            if via != 0 {
+                at.self_via = via;
+                at.self_via_always =
+                    raw.self_via_always && !site.path.iter().any(|b| g.conditional_branches.contains(b));
+            }
             if !at.any() {
                 continue;
             }
@@ -815,13 +837,13 @@ fn mark_stateful_calls(
                 params: had.params | at.params,
                 self_always: had.self_always || at.self_always,
                 gate: if !had.any() || had.gate == at.gate { at.gate } else { None },
-                self_via: had.self_via,
-                self_via_always: had.self_via_always,
+                self_via: had.self_via | at.self_via,
+                self_via_always: had.self_via_always || at.self_via_always,
                 params_always: had.params_always | at.params_always,
             };
             if now != had {
                 grown.push((*caller, now));
-                if (at.self_always || at.params_always != 0)
+                if (at.self_always || at.self_via_always || at.params_always != 0)
                     && !kept_at.contains_key(caller)
                     && let Some(k) = callees.iter().find_map(|c| kept_at.get(c)).cloned()
                 {
@@ -951,9 +973,11 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
     }
     for _ in 0..MAX_ROUNDS {
         let mut seeds: Vec<(FnId, NodeIndex, From)> = Vec::new();
+        // Methods handed a receiver that holds a trainable model, read through whatever field.
+        let mut selves: Vec<(FnId, From)> = Vec::new();
         for (caller, ci, callees) in resolved {
             let (file, g) = (&files[caller.0].0, &files[caller.0].1[caller.1]);
-            if !holds(g) {
+            if !(holds(g) || (g.self_trainable && !g.is_test)) {
                 continue;
             }
             let site = &g.call_sites[*ci];
@@ -970,15 +994,31 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
                     }
                 }
             }
-            if site.method && site.receiver.is_some_and(|r| trainable(g, r)) {
+            // `sampler.sample(..)` with `sampler` built around a trainable model, and
+            // `self.step(..)` in a method whose `self` holds one.
+            if site.method
+                && (site.receiver.is_some_and(|r| trainable(g, r)) || (site.receiver_self && g.self_trainable))
+            {
                 for c in callees {
                     for &n in &files[c.0].1[c.1].self_fields {
                         seeds.push((*c, n, from()));
                     }
+                    selves.push((*c, from()));
                 }
             }
         }
-        if !seed(files, seeds) {
+        let mut grown = false;
+        for (c, from) in selves {
+            let g = &mut files[c.0].1[c.1];
+            if !g.self_trainable {
+                g.self_trainable = true;
+                if g.trainable_from.is_none() {
+                    g.trainable_from = from;
+                }
+                grown = true;
+            }
+        }
+        if !seed(files, seeds) && !grown {
             break;
         }
     }

@@ -57,7 +57,8 @@ element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index
 any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
 the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`), and a
 running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
-m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output), shadow copies a mean
+m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
+method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`), shadow copies a mean
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
 *s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), and a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`). A reset method of the
@@ -2106,6 +2107,56 @@ impl Session {
         let kept = SESSION.replace("CUT", "");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![23]);
         let cut = SESSION.replace("CUT", "self.hidden = self.hidden.detach();");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A running statistic kept by a helper method the layer's forward hands the batch
+    /// statistics to (`self.update_stats(&mean)`), two calls below the training step.
+    const STAT_HELPER: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Norm { running_mean: Tensor, momentum: f64 }
+impl Norm {
+    fn forward_train(&mut self, x: &Tensor) -> Result<Tensor> {
+        let mean = x.mean_keepdim(0)?;
+        self.update_stats(&ARG)?;
+        x.broadcast_sub(&mean)
+    }
+    fn update_stats(&mut self, mean: &Tensor) -> Result<()> {
+        self.running_mean = ((&self.running_mean * (1.0 - self.momentum))? + (mean * self.momentum)?)?;
+        Ok(())
+    }
+}
+pub struct Net { fc: Linear, norm: Norm }
+impl Net {
+    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+        let h = self.fc.forward(x)?;
+        self.norm.forward_train(&h)
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let norm = Norm { running_mean: Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?, momentum: 0.1 };
+    let mut net = Net { fc: linear(4, 4, vb.pp("fc"))?, norm };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        let y = net.forward(x)?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_running_statistic_kept_by_a_helper_method_is_reported_at_the_call() {
+        let kept = STAT_HELPER.replace("ARG", "mean");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![29]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &kept);
+        assert!(
+            labels.contains(&(12, "`self.running_mean` is computed from its old value here".to_string())),
+            "{labels:?}"
+        );
+        let cut = STAT_HELPER.replace("ARG", "mean.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 

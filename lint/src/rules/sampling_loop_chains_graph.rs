@@ -28,7 +28,9 @@ mutably (`install_lora(&mut unet, ..)`): adapters put into it may be trainable v
 Outside training, the same loop is reported when its model is built from trainable variables:
 from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `Var::new(..)`, or a
 function of the crate that returns such a builder or model, in the function or in a caller that
-hands it the model (tests, which build small models from a fresh `VarMap`, hand nothing on). So
+hands it the model, also inside a struct built around it (`Sampler { net: &net }.sample(..)`
+stepping `x = self.step(&x)?` through a method that runs the forward pass); tests, which build
+small models from a fresh `VarMap`, hand nothing on. So
 is a generation loop whose model keeps a graph-carrying value from call to call, built from what
 it kept before (also in a function the training loop calls with the model it trains, a preview
 generator): a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
@@ -154,10 +156,17 @@ impl Rule for SamplingLoopChainsGraph {
             let why = match (caller, trainable) {
                 (None, _) if training => "the loop around it runs backward: the weights are trainable".to_string(),
                 (Some(_), _) => "it runs during training: the weights are trainable".to_string(),
-                (None, Some(model)) => {
+                (None, Some((model, false))) => {
                     caller = f.trainable_from();
                     let text = cx.snippet(model);
                     format!("`{text}` is built from trainable variables (a `VarMap`'s `Var`s)")
+                }
+                (None, Some((method, true))) => {
+                    caller = f.trainable_from();
+                    let text = cx.snippet(method);
+                    format!(
+                        "`self` holds a model built from trainable variables (a `VarMap`'s `Var`s), which `self.{text}` runs"
+                    )
                 }
                 (None, None) => continue,
             };
@@ -1050,5 +1059,53 @@ fn main() -> Result<()> {
         assert_eq!(super::super::testing::lines("sampling_loop_chains_graph", &live), vec![17]);
         let detached = FROZEN_CONDITIONED.replace("COND", "token.as_tensor().detach().unsqueeze(0)?");
         assert_eq!(count("sampling_loop_chains_graph", None, &detached), 0);
+    }
+
+    /// A sampler struct a caller builds around the model (`Sampler { net: &net }`) whose loop
+    /// steps through a method of its own that runs the forward pass.
+    const SAMPLER_STRUCT: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, Linear, VarBuilder, VarMap};
+pub struct Denoiser { fc: Linear }
+impl Denoiser {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> { self.fc.forward(x) }
+}
+pub struct Sampler<'a> { net: &'a Denoiser, scale: f64 }
+impl<'a> Sampler<'a> {
+    fn step(&self, x: &Tensor) -> Result<Tensor> {
+        let eps = self.net.forward(x)?;
+        x - (eps * self.scale)?
+    }
+    pub fn sample(&self, steps: usize) -> Result<Tensor> {
+        let mut x = Tensor::zeros((1, 4), DType::F32, &Device::Cpu)?;
+        for _ in 0..steps {
+            x = self.step(&x)?;
+        }
+        Ok(x)
+    }
+}
+fn main() -> Result<()> {
+    let vm = VarMap::new();
+    let net = Denoiser { fc: linear(4, 4, BUILDER)? };
+    let sampler = Sampler { net: &net, scale: 0.1 };
+    let x = sampler.sample(100)?;
+    println!("{x}");
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_sampler_struct_holding_a_model_built_from_trainable_variables() {
+        let varmap = SAMPLER_STRUCT.replace("BUILDER", "VarBuilder::from_varmap(&vm, DType::F32, &Device::Cpu)");
+        assert_eq!(super::super::testing::lines("sampling_loop_chains_graph", &varmap), vec![17]);
+        // Built from plain tensors: no `Var`, no graph.
+        let plain = SAMPLER_STRUCT.replace(
+            "BUILDER",
+            "unsafe { VarBuilder::from_mmaped_safetensors(&[\"net.safetensors\"], DType::F32, &Device::Cpu)? }",
+        );
+        assert_eq!(count("sampling_loop_chains_graph", None, &plain), 0);
+        // A step that detaches what it returns cuts the chain.
+        let cut = varmap.replace("x = self.step(&x)?;", "x = self.step(&x)?.detach();");
+        assert_eq!(count("sampling_loop_chains_graph", None, &cut), 0);
     }
 }
