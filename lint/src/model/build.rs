@@ -763,6 +763,7 @@ impl Builder<'_> {
                 always: false,
                 always_in: Vec::new(),
                 kept_at: None,
+                kept_by_push: false,
                 kept_fields: Vec::new(),
                 fresh_each_iteration: fresh,
                 receiver_self: false,

@@ -969,6 +969,16 @@ impl StateAt {
     }
 }
 
+/// What a label says where a state is kept: a value pushed into `field`, or `field` written from
+/// its old value.
+fn kept_label(field: &str, pushed: bool) -> String {
+    if pushed {
+        format!("`{field}` keeps what is pushed into it here")
+    } else {
+        format!("`{field}` is computed from its old value here")
+    }
+}
+
 /// A call of a function that keeps a graph-carrying value in its state (a key/value cache).
 #[derive(Debug, Clone)]
 pub struct StateCall {
@@ -982,9 +992,12 @@ pub struct StateCall {
     /// The bindings the call lends the callee by `&mut` (or hands on) that it keeps a state in on
     /// every path (`unroll(&cells, &mut st, &x)`).
     pub(super) always_in: Vec<BindingId>,
-    /// Where such a state is written (file, line, span, the field as written: `self.h`), in the
-    /// callee or a function it calls.
+    /// Where such a state is written (file, line, span, and what a label there says: "`self.h`
+    /// is computed from its old value here"), in the callee or a function it calls.
     pub(super) kept_at: Option<(std::path::PathBuf, usize, Span, String)>,
+    /// The write at `kept_at` pushes into a collection (`self.log.push(y)`) rather than computing
+    /// the place from its old value.
+    pub(super) kept_by_push: bool,
     /// Every field the state is kept in on every call (`self.fast.cell`, `self.slow.cell`): a
     /// cut starts it afresh only when it covers them all.
     pub(super) kept_fields: Vec<String>,
@@ -1023,9 +1036,14 @@ impl StateCall {
         &self.callee
     }
 
-    /// Where the kept state is written: (file, line, span, the field as written).
+    /// Where the kept state is written: (file, line, span, the label's text).
     pub fn kept_at(&self) -> Option<&(std::path::PathBuf, usize, Span, String)> {
         self.kept_at.as_ref()
+    }
+
+    /// See the field.
+    pub fn kept_by_push(&self) -> bool {
+        self.kept_by_push
     }
 
     /// See the field.
@@ -1851,9 +1869,9 @@ impl FnModel {
     /// (a key/value cache, `self.k = Some(Tensor::cat(&[prev, &k], 2)?)`; a recurrent state,
     /// `self.h = self.cell.forward(x, &self.h)?`): in `self`, in parameters. Each call chains
     /// its graph onto the previous call's.
-    /// Also the first write that keeps it on every path, with its field, and every field so
+    /// Also the first write that keeps it on every path, with the text of a label there, and every field so
     /// kept (a state in two fields is cut only when both are).
-    pub(super) fn keeps_graph_state(&self) -> (StateAt, Option<(Span, String)>, Vec<String>) {
+    pub(super) fn keeps_graph_state(&self) -> (StateAt, Option<(Span, String, bool)>, Vec<String>) {
         let mut at = StateAt::default();
         // The first write that keeps the state in `self` on every path, and the field.
         let mut kept_at = None;
@@ -1865,7 +1883,7 @@ impl FnModel {
             // Its own stores: one made inside a called function is that function's.
             // burn: a push into a field of `self` keeps what it pushes (a metrics log); whether
             // some method empties that field is asked at the calls (`mark_stateful_calls`).
-            let pushed = swept && how == Store::Push;
+            let pushed = how == Store::Push;
             if self.through(edge).is_some() || !(matches!(how, Store::Assign | Store::Fold) || pushed) {
                 continue;
             }
@@ -1884,7 +1902,7 @@ impl FnModel {
                         if always {
                             fields.push(self.bindings[b].name.clone());
                             if kept_at.is_none() {
-                                kept_at = Some((span.clone(), self.bindings[b].name.clone()));
+                                kept_at = Some((span.clone(), kept_label(&self.bindings[b].name, pushed), pushed));
                             }
                         }
                     }
@@ -1892,7 +1910,7 @@ impl FnModel {
                 continue;
             }
             if let Some(root) = self.state_root(b)
-                && self.computed_from_binding(value, b, target)
+                && (pushed || self.computed_from_binding(value, b, target))
                 && !(swept && self.swept_kept_value(value))
             {
                 at.add_gated(root, self.param_gate_of(self.write_path(target)));
@@ -1908,7 +1926,7 @@ impl FnModel {
                     let place = self.guard_places.iter().find(|(g, _)| *g == b).map(|(_, p)| p);
                     let field = place.unwrap_or(&self.bindings[b].name).clone();
                     if kept_at.is_none() {
-                        kept_at = Some((span.clone(), field.clone()));
+                        kept_at = Some((span.clone(), kept_label(&field, pushed), pushed));
                     }
                     fields.push(field);
                 }

@@ -655,29 +655,30 @@ fn mark_stateful_calls(
         }
     }
     let mut state: HashMap<FnId, StateAt> = HashMap::default();
-    type KeptAt = (std::path::PathBuf, usize, Span, String);
+    type KeptAt = ((std::path::PathBuf, usize, Span, String), bool);
     let mut kept_at: HashMap<FnId, KeptAt> = HashMap::default();
     // Every field each function keeps its state in on every call (see `StateCall::kept_fields`).
     let mut kept_fields: HashMap<FnId, Vec<String>> = HashMap::default();
-    // burn: the fields each type's methods empty (a log that `take_log()` drains keeps nothing
-    // for good), asked only of types whose methods keep a state.
+    // The fields each type's methods empty (a log that `take_log()` drains keeps nothing for
+    // good), asked only of types whose methods keep a state.
     let mut emptied: HashMap<&str, Vec<String>> = HashMap::default();
     for (fi, (file, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
             let (at, at_span, fields) = g.keeps_graph_state();
             if at.any()
                 && g.framework_known
-                && g.spec.graph_swept_by_backward
                 && let Some(owner) = g.owner.as_deref()
             {
                 // Only for what it pushes: a running sum some reset empties still chains until then.
+                // And only when every field it keeps is such a log: a recurrent state beside a
+                // window that `clear()` empties still chains.
                 let pushed = |field: &String| {
                     g.stores().any(|(_, _, target, how, _)| {
                         how == Store::Push && g.binding_of(target).is_some_and(|b| g.bindings[b].name == *field)
                     })
                 };
                 let gone = emptied.entry(owner).or_insert_with(|| emptied_by_type(files, owner));
-                if fields.iter().any(|f| pushed(f) && gone.contains(f)) {
+                if !fields.is_empty() && fields.iter().all(|f| pushed(f) && gone.contains(f)) {
                     continue;
                 }
             }
@@ -687,9 +688,9 @@ fn mark_stateful_calls(
             if at.any() {
                 state.insert((fi, gi), at);
             }
-            if let Some((span, name)) = at_span {
+            if let Some((span, label, pushed)) = at_span {
                 let (line, _) = file.line_col(span.start);
-                kept_at.insert((fi, gi), (file.path.clone(), line, span, name));
+                kept_at.insert((fi, gi), ((file.path.clone(), line, span, label), pushed));
             }
         }
     }
@@ -891,7 +892,8 @@ fn mark_stateful_calls(
                     .filter_map(|k| site.args.get(k).and_then(|a| a.mut_ref))
                     .filter(|&b| lasting(b))
                     .collect(),
-                kept_at: callees.iter().find_map(|c| kept_at.get(c)).cloned(),
+                kept_at: callees.iter().find_map(|c| kept_at.get(c)).map(|(k, _)| k.clone()),
+                kept_by_push: callees.iter().find_map(|c| kept_at.get(c)).is_some_and(|(_, pushed)| *pushed),
                 kept_fields: callees.iter().find_map(|c| kept_fields.get(c)).cloned().unwrap_or_default(),
                 receiver_self: site.receiver_self,
             },

@@ -60,8 +60,10 @@ running statistic a layer keeps of a graph-carrying argument (`self.running = (&
 m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
 method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`), shadow copies a mean
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
-*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), and a state updated on
-every k-th call only (`if t % self.period == 0 { self.slow = .. }`). A reset method of the
+*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), a state updated on
+every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
+graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`) that no method
+of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
 `clear_buffers()` that empties a window buffer leaves the recurrent state beside it chaining,
 while `self.state.reset(..)` starting every part of `state` afresh resets a state kept there.
@@ -238,14 +240,10 @@ impl Rule for AccumulatedLossTensor {
                 report = report.label(span, text);
             }
             // A call of the crate that keeps the sum in its receiver: where it does.
-            if let Some((file, line, at, field)) =
+            if let Some((file, line, at, label)) =
                 f.stateful_calls_always().find(|c| c.span() == span).and_then(|c| c.kept_at())
             {
-                report = report.label_in(
-                    cx,
-                    (file, *line, at.clone()),
-                    format!("`{field}` is computed from its old value here"),
-                );
+                report = report.label_in(cx, (file, *line, at.clone()), label.clone());
             }
             let fold = Fold::of(cx.snippet(span), cx.snippet(f.span_of(value)), acc.name(), recurrent);
             report = report.help(help(f, fold, acc.name(), shown.as_deref())).note(match fold {
@@ -334,18 +332,16 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>, folds_at: &[Span]) {
         if let Some((span, text)) = f.iteration_label(iteration) {
             report = report.label(span, text);
         }
-        if let Some((file, line, at, field)) = call.kept_at() {
-            report = report.label_in(
-                cx,
-                (file, *line, at.clone()),
-                format!("`{field}` is computed from its old value here"),
-            );
+        if let Some((file, line, at, label)) = call.kept_at() {
+            report = report.label_in(cx, (file, *line, at.clone()), label.clone());
         }
-        cx.report(
+        cx.report(if call.kept_by_push() {
+            pushed_help(report)
+        } else {
             report
                 .help("cut the kept state once per training iteration (for a field `h`: `self.h = self.h.detach()` at the start of the call), or reset it before each sequence")
-                .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed"),
-        );
+                .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed")
+        });
     }
 }
 
@@ -360,15 +356,23 @@ fn report_kept_in_self(f: &FnModel, cx: &mut Context<'_>, call: &crate::model::S
     if let Some((span, text)) = f.iteration_label(iteration) {
         report = report.label(span, text);
     }
-    if let Some((file, line, at, field)) = call.kept_at() {
-        report =
-            report.label_in(cx, (file, *line, at.clone()), format!("`{field}` is computed from its old value here"));
+    if let Some((file, line, at, label)) = call.kept_at() {
+        report = report.label_in(cx, (file, *line, at.clone()), label.clone());
     }
-    cx.report(
+    cx.report(if call.kept_by_push() {
+        pushed_help(report)
+    } else {
         report
             .help("cut the kept state once per training iteration (for a field `h`: `self.h = self.h.detach()` in the loop, or at the start of the call)")
-            .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed"),
-    );
+            .note("the new state is computed from the old one inside the call, so each iteration's graph links to every earlier one and is never freed")
+    });
+}
+
+/// Help and note for a state kept by pushing into a collection that nothing empties.
+fn pushed_help(report: Report) -> Report {
+    report
+        .help("push a value that carries no graph (`.detach()`, or a host number), or empty the collection once per training iteration")
+        .note("each call pushes a value that holds its iteration's whole graph, and nothing empties the collection, so every iteration's graph is kept")
 }
 
 /// What a fold into the accumulator is, for the help text and whether a fix may be offered.
@@ -2158,6 +2162,51 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         );
         let cut = STAT_HELPER.replace("ARG", "mean.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A monitor whose method pushes what it is handed into a log of its own, called once per
+    /// training step with a forward's output (candle: the output holds its whole graph).
+    const PUSHED_LOG: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Monitor { history: Vec<Tensor> }
+impl Monitor {
+    pub fn observe(&mut self, preds: Tensor) -> Result<f32> {
+        let m = preds.mean_all()?.to_scalar::<f32>()?;
+        self.history.push(KEPT);
+        Ok(m)
+    }
+    EMPTY
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let fc: Linear = linear(4, 4, vb.pp("fc"))?;
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut monitor = Monitor { history: Vec::new() };
+    for x in xs {
+        let y = fc.forward(x)?;
+        monitor.observe(y.clone())?;
+        opt.backward_step(&y.sqr()?.mean_all()?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_log_a_method_pushes_graph_carrying_values_into_is_reported_at_the_call() {
+        let kept = PUSHED_LOG.replace("KEPT", "preds").replace("EMPTY", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![20]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &kept);
+        assert!(labels.contains(&(8, "`self.history` keeps what is pushed into it here".to_string())), "{labels:?}");
+        // What is pushed carries no graph.
+        let cut = PUSHED_LOG.replace("KEPT", "preds.detach()").replace("EMPTY", "");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // A method of the type empties the log (a window drained by a report): nothing is kept
+        // for good.
+        let drained = PUSHED_LOG
+            .replace("KEPT", "preds")
+            .replace("EMPTY", "pub fn report(&mut self) -> usize { self.history.drain(..).count() }");
+        assert_eq!(count("accumulated_loss_tensor", None, &drained), 0);
     }
 
     /// A hand-written normalisation whose running mean follows the batch without `detach`,

@@ -260,12 +260,8 @@ impl Rule for SamplingLoopChainsGraph {
                 }
             ));
             // Where the state is written from its old value (`self.x = (&self.x - eps)?`).
-            if let Some((file, line, at, field)) = call.kept_at() {
-                report = report.label_in(
-                    cx,
-                    (file, *line, at.clone()),
-                    format!("`{field}` is computed from its old value here"),
-                );
+            if let Some((file, line, at, label)) = call.kept_at() {
+                report = report.label_in(cx, (file, *line, at.clone()), label.clone());
             }
             if let Some((path, line, caller)) = f.per_step_from() {
                 report.elsewhere.push((path.clone(), *line, format!("`{caller}` calls this function during training")));
