@@ -2773,6 +2773,20 @@ impl Builder<'_> {
     }
 
     fn assign(&mut self, left: &Expr, right: &Expr, span: Span) {
+        // `(best, best_record) = (err, model.clone().into_record())`: each place is given its own
+        // element (all evaluated before any is written: `(a, b) = (b, a)` swaps).
+        if let (Expr::Tuple(t), Expr::Tuple(r)) = (strip_parens(left), strip_parens(right))
+            && t.elems.len() == r.elems.len()
+        {
+            let values: Vec<(Val, Span)> = r.elems.iter().map(|e| (self.expr(e), self.full(e))).collect();
+            for (place, (rhs, at)) in t.elems.iter().zip(values) {
+                let Some(slot) = self.place_slot(place) else { continue };
+                let how = self.store_kind(&rhs, self.env[slot].1);
+                let value = self.value_node(rhs, at);
+                self.write(slot, value, how, span.clone(), false);
+            }
+            return;
+        }
         // `(h, c) = cell.forward(&x, &h, &c)?`: each place is given (a part of) the value.
         if let Expr::Tuple(t) = strip_parens(left) {
             let rhs = self.expr(right);

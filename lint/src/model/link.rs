@@ -323,8 +323,9 @@ pub fn link(
     mark_per_iteration(files, &resolved);
     follow_trainable_models(files, &resolved);
     // Only where a model is built from trainable variables can a cache chain graphs (candle),
-    // or where every forward outside a no-grad region records one (tch), or (burn) where code
-    // other than a test trains: a state kept there of what no backward consumes.
+    // or where every forward outside a no-grad region records one (tch), or (burn, and dfdx
+    // whose taped inputs carry the graph) where code other than a test trains: a state kept
+    // there of what no backward consumes.
     // (Integration tests under `tests/` are not training code.)
     if files.iter().any(|(file, graphs)| {
         let tests = file.path.components().any(|c| c.as_os_str() == "tests");
@@ -332,7 +333,7 @@ pub fn link(
             !g.trainable_seeds.is_empty()
                 || (g.spec.global_grad_mode && !g.grad_off)
                 || (g.framework_known
-                    && g.spec.graph_swept_by_backward
+                    && (g.spec.graph_swept_by_backward || g.spec.graph_from_input_tape)
                     && !g.calls.is_empty()
                     && !g.is_test()
                     && !tests)
@@ -3087,10 +3088,17 @@ impl<'a> Index<'a> {
         // A receiver typed by an alias (`let agent = MyAgent::new(..)`) is of the aliased type
         // (looked up only when no candidate is a method of the named type).
         // `self.policy.act(..)` with `policy: Greedy<B>` declared in the caller's type.
-        let declared = site
-            .receiver_type
-            .as_deref()
-            .or_else(|| if site.method { self.field_type(files, caller, site) } else { None });
+        // An element of a field of `self` a loop walks (`for layer in self.layers.iter() {
+        // layer.decode(&x)? }` with `layers: Vec<Coupling>`): the field's element type.
+        let declared = site.receiver_type.as_deref().or_else(|| {
+            if !site.method {
+                return None;
+            }
+            self.field_type(files, caller, site).or_else(|| {
+                let owner = g(&caller).owner.as_deref()?;
+                self.declared_field_type(files, caller, owner, site.receiver_element_of.as_deref()?)
+            })
+        });
         // Through a type parameter (`self.agent.update(..)` with `agent: A`): trait methods only,
         // of whichever types implement them.
         if site.receiver_generic || declared == Some(crate::type_graph::TYPE_PARAM) {

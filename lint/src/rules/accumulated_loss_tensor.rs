@@ -63,7 +63,8 @@ teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mu
 *s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
 graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`) that no method
-of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A reset method of the
+of its type empties (`clear()`, `drain(..)`, `std::mem::take`); in dfdx, a prediction made on a
+taped input (`model.forward(x.leaky_trace())`) carries its tape and is kept the same way. A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
 `clear_buffers()` that empties a window buffer leaves the recurrent state beside it chaining,
 while `self.state.reset(..)` starting every part of `state` afresh resets a state kept there.
@@ -2207,6 +2208,87 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
             .replace("KEPT", "preds")
             .replace("EMPTY", "pub fn report(&mut self) -> usize { self.history.drain(..).count() }");
         assert_eq!(count("accumulated_loss_tensor", None, &drained), 0);
+    }
+
+    /// A persistent sampling chain a monitor advances through a flow once per training step:
+    /// the flow's `decode` walks its layers, whose `decode` shares the name.
+    const LAYERED_CHAIN: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Coupling { fc: Linear }
+impl Coupling {
+    pub fn decode(&self, z: &Tensor) -> Result<Tensor> { (z + self.fc.forward(z)?.tanh()?)? * 0.5 }
+}
+pub struct Flow { layers: Vec<Coupling> }
+impl Flow {
+    pub fn decode(&self, z: &Tensor) -> Result<Tensor> {
+        let mut acc = z.clone();
+        for layer in self.layers.iter() {
+            acc = layer.decode(&acc)?;
+        }
+        Ok(acc)
+    }
+}
+pub struct Walker { chain: Tensor }
+impl Walker {
+    pub fn advance(&mut self, flow: &Flow) -> Result<f32> {
+        self.chain = KEPT;
+        self.chain.mean_all()?.to_scalar::<f32>()
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let flow = Flow { layers: vec![Coupling { fc: linear(4, 4, vb.pp("c0"))? }, Coupling { fc: linear(4, 4, vb.pp("c1"))? }] };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut walker = Walker { chain: Tensor::zeros((1, 4), DType::F32, &Device::Cpu)? };
+    for x in xs {
+        opt.backward_step(&flow.decode(x)?.sqr()?.mean_all()?)?;
+        walker.advance(&flow)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_kept_through_a_method_of_the_layers_a_loop_walks_is_reported() {
+        // `layer.decode` is `Coupling::decode` (the element type of `layers`), not the
+        // caller's own `Flow::decode`: it runs a forward pass, so the chain carries a graph.
+        let kept = LAYERED_CHAIN.replace("KEPT", "flow.decode(&self.chain)?");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![32]);
+        let cut = LAYERED_CHAIN.replace("KEPT", "flow.decode(&self.chain)?.detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// dfdx: a tracker scores each batch on a leaky tape and keeps the prediction, whose tape
+    /// holds that batch's activations, from the training step.
+    const TAPED_LOG: &str = r#"
+use dfdx::prelude::*;
+pub struct Tracker { preds: Vec<Tensor<Rank1<8>, f32, Cpu, OwnedTape<f32, Cpu>>> }
+impl Tracker {
+    pub fn observe(&mut self, model: &Net, x: &Tensor<Rank1<4>, f32, Cpu>) {
+        let probs = model.forward(INPUT).sigmoid();
+        self.preds.push(probs);
+    }
+}
+pub struct Trainer { model: Net, opt: Adam<Net, f32, Cpu>, tracker: Tracker }
+impl Trainer {
+    pub fn fit_batch(&mut self, x: Tensor<Rank1<4>, f32, Cpu>, y: Tensor<Rank1<8>, f32, Cpu>) {
+        self.tracker.observe(&self.model, &x);
+        let mut grads = self.model.alloc_grads();
+        let loss = mse_loss(self.model.forward(x.traced(grads)), y);
+        grads = loss.backward();
+        self.opt.update(&mut self.model, &grads).unwrap();
+    }
+}
+"#;
+
+    #[test]
+    fn a_prediction_kept_with_its_tape_is_reported_at_the_call() {
+        let kept = TAPED_LOG.replace("INPUT", "x.leaky_trace()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![13]);
+        // Without a tape the forward records nothing.
+        let plain = TAPED_LOG.replace("INPUT", "x.clone()");
+        assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
     }
 
     /// A hand-written normalisation whose running mean follows the batch without `detach`,

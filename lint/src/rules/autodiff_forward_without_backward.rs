@@ -4330,4 +4330,50 @@ fn main() {
         assert!(lines("Tower::new(&dev)").is_empty());
         assert!(lines("Tower::<Cpu>::new(&dev)").is_empty());
     }
+
+    /// A training function that keeps its best checkpoint with a tuple assignment beside a
+    /// validation score computed on `model.valid()`, and hands back the autodiff model; `main`
+    /// predicts with it in a loop.
+    const BEST_CHECKPOINT: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+type Train = Autodiff<NdArray>;
+pub struct Trained<B: AutodiffBackend> { pub model: Net<B>, pub best: f32 }
+fn validate<B: Backend>(model: &Net<B>, device: &B::Device) -> f32 {
+    model.forward(probe::<B>(device)).mean().into_scalar().elem::<f32>()
+}
+pub fn fit<B: AutodiffBackend>(device: &B::Device, xs: Vec<Tensor<B, 2>>) -> Trained<B> {
+    let mut model = Net::<B>::new(device);
+    let mut optim = AdamConfig::new().init();
+    let (mut best, mut best_record) = (f32::MAX, model.clone().into_record());
+    for x in xs {
+        let loss = model.forward(x.clone()).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+        let err = validate(&model.valid(), device);
+        if err < best {
+            (best, best_record) = (err, model.clone().into_record());
+        }
+    }
+    Trained { model: model.load_record(best_record), best }
+}
+fn main() {
+    let device = Default::default();
+    let trained = fit::<Train>(&device, batches(&device));
+    let model = MODEL;
+    for x in test_batches(&device) {
+        println!("{}", model.forward(x).mean().into_scalar());
+    }
+}
+"#;
+
+    #[test]
+    fn a_model_handed_back_beside_a_checkpoint_kept_by_tuple_assignment_stays_autodiff() {
+        // The validation score on `model.valid()` is a host number: it does not make the
+        // checkpoint beside it, or the model loaded from that checkpoint, inert.
+        let tracked = BEST_CHECKPOINT.replace("MODEL", "trained.model");
+        assert_eq!(super::super::testing::lines("autodiff_forward_without_backward", &tracked), vec![29]);
+        let valid = BEST_CHECKPOINT.replace("MODEL", "trained.model.valid()");
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+    }
 }
