@@ -323,9 +323,9 @@ pub fn link(
     mark_per_iteration(files, &resolved);
     follow_trainable_models(files, &resolved);
     // Only where a model is built from trainable variables can a cache chain graphs (candle),
-    // or where every forward outside a no-grad region records one (tch), or (burn, and dfdx
-    // whose taped inputs carry the graph) where code other than a test trains: a state kept
-    // there of what no backward consumes.
+    // or where every forward outside a no-grad region records one (tch), or (burn of every
+    // release, and dfdx whose taped inputs carry the graph) where code other than a test
+    // trains: a state kept there of what no backward consumes.
     // (Integration tests under `tests/` are not training code.)
     if files.iter().any(|(file, graphs)| {
         let tests = file.path.components().any(|c| c.as_os_str() == "tests");
@@ -333,7 +333,7 @@ pub fn link(
             !g.trainable_seeds.is_empty()
                 || (g.spec.global_grad_mode && !g.grad_off)
                 || (g.framework_known
-                    && (g.spec.graph_swept_by_backward || g.spec.graph_from_input_tape)
+                    && (g.spec.graph_swept_by_backward || g.spec.graph_from_input_tape || g.spec.autodiff_by_type)
                     && !g.calls.is_empty()
                     && !g.is_test()
                     && !tests)

@@ -2291,6 +2291,50 @@ impl Trainer {
         assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
     }
 
+    /// burn 0.12 and older: each tensor owns its graph. An early stopper keeps every epoch's
+    /// validation predictions of the autodiff model in a history.
+    const BURN_HISTORY: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub struct EarlyStopping<B: Backend> { history: Vec<Tensor<B, 2>> }
+impl<B: Backend> EarlyStopping<B> {
+    pub fn observe(&mut self, preds: Tensor<B, 2>) -> f32 {
+        let m = preds.clone().mean().into_scalar().elem::<f32>();
+        self.history.push(preds);
+        m
+    }
+}
+pub fn run<B: AutodiffBackend>(device: &B::Device, x: Tensor<B, 2>, epochs: usize) {
+    let mut model = Net::<B>::new(device);
+    let mut optim = AdamConfig::new().init();
+    let mut stopper = EarlyStopping::<B> { history: Vec::new() };
+    for _ in 0..epochs {
+        let loss = model.forward(x.clone()).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+        stopper.observe(PREDS);
+    }
+}
+"#;
+
+    #[test]
+    fn burn_before_its_graph_store_keeps_a_history_of_autodiff_outputs() {
+        let lines = |src: &str| -> Vec<usize> {
+            let linter = crate::Linter {
+                burn_era: crate::BurnEra::BeforeGraphStore,
+                ..crate::Linter::new(crate::Levels::default())
+            };
+            linter
+                .lint_text(std::path::Path::new("src/lib.rs"), src, None)
+                .into_iter()
+                .filter(|f| f.rule == "accumulated_loss_tensor")
+                .map(|f| f.line)
+                .collect()
+        };
+        assert_eq!(lines(&BURN_HISTORY.replace("PREDS", "model.forward(x.clone())")), vec![19]);
+        // On the inner backend (`valid()`), the predictions carry no graph.
+        assert!(lines(&BURN_HISTORY.replace("PREDS", "model.valid().forward(x.clone().inner())")).is_empty());
+    }
+
     /// A hand-written normalisation whose running mean follows the batch without `detach`,
     /// reached only when the model's `training` flag is on.
     const GATED_NORM: &str = r#"
