@@ -627,6 +627,7 @@ impl Builder<'_> {
                 field_writes: Vec::new(),
                 fields_written: Vec::new(),
                 apart_fields: None,
+                fields_emptied_by_type: None,
                 cut_chains: Vec::new(),
                 autodiff_bound: Vec::new(),
                 trainable_seeds: Vec::new(),

@@ -565,6 +565,10 @@ pub struct FnModel {
     /// returns the updated module, which has to be stored back), and no update copies another
     /// module into them.
     pub(super) apart_fields: Option<std::sync::Arc<[String]>>,
+    /// For a method that pushes graph-carrying values into a field of `self` in its own
+    /// training step (frameworks whose tensors own their graphs): the fields some method of its
+    /// type empties (`clear()`, `drain(..)`, `std::mem::take`), set by the crate-level pass.
+    pub(super) fields_emptied_by_type: Option<std::sync::Arc<[String]>>,
     /// Method chains on a field of `self` that end in a cut (`self.teacher.forward(x)
     /// .max_dim(1).detach()`, `self.target.forward(x).into_data()`; burn 0.19 on): a forward
     /// pass at the head of one leaves no graph behind.
@@ -1609,7 +1613,9 @@ impl FnModel {
         let mut found = false;
         for (_, value, target, how, _) in self.stores() {
             let Some(b) = self.binding_of(target) else { continue };
-            if !matches!(how, Store::Fold | Store::Push)
+            // Also what an iterator's closure yields into the collection returned
+            // (`(0..k).map(|i| loss_of(model.forward(batch(i)))).collect()`).
+            if !matches!(how, Store::Fold | Store::Push | Store::Yield)
                 || !self.taint(value).has(Taint::GRAPH)
                 || !self.loop_within(self.loop_of(value), l)
                 || !returned.contains(&b)
@@ -1619,7 +1625,7 @@ impl FnModel {
             // A trajectory pushed step by step and returned whole (`states.push(model.forward(s,
             // a))` with `s` its last state, the return computed from all of them) is what the
             // caller's backward runs through; a state fed back and folded is a sampler's.
-            if how != Store::Push && self.feeds_forward_through_locals(value, b) {
+            if how == Store::Fold && self.feeds_forward_through_locals(value, b) {
                 return false;
             }
             found = true;
@@ -1863,6 +1869,28 @@ impl FnModel {
     /// The binding of [`FnModel::receiver_root`].
     pub fn receiver_binding(&self, r: NodeIndex) -> Option<BindingId> {
         self.binding_of(self.receiver_root(r)?)
+    }
+
+    /// Pushes of a graph-carrying value into a field of `self` made by this function's own
+    /// training step (its body runs backward, outside any loop), into a field no method of its
+    /// type empties: (the store's span, the field). Each call keeps one more step's graph.
+    /// Also the value pushed.
+    pub fn pushed_into_unemptied_fields(&self) -> Vec<(&Span, &str, NodeIndex)> {
+        let Some(emptied) = self.fields_emptied_by_type.as_deref() else { return Vec::new() };
+        self.stores()
+            .filter(|&(edge, value, _, how, _)| {
+                how == Store::Push
+                    && self.through(edge).is_none()
+                    && self.graph[value].in_loop.is_none()
+                    && self.taint(value).has(Taint::GRAPH)
+            })
+            .filter_map(|(_, value, target, _, span)| {
+                let b = self.binding_of(target)?;
+                let name = self.bindings[b].name.as_str();
+                (self.bindings[b].kind == BindingKind::SelfField && !emptied.iter().any(|f| f == name))
+                    .then_some((span, name, value))
+            })
+            .collect()
     }
 
     /// Where the function keeps a graph-carrying value built from what that place held before

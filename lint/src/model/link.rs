@@ -322,6 +322,8 @@ pub fn link(
     mark_per_step(files, &resolved);
     mark_per_iteration(files, &resolved);
     follow_trainable_models(files, &resolved);
+    // After the summaries: what a push keeps is graph-carrying once calls of the crate are known.
+    mark_pushed_logs(files);
     // Only where a model is built from trainable variables can a cache chain graphs (candle),
     // or where every forward outside a no-grad region records one (tch), or (burn of every
     // release, and dfdx whose taped inputs carry the graph) where code other than a test
@@ -387,6 +389,45 @@ fn emptied_by_type(files: &[(Arc<SourceFile>, Vec<FnModel>)], owner: &str) -> Ve
         .filter(|g| g.owner.as_deref() == Some(owner))
         .flat_map(|g| g.fields_emptied())
         .collect()
+}
+
+/// For methods of frameworks whose tensors own their graphs that push a graph-carrying value
+/// into a field of `self` in their own training step: the fields some method of their type
+/// empties (see `FnModel::pushed_into_unemptied_fields`).
+fn mark_pushed_logs(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
+    let wanted: Vec<FnId> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
+        .filter(|(_, g)| {
+            g.has_self
+                && g.owner.is_some()
+                && g.framework_known
+                && !g.spec.graph_swept_by_backward
+                && !g.is_test
+                && g.iteration_of(None) == Some(super::graph::Iteration::Call)
+                && g.stores().any(|(_, value, target, how, _)| {
+                    how == Store::Push
+                        && g.graph[value].in_loop.is_none()
+                        && g.graph[value].taint.has(Taint::GRAPH)
+                        && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
+                })
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let mut by_owner: HashMap<String, Arc<[String]>> = HashMap::default();
+    for (fi, gi) in wanted {
+        let owner = files[fi].1[gi].owner.clone().unwrap_or_default();
+        let emptied = match by_owner.get(&owner) {
+            Some(e) => e.clone(),
+            None => {
+                let e: Arc<[String]> = emptied_by_type(files, &owner).into();
+                by_owner.insert(owner, e.clone());
+                e
+            }
+        };
+        files[fi].1[gi].fields_emptied_by_type = Some(emptied);
+    }
 }
 
 /// For methods whose loops run no backward and push graph-carrying values into a field of

@@ -62,7 +62,8 @@ method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
 *s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
-graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`) that no method
+graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`; also in a
+method that is a training step of its own, `fn update(&mut self, ..)` running backward) that no method
 of its type empties (`clear()`, `drain(..)`, `std::mem::take`); in dfdx, a prediction made on a
 taped input (`model.forward(x.leaky_trace())`) carries its tape and is kept the same way. A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
@@ -268,6 +269,39 @@ impl Rule for AccumulatedLossTensor {
             folds_at.push(span.clone());
         }
         state_kept_by_a_call(f, cx, &folds_at);
+        pushed_in_the_step(f, cx);
+    }
+}
+
+/// A training step of its own (`fn update(&mut self, ..)` running backward) that pushes a
+/// graph-carrying value into a field of `self` that no method of its type empties (candle, tch,
+/// burn 0.12 and older: the value holds its step's whole graph).
+fn pushed_in_the_step(f: &FnModel, cx: &mut Context<'_>) {
+    for (span, field, value) in f.pushed_into_unemptied_fields() {
+        let mut report = Report::new(
+            format!("`{field}` keeps a graph-carrying tensor from every training step"),
+            span.clone(),
+            format!("`{field}` keeps this step's autograd graph alive"),
+        );
+        if let Some((at, text)) = f.iteration_label(Iteration::Call) {
+            report = report.label(at, text);
+        }
+        // What is pushed, as written (`loss.clone()`); a tuple or a struct holding it is cut by
+        // hand.
+        let pushed = cx.snippet(f.span_of(value));
+        let pushed = pushed.strip_suffix(".clone()").unwrap_or(pushed);
+        let shown = if pushed.is_empty() || pushed.contains('\n') || pushed.len() > 60 { "x" } else { pushed };
+        report = report
+            .help(format!(
+                "push `{}` or a host value such as `{}` instead, or empty `{field}` once per training step",
+                crate::frameworks::fill(f.spec().detach_fix, shown),
+                crate::frameworks::fill(f.spec().scalar_fix, shown)
+            ))
+            .note("each call runs a training step and pushes a value that holds its whole graph into a field that no method of its type empties, so every step's graph is kept");
+        if let Some(s) = suggestion(f, cx, value, field) {
+            report = report.suggest(s);
+        }
+        cx.report(report);
     }
 }
 
@@ -2333,6 +2367,43 @@ pub fn run<B: AutodiffBackend>(device: &B::Device, x: Tensor<B, 2>, epochs: usiz
         assert_eq!(lines(&BURN_HISTORY.replace("PREDS", "model.forward(x.clone())")), vec![19]);
         // On the inner backend (`valid()`), the predictions carry no graph.
         assert!(lines(&BURN_HISTORY.replace("PREDS", "model.valid().forward(x.clone().inner())")).is_empty());
+    }
+
+    /// An online learner whose update is a training step of its own and logs each prediction
+    /// in a field of `self`.
+    const STEP_LOG: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Learner { net: Linear, opt: SGD, log: Vec<Tensor> }
+impl Learner {
+    pub fn update(&mut self, x: &Tensor, y: &Tensor) -> Result<()> {
+        let p = self.net.forward(x)?;
+        self.log.push(KEPT);
+        let loss = (&p - y)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)
+    }
+    EMPTY
+}
+pub fn serve(vm: &VarMap, clicks: &[(Tensor, Tensor)]) -> Result<()> {
+    let net = linear(4, 1, VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu))?;
+    let mut learner = Learner { net, opt: SGD::new(vm.all_vars(), 0.05)?, log: Vec::new() };
+    for (x, y) in clicks {
+        learner.update(x, y)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_training_step_that_logs_its_graph_carrying_output_in_self_is_reported() {
+        let kept = STEP_LOG.replace("KEPT", "p.clone()").replace("EMPTY", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![8]);
+        let cut = STEP_LOG.replace("KEPT", "p.detach()").replace("EMPTY", "");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // Emptied by a method of the type (once an epoch, say): bounded.
+        let emptied =
+            STEP_LOG.replace("KEPT", "p.clone()").replace("EMPTY", "pub fn end_epoch(&mut self) { self.log.clear(); }");
+        assert_eq!(count("accumulated_loss_tensor", None, &emptied), 0);
     }
 
     /// A hand-written normalisation whose running mean follows the batch without `detach`,

@@ -39,7 +39,8 @@ parameter (`if explore { self.net.forward(x) } else { self.net.valid().forward(x
 `match mode { ActMode::Explore => .., _ => .. }`) runs none on a call that passes a constant
 taking none of them (`agent.act(obs, false)`, `ActMode::Exploit`). A model built with an
 autodiff backend named in generic arguments (`train(Net::<Train>::new(&dev), ..)` with `type
-Train = Autodiff<NdArray>`) makes the function autodiff. A helper that sums its forwards into the value it returns, to a caller that
+Train = Autodiff<NdArray>`) makes the function autodiff. A helper that sums its forwards into the value it returns, or collects them
+(`(0..k).map(|i| model.forward(batch(i)).mean()).collect()`), to a caller that
 backpropagates it (`let loss = batch_loss(&model, xs); loss.backward()`, also through further
 helpers that return what they compute from it), is judged at its callers: a validation loop calling it on the autodiff model is reported there. A forward in a closure handed to a crate function that calls it in a loop without
 backward (`evaluate_episode(&mut env, &mut |o| agent.act(o))`) is reported there, even inside a
@@ -4375,5 +4376,35 @@ fn main() {
         assert_eq!(super::super::testing::lines("autodiff_forward_without_backward", &tracked), vec![29]);
         let valid = BEST_CHECKPOINT.replace("MODEL", "trained.model.valid()");
         assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+    }
+
+    /// Gradient accumulation: a helper collects one loss per micro-batch with an iterator's
+    /// closure and returns them; the training step concatenates them and runs one backward.
+    const COLLECTED_LOSSES: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Tuner<B: AutodiffBackend> { model: Net<B>, accum: usize, device: B::Device }
+impl<B: AutodiffBackend> Tuner<B> {
+    fn window_losses(&self, start: u64) -> Vec<Tensor<B, 1>> {
+        (0..self.accum as u64).map(|k| self.model.forward(batch::<B>(start + k, &self.device)).mean()).collect()
+    }
+    pub fn epoch(&mut self, windows: u64) -> f32 {
+        let mut total = 0.0;
+        for w in 0..windows {
+            let losses = self.window_losses(w * 100);
+            let loss = Tensor::cat(losses, 0).mean();
+            total += loss.clone().into_scalar().elem::<f32>();
+            STEP
+        }
+        total
+    }
+}
+"#;
+
+    #[test]
+    fn losses_collected_by_a_closure_for_the_callers_backward_are_swept() {
+        let step = "let grads = GradientsParams::from_grads(loss.backward(), &self.model);";
+        assert_eq!(count("autodiff_forward_without_backward", None, &COLLECTED_LOSSES.replace("STEP", step)), 0);
+        // No backward of what the helper returns: every micro-batch's graph stays in the store.
+        assert_eq!(count("autodiff_forward_without_backward", None, &COLLECTED_LOSSES.replace("STEP", "")), 1);
     }
 }

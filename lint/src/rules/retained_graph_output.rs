@@ -77,9 +77,15 @@ impl Rule for RetainedGraphOutput {
 
 /// Graph-carrying values pushed or assigned into bindings that outlive their training iteration.
 fn candidates(f: &FnModel) -> Vec<Candidate> {
+    // A training step's push into a field of `self` that nothing empties is
+    // `accumulated_loss_tensor`'s (stable): one finding per store.
+    let stable = f.pushed_into_unemptied_fields();
     f.stores()
         .filter_map(|(edge, value, target, how, span)| {
             if !matches!(how, Store::Push | Store::Assign) || !f.taint(value).has(Taint::GRAPH) {
+                return None;
+            }
+            if how == Store::Push && stable.iter().any(|(at, ..)| *at == span) {
                 return None;
             }
             let binding = f.binding_of(target)?;

@@ -28,7 +28,7 @@ impl Trainer {
     fn train_step(&mut self, x: &Tensor, y: &Tensor) -> Result<()> {
         let loss = loss::mse(&self.model.forward(x)?, y)?;
         self.opt.backward_step(&loss)?;
-        self.history.push(loss.clone()); //~ retained_graph_output
+        self.history.push(loss.clone()); //~ accumulated_loss_tensor
         self.last_loss = Some(loss); // replaced every call: one graph at a time, not reported
         self.steps += 1;
         Ok(())
