@@ -1871,9 +1871,10 @@ impl FnModel {
         self.binding_of(self.receiver_root(r)?)
     }
 
-    /// Pushes of a graph-carrying value into a field of `self` made by this function's own
-    /// training step (its body runs backward, outside any loop), into a field no method of its
-    /// type empties: (the store's span, the field). Each call keeps one more step's graph.
+    /// Pushes of a graph-carrying value into a field of `self` made outside any loop by a
+    /// function that runs backward itself (a training step, or an update whose loop does), into a
+    /// field no method of its type empties: (the store's span, the field). Each call keeps one
+    /// more graph.
     /// Also the value pushed.
     pub fn pushed_into_unemptied_fields(&self) -> Vec<(&Span, &str, NodeIndex)> {
         let Some(emptied) = self.fields_emptied_by_type.as_deref() else { return Vec::new() };

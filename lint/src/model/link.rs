@@ -405,7 +405,12 @@ fn mark_pushed_logs(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
                 && g.framework_known
                 && !g.spec.graph_swept_by_backward
                 && !g.is_test
-                && g.iteration_of(None) == Some(super::graph::Iteration::Call)
+                && g.calls.iter().any(|c| {
+                    matches!(
+                        c.kind,
+                        super::graph::TrainingCallKind::Backward | super::graph::TrainingCallKind::BackwardStep
+                    )
+                })
                 && g.stores().any(|(_, value, target, how, _)| {
                     how == Store::Push
                         && g.graph[value].in_loop.is_none()

@@ -2404,6 +2404,13 @@ pub fn serve(vm: &VarMap, clicks: &[(Tensor, Tensor)]) -> Result<()> {
         let emptied =
             STEP_LOG.replace("KEPT", "p.clone()").replace("EMPTY", "pub fn end_epoch(&mut self) { self.log.clear(); }");
         assert_eq!(count("accumulated_loss_tensor", None, &emptied), 0);
+        // An update whose own loop runs backward (minibatch epochs), logging once per call.
+        let epochs = kept.replace(
+            "        self.opt.backward_step(&loss)\n",
+            "        for _ in 0..4 {\n            self.opt.backward_step(&loss)?;\n        }\n        Ok(())\n",
+        );
+        assert_ne!(epochs, kept);
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &epochs), vec![8]);
     }
 
     /// A hand-written normalisation whose running mean follows the batch without `detach`,
