@@ -673,6 +673,7 @@ impl Builder<'_> {
                 registered: false,
                 args_after_backward: Vec::new(),
                 cleared: Vec::new(),
+                shrunk: Vec::new(),
                 emptied_by_calls: Vec::new(),
                 param_reads: Vec::new(),
                 additive_nodes: Vec::new(),
@@ -3116,6 +3117,14 @@ impl Builder<'_> {
             let in_loop = self.cur_loop();
             let at = self.span(m.method.span()).start;
             self.g.cleared.push(Cleared { version, in_loop, at });
+        }
+        if rust::SHRINK_METHODS.contains(&name)
+            && let Some(slot) = self.place_slot(&m.receiver)
+        {
+            let b = self.env[slot].0;
+            if !self.g.shrunk.contains(&b) {
+                self.g.shrunk.push(b);
+            }
         }
     }
 

@@ -482,6 +482,9 @@ pub struct FnModel {
     pub(super) args_after_backward: Vec<(usize, ArgsAfterBackward)>,
     /// Collections emptied.
     pub(super) cleared: Vec<Cleared>,
+    /// Bindings a call shrinks (`self.window.pop_front()`, `self.log.remove(0)`): a window kept
+    /// to a size, not a log that only grows.
+    pub(super) shrunk: Vec<BindingId>,
     /// Calls of the crate's methods that empty (a field of) their receiver (`acc.ready()` taking
     /// `self.sum`).
     pub(super) emptied_by_calls: Vec<EmptiedByCall>,
@@ -2040,6 +2043,12 @@ impl FnModel {
     /// (`self.history = Vec::new()`): what it starts afresh, as far as a buffer goes.
     pub(super) fn fields_emptied(&self) -> Vec<String> {
         let mut fields = self.fields_left_empty();
+        fields.extend(
+            self.shrunk
+                .iter()
+                .filter(|&&b| self.bindings[b].kind == BindingKind::SelfField)
+                .map(|&b| self.bindings[b].name.clone()),
+        );
         for (_, value, target, how, _) in self.stores() {
             let Some(b) = self.binding_of(target) else { continue };
             if self.bindings[b].kind == BindingKind::SelfField

@@ -56,6 +56,11 @@ pub const WRAPPERS: &[&str] = &[
 /// Methods that empty a collection.
 pub const CLEAR_METHODS: &[&str] = &["clear", "drain", "truncate"];
 
+/// Methods that take the oldest or chosen elements out of a collection (a window kept to a
+/// size). Not `pop()`: taking the last element out (`let Some(last) = self.history.pop()`) leaves
+/// the rest.
+pub const SHRINK_METHODS: &[&str] = &["pop_front", "remove", "swap_remove", "retain", "split_off"];
+
 /// Methods whose closure argument runs only when the receiver holds nothing yet.
 pub const LAZY_INIT_METHODS: &[&str] =
     &["unwrap_or_else", "get_or_insert_with", "or_insert_with", "or_else", "map_or_else", "get_or_init"];

@@ -2404,6 +2404,16 @@ pub fn serve(vm: &VarMap, clicks: &[(Tensor, Tensor)]) -> Result<()> {
         let emptied =
             STEP_LOG.replace("KEPT", "p.clone()").replace("EMPTY", "pub fn end_epoch(&mut self) { self.log.clear(); }");
         assert_eq!(count("accumulated_loss_tensor", None, &emptied), 0);
+        // A window some method keeps to a size: bounded.
+        let window = STEP_LOG
+            .replace("KEPT", "p.clone()")
+            .replace("EMPTY", "pub fn trim(&mut self) { while self.log.len() > 8 { self.log.remove(0); } }");
+        assert_eq!(count("accumulated_loss_tensor", None, &window), 0);
+        // Taking the last one out leaves the rest: still kept.
+        let last = STEP_LOG
+            .replace("KEPT", "p.clone()")
+            .replace("EMPTY", "pub fn last(&mut self) -> Option<Tensor> { self.log.pop() }");
+        assert_eq!(count("accumulated_loss_tensor", None, &last), 1);
         // An update whose own loop runs backward (minibatch epochs), logging once per call.
         let epochs = kept.replace(
             "        self.opt.backward_step(&loss)\n",
