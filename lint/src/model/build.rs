@@ -3818,6 +3818,7 @@ impl Builder<'_> {
             no_grad: self.no_grad > 0,
             host_result: false,
             args_returned: 0,
+            self_fields_returned: Vec::new(),
         });
         Val { reads: smallvec::smallvec![result], producer: Producer::Derived, op: false }
     }

@@ -840,6 +840,10 @@ pub struct CallSite {
     /// The arguments (bit `k`: argument `k`) every function the call may reach computes its
     /// result from. Set by the crate-level pass where a cache can chain graphs (candle).
     pub(super) args_returned: u64,
+    /// For `self.f(..)`: the fields of `self` every candidate callee returns a value computed
+    /// from (`fn take_state(&mut self) -> State { self.state.take().unwrap_or(..) }`), set by the
+    /// crate-level pass: the result reads those fields back.
+    pub(super) self_fields_returned: Vec<String>,
     /// Made inside a no-grad region of the caller (`tch::no_grad(|| self.bootstrap(obs))`, after
     /// `let _g = tch::no_grad_guard();`).
     pub(super) no_grad: bool,
@@ -2169,6 +2173,13 @@ impl FnModel {
                 continue;
             }
             if let Some(site) = results.get(&n) {
+                // `let s = self.take_state()?` handing back what `self.state` held.
+                if site.receiver_self
+                    && self.bindings[b].kind == BindingKind::SelfField
+                    && site.self_fields_returned.contains(&self.bindings[b].name)
+                {
+                    return true;
+                }
                 for (k, arg) in site.args.iter().enumerate().take(64) {
                     if site.args_returned & (1 << k) != 0 {
                         stack.extend(arg.reads.iter().copied());
@@ -2209,6 +2220,45 @@ impl FnModel {
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
         self.params.iter().map(|p| p.is_some_and(|p| seen[p.index()])).collect()
+    }
+
+    /// Whether `value`, written into field `b` of `self`, is computed from what a method of
+    /// `self` hands back of that field's old value (`let s = self.take_state()?; let (y, last) =
+    /// self.model.forward_chunk(&x, s)?; .. self.state = Some(last);`): a state carried from call
+    /// to call.
+    pub fn reads_field_back_through_own_method(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
+        self.bindings[b].kind == BindingKind::SelfField
+            && self
+                .call_sites
+                .iter()
+                .any(|c| c.receiver_self && c.self_fields_returned.contains(&self.bindings[b].name))
+            && self.computed_from_binding(value, b, target)
+    }
+
+    /// The fields of `self` whose values at the start of the call a returned value is computed
+    /// from (see [`CallSite::self_fields_returned`]).
+    pub(super) fn self_fields_returned(&self) -> Vec<String> {
+        if !self.has_self || self.self_fields.is_empty() {
+            return Vec::new();
+        }
+        let mut seen = vec![false; self.graph.node_count()];
+        let mut stack: Vec<NodeIndex> = self.returns.clone();
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.index()], true) {
+                continue;
+            }
+            stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
+        }
+        let mut fields: Vec<String> = self
+            .self_fields
+            .iter()
+            .filter(|n| seen[n.index()])
+            .filter_map(|&n| self.binding_of(n))
+            .map(|b| self.bindings[b].name.clone())
+            .collect();
+        fields.sort_unstable();
+        fields.dedup();
+        fields
     }
 
     /// Whether a value the function returns is the output of a forward pass it runs (through

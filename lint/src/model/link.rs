@@ -686,6 +686,7 @@ fn mark_stateful_calls(
     // Which arguments each call's result is computed from (`self.h = self.cell.step(x, &self.h)?`
     // reads the state back through `Cell::step`): what every candidate callee returns from.
     let mut returned: HashMap<FnId, u64> = HashMap::default();
+    let mut fields_returned: HashMap<FnId, Vec<String>> = HashMap::default();
     for (caller, ci, callees) in resolved {
         let mut mask = u64::MAX;
         for c in callees {
@@ -699,6 +700,18 @@ fn mark_stateful_calls(
         }
         if !callees.is_empty() {
             files[caller.0].1[caller.1].call_sites[*ci].args_returned = mask;
+        }
+        // `self.take_state()`: the fields of `self` every candidate returns from.
+        if files[caller.0].1[caller.1].call_sites[*ci].receiver_self && !callees.is_empty() {
+            let mut fields: Option<Vec<String>> = None;
+            for c in callees {
+                let of = fields_returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].self_fields_returned()).clone();
+                fields = Some(match fields {
+                    None => of,
+                    Some(had) => had.into_iter().filter(|f| of.contains(f)).collect(),
+                });
+            }
+            files[caller.0].1[caller.1].call_sites[*ci].self_fields_returned = fields.unwrap_or_default();
         }
     }
     let mut state: HashMap<FnId, StateAt> = HashMap::default();

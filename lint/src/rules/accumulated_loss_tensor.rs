@@ -46,7 +46,8 @@ the field it is kept in (`model.h = model.h.detach()`; a state kept in several f
 two-rate net's `fast` and `slow` tiers, only when every one of them is cut). So does a training-step method that
 carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
 self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?; } ..;
-self.carry = Some((h, c));`), reported at that write unless the local starts from a cut; and a
+self.carry = Some((h, c));`) or takes it out with a method of its own (`let s = self.take_state()?;
+.. self.state = Some(last);`), reported at that write unless the local starts from a cut; and a
 method whose training loop calls another method of its own type that keeps a state in `self`
 (`for xs in windows { let loss = self.unroll(xs)?; self.opt.backward_step(&loss)?; }`), unless
 the loop cuts that field. A state kept only when a `training` flag is on counts on every call
@@ -159,10 +160,13 @@ impl Rule for AccumulatedLossTensor {
             // So is one that lives past the call, carried through a local the step's loop
             // folds it into (`let mut h = self.carry.clone(); for x in xs { h = cell.forward(x,
             // &h)?; } .. self.carry = h;`).
+            // Or one a method of `self` hands back before the step's forward (`let s =
+            // self.take_state()?; .. self.state = Some(last);`).
             if how == Store::Assign
                 && !f.feeds_forward_through_locals(value, binding)
                 && (f.binding(binding).kind() == crate::model::BindingKind::Local
                     || !f.feeds_forward_through_folds(value, binding))
+                && (swept || !f.reads_field_back_through_own_method(value, binding, target))
             {
                 continue;
             }
@@ -196,8 +200,11 @@ impl Rule for AccumulatedLossTensor {
             // runs on, and it is emptied there (`loss_acc.take().unwrap().backward()`).
             // Also behind the crate's methods (`acc.add(&loss)`, then `if let Some(total) =
             // acc.ready() { opt.backward_step(&total)? }`, or an `add` that flushes every k calls).
+            // Not a state taken out and put back (`let s = self.take_state()?; .. self.state =
+            // Some(last)`): what the backward runs on is carried to the next call.
             if f.cleared_within(binding, iteration)
                 && (f.loss_derives_from(binding) || f.emptied_into_backward(binding, iteration))
+                && !f.reads_field_back_through_own_method(value, binding, target)
             {
                 continue;
             }
@@ -2421,6 +2428,46 @@ pub fn serve(vm: &VarMap, clicks: &[(Tensor, Tensor)]) -> Result<()> {
         );
         assert_ne!(epochs, kept);
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &epochs), vec![8]);
+    }
+
+    /// A streaming trainer that takes its carried state out with a method of its own, runs the
+    /// chunk from it, and puts the last state back.
+    const TAKEN_STATE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Streamer { cell: Linear, opt: AdamW, state: Option<Tensor> }
+impl Streamer {
+    fn take_state(&mut self) -> Result<Tensor> {
+        match self.state.take() {
+            Some(s) => Ok(s),
+            None => Tensor::zeros((1, 4), DType::F32, &Device::Cpu),
+        }
+    }
+    pub fn train_chunk(&mut self, x: &Tensor) -> Result<f32> {
+        let state = self.take_state()?;
+        let last = self.cell.forward(&(x + &state)?)?.tanh()?;
+        let loss = last.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        self.state = Some(KEPT);
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn run(vm: &VarMap, xs: &[Tensor]) -> Result<()> {
+    let cell = linear(4, 4, VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu))?;
+    let mut s = Streamer { cell, opt: AdamW::new(vm.all_vars(), ParamsAdamW::default())?, state: None };
+    for x in xs {
+        s.train_chunk(x)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_taken_out_by_a_method_and_put_back_chains() {
+        let kept = TAKEN_STATE.replace("KEPT", "last");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![17]);
+        let cut = TAKEN_STATE.replace("KEPT", "last.detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 
     /// A hand-written normalisation whose running mean follows the batch without `detach`,
