@@ -2211,6 +2211,12 @@ impl FnModel {
     /// For each parameter, whether a value the function returns is computed from it (through
     /// every edge: `Net::new(vb)` returning `Self { fc: linear(.., vb.pp("fc"))? }`).
     pub(super) fn params_returned(&self) -> Vec<bool> {
+        let seen = self.upstream_of_returns();
+        self.params.iter().map(|p| p.is_some_and(|p| seen[p.index()])).collect()
+    }
+
+    /// Every node a returned value is computed from, through every edge: `mask[n]`.
+    fn upstream_of_returns(&self) -> Vec<bool> {
         let mut seen = vec![false; self.graph.node_count()];
         let mut stack: Vec<NodeIndex> = self.returns.clone();
         while let Some(n) = stack.pop() {
@@ -2219,7 +2225,7 @@ impl FnModel {
             }
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
-        self.params.iter().map(|p| p.is_some_and(|p| seen[p.index()])).collect()
+        seen
     }
 
     /// Whether `value`, written into field `b` of `self`, is computed from what a method of
@@ -2241,14 +2247,7 @@ impl FnModel {
         if !self.has_self || self.self_fields.is_empty() {
             return Vec::new();
         }
-        let mut seen = vec![false; self.graph.node_count()];
-        let mut stack: Vec<NodeIndex> = self.returns.clone();
-        while let Some(n) = stack.pop() {
-            if std::mem::replace(&mut seen[n.index()], true) {
-                continue;
-            }
-            stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
-        }
+        let seen = self.upstream_of_returns();
         let mut fields: Vec<String> = self
             .self_fields
             .iter()
