@@ -628,6 +628,7 @@ impl Builder<'_> {
                 fields_written: Vec::new(),
                 apart_fields: None,
                 fields_emptied_by_type: None,
+                self_fields_returned: Vec::new(),
                 cut_chains: Vec::new(),
                 autodiff_bound: Vec::new(),
                 trainable_seeds: Vec::new(),
@@ -3118,7 +3119,9 @@ impl Builder<'_> {
             let at = self.span(m.method.span()).start;
             self.g.cleared.push(Cleared { version, in_loop, at });
         }
-        if rust::SHRINK_METHODS.contains(&name)
+        // (The first letter first: this runs for every method call.)
+        if matches!(name.as_bytes().first(), Some(b'p' | b'r' | b's'))
+            && rust::SHRINK_METHODS.contains(&name)
             && let Some(slot) = self.place_slot(&m.receiver)
         {
             let b = self.env[slot].0;
@@ -3818,7 +3821,6 @@ impl Builder<'_> {
             no_grad: self.no_grad > 0,
             host_result: false,
             args_returned: 0,
-            self_fields_returned: Vec::new(),
         });
         Val { reads: smallvec::smallvec![result], producer: Producer::Derived, op: false }
     }

@@ -572,6 +572,11 @@ pub struct FnModel {
     /// training step (frameworks whose tensors own their graphs): the fields some method of its
     /// type empties (`clear()`, `drain(..)`, `std::mem::take`), set by the crate-level pass.
     pub(super) fields_emptied_by_type: Option<std::sync::Arc<[String]>>,
+    /// For calls `self.f(..)` (by their result node): the fields of `self` every candidate
+    /// callee returns a value computed from (`fn take_state(&mut self) -> State {
+    /// self.state.take().unwrap_or(..) }`), set by the crate-level pass: the result reads those
+    /// fields back. Kept beside the call sites, few calls have any.
+    pub(super) self_fields_returned: Vec<(NodeIndex, Vec<String>)>,
     /// Method chains on a field of `self` that end in a cut (`self.teacher.forward(x)
     /// .max_dim(1).detach()`, `self.target.forward(x).into_data()`; burn 0.19 on): a forward
     /// pass at the head of one leaves no graph behind.
@@ -840,10 +845,6 @@ pub struct CallSite {
     /// The arguments (bit `k`: argument `k`) every function the call may reach computes its
     /// result from. Set by the crate-level pass where a cache can chain graphs (candle).
     pub(super) args_returned: u64,
-    /// For `self.f(..)`: the fields of `self` every candidate callee returns a value computed
-    /// from (`fn take_state(&mut self) -> State { self.state.take().unwrap_or(..) }`), set by the
-    /// crate-level pass: the result reads those fields back.
-    pub(super) self_fields_returned: Vec<String>,
     /// Made inside a no-grad region of the caller (`tch::no_grad(|| self.bootstrap(obs))`, after
     /// `let _g = tch::no_grad_guard();`).
     pub(super) no_grad: bool,
@@ -2176,7 +2177,7 @@ impl FnModel {
                 // `let s = self.take_state()?` handing back what `self.state` held.
                 if site.receiver_self
                     && self.bindings[b].kind == BindingKind::SelfField
-                    && site.self_fields_returned.contains(&self.bindings[b].name)
+                    && self.returns_field(site.result, &self.bindings[b].name)
                 {
                     return true;
                 }
@@ -2234,16 +2235,19 @@ impl FnModel {
     /// to call.
     pub fn reads_field_back_through_own_method(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
         self.bindings[b].kind == BindingKind::SelfField
-            && self
-                .call_sites
-                .iter()
-                .any(|c| c.receiver_self && c.self_fields_returned.contains(&self.bindings[b].name))
+            && self.self_fields_returned.iter().any(|(_, fields)| fields.contains(&self.bindings[b].name))
             && self.computed_from_binding(value, b, target)
     }
 
+    /// Whether the call of `self` whose result is `result` returns a value computed from
+    /// `field` (see [`FnModel::self_fields_returned`]).
+    fn returns_field(&self, result: NodeIndex, field: &str) -> bool {
+        self.self_fields_returned.iter().any(|(r, fields)| *r == result && fields.iter().any(|f| f == field))
+    }
+
     /// The fields of `self` whose values at the start of the call a returned value is computed
-    /// from (see [`CallSite::self_fields_returned`]).
-    pub(super) fn self_fields_returned(&self) -> Vec<String> {
+    /// from (see [`FnModel::self_fields_returned`]).
+    pub(super) fn fields_returned_from_self(&self) -> Vec<String> {
         if !self.has_self || self.self_fields.is_empty() {
             return Vec::new();
         }

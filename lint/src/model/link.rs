@@ -705,13 +705,18 @@ fn mark_stateful_calls(
         if files[caller.0].1[caller.1].call_sites[*ci].receiver_self && !callees.is_empty() {
             let mut fields: Option<Vec<String>> = None;
             for c in callees {
-                let of = fields_returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].self_fields_returned()).clone();
+                let of =
+                    fields_returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].fields_returned_from_self()).clone();
                 fields = Some(match fields {
                     None => of,
                     Some(had) => had.into_iter().filter(|f| of.contains(f)).collect(),
                 });
             }
-            files[caller.0].1[caller.1].call_sites[*ci].self_fields_returned = fields.unwrap_or_default();
+            if let Some(fields) = fields.filter(|f| !f.is_empty()) {
+                let g = &mut files[caller.0].1[caller.1];
+                let result = g.call_sites[*ci].result;
+                g.self_fields_returned.push((result, fields));
+            }
         }
     }
     let mut state: HashMap<FnId, StateAt> = HashMap::default();
