@@ -391,35 +391,40 @@ fn emptied_by_type(files: &[(Arc<SourceFile>, Vec<FnModel>)], owner: &str) -> Ve
         .collect()
 }
 
+/// The functions of the crate for which `keep` holds.
+fn methods_where(files: &[(Arc<SourceFile>, Vec<FnModel>)], keep: impl Fn(&FnModel) -> bool) -> Vec<FnId> {
+    files
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
+        .filter(|(_, g)| keep(g))
+        .map(|(id, _)| id)
+        .collect()
+}
+
 /// For methods of frameworks whose tensors own their graphs that push a graph-carrying value
 /// into a field of `self` in their own training step: the fields some method of their type
 /// empties (see `FnModel::pushed_into_unemptied_fields`).
 fn mark_pushed_logs(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
-    let wanted: Vec<FnId> = files
-        .iter()
-        .enumerate()
-        .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
-        .filter(|(_, g)| {
-            g.has_self
-                && g.owner.is_some()
-                && g.framework_known
-                && !g.spec.graph_swept_by_backward
-                && !g.is_test
-                && g.calls.iter().any(|c| {
-                    matches!(
-                        c.kind,
-                        super::graph::TrainingCallKind::Backward | super::graph::TrainingCallKind::BackwardStep
-                    )
-                })
-                && g.stores().any(|(_, value, target, how, _)| {
-                    how == Store::Push
-                        && g.graph[value].in_loop.is_none()
-                        && g.graph[value].taint.has(Taint::GRAPH)
-                        && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
-                })
-        })
-        .map(|(id, _)| id)
-        .collect();
+    let wanted = methods_where(files, |g| {
+        g.has_self
+            && g.owner.is_some()
+            && g.framework_known
+            && !g.spec.graph_swept_by_backward
+            && !g.is_test
+            && g.calls.iter().any(|c| {
+                matches!(
+                    c.kind,
+                    super::graph::TrainingCallKind::Backward | super::graph::TrainingCallKind::BackwardStep
+                )
+            })
+            && g.stores().any(|(_, value, target, how, _)| {
+                how == Store::Push
+                    && g.graph[value].in_loop.is_none()
+                    && g.graph[value].taint.has(Taint::GRAPH)
+                    && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
+            })
+    });
     let mut by_owner: HashMap<String, Arc<[String]>> = HashMap::default();
     for (fi, gi) in wanted {
         let owner = files[fi].1[gi].owner.clone().unwrap_or_default();
@@ -439,27 +444,21 @@ fn mark_pushed_logs(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
 /// `self` (a rollout filling an on-policy buffer): the loops that push into a field some method
 /// of their type empties or starts afresh (`LoopScope::pushes_into_emptied`).
 fn mark_owner_emptied(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
-    let wanted: Vec<FnId> = files
-        .iter()
-        .enumerate()
-        .flat_map(|(fi, (_, graphs))| graphs.iter().enumerate().map(move |(gi, g)| ((fi, gi), g)))
-        .filter(|(_, g)| {
-            // Only what `autodiff_forward_without_backward` asks (burn); one pass over the stores.
-            g.has_self
-                && g.owner.is_some()
-                && g.spec.graph_swept_by_backward
-                && g.vocab_calls.iter().any(|e| {
-                    e.kind == super::graph::CallKind::Forward && e.in_loop.is_some_and(|l| !g.loops[l].runs_backward)
-                })
-                && g.stores().any(|(_, value, target, how, _)| {
-                    how == Store::Push
-                        && g.loop_of(value).is_some_and(|l| !g.loops[l].runs_backward)
-                        && g.graph[value].taint.has(Taint::GRAPH)
-                        && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
-                })
-        })
-        .map(|(id, _)| id)
-        .collect();
+    let wanted = methods_where(files, |g| {
+        // Only what `autodiff_forward_without_backward` asks (burn); one pass over the stores.
+        g.has_self
+            && g.owner.is_some()
+            && g.spec.graph_swept_by_backward
+            && g.vocab_calls.iter().any(|e| {
+                e.kind == super::graph::CallKind::Forward && e.in_loop.is_some_and(|l| !g.loops[l].runs_backward)
+            })
+            && g.stores().any(|(_, value, target, how, _)| {
+                how == Store::Push
+                    && g.loop_of(value).is_some_and(|l| !g.loops[l].runs_backward)
+                    && g.graph[value].taint.has(Taint::GRAPH)
+                    && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
+            })
+    });
     let mut by_owner: HashMap<String, Vec<String>> = HashMap::default();
     for &(fi, gi) in &wanted {
         let owner = files[fi].1[gi].owner.clone().unwrap_or_default();
