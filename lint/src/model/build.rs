@@ -286,6 +286,11 @@ impl Items<'_> {
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
         b.g.returns_tensor = matches!(&sig.output, syn::ReturnType::Type(_, ty) if type_is_tensor(ty));
+        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            let (tensor, tuple, other_tuple) = tensor_parts(ty);
+            b.g.returns_tensors = b.g.returns_tensor || (tensor && !tuple);
+            b.g.returns_tensor_parts = b.g.returns_tensors || (tensor && !other_tuple);
+        }
         if let Some((fields, batch)) = size_gate_fields(sig, block) {
             b.g.size_gate = true;
             b.g.batch_gate = batch;
@@ -693,6 +698,8 @@ impl Builder<'_> {
                 may_run_backward: false,
                 returns_plain: false,
                 returns_tensor: false,
+                returns_tensors: false,
+                returns_tensor_parts: false,
                 closures: Vec::new(),
                 runs_forward: false,
                 var_creations: Vec::new(),
@@ -2009,6 +2016,17 @@ impl Builder<'_> {
     }
 
     /// Binds the identifiers of `pat` to `val` (match arms, `for` patterns, `if let`, closures).
+    /// A `for` pattern: a pair over `a.zip(b)` binds each side's element from that side.
+    fn bind_for_pat(&mut self, pat: &Pat, val: Val, pair: Option<(Val, Val)>, span: Span) {
+        match (strip_pat_type(pat), pair) {
+            (Pat::Tuple(t), Some((left, right))) if t.elems.len() == 2 => {
+                self.bind_pat(&t.elems[0], left, span.clone());
+                self.bind_pat(&t.elems[1], right, span);
+            }
+            _ => self.bind_pat(pat, val, span),
+        }
+    }
+
     fn bind_pat(&mut self, pat: &Pat, val: Val, span: Span) {
         let mut names = Vec::new();
         pat_idents(pat, &mut names);
@@ -2209,7 +2227,23 @@ impl Builder<'_> {
     fn loop_expr(&mut self, e: &Expr) {
         match e {
             Expr::ForLoop(f) => {
-                let iter = self.expr(&f.expr);
+                // `for (avg, w) in avgs.iter_mut().zip(weights)`: each side binds its own
+                // element, not one made of both.
+                let pair = match (strip_parens(&f.expr), strip_pat_type(&f.pat)) {
+                    (Expr::MethodCall(m), Pat::Tuple(t))
+                        if m.method == "zip" && m.args.len() == 1 && t.elems.len() == 2 =>
+                    {
+                        Some((self.expr(&m.receiver), self.expr(&m.args[0])))
+                    }
+                    _ => None,
+                };
+                let iter = match &pair {
+                    Some((left, right)) => {
+                        let span = self.cheap(&f.expr);
+                        self.combine(vec![(left.clone(), span.clone()), (right.clone(), span)], false)
+                    }
+                    None => self.expr(&f.expr),
+                };
                 // `for i in 0..self.n_layers { self.layers[i].. }` walks the model's parts;
                 // `for t in (0..self.steps).rev() { z = self.denoise(z, t) }` repeats one.
                 let over_self = root_is_self(&f.expr)
@@ -2242,8 +2276,16 @@ impl Builder<'_> {
                 let alias_field = if alias { self_field_of(&f.expr) } else { None };
                 // `for s in states.iter_mut()`, `for s in &mut states`: each element is a place
                 // of the local `states`.
+                // So is the first of each pair of `shadows.iter_mut().zip(weights)` and the
+                // element of `states.iter_mut().enumerate()`.
                 let walked = match strip_parens(&f.expr) {
                     Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => Some(&*m.receiver),
+                    Expr::MethodCall(m) if m.method == "zip" || m.method == "enumerate" => {
+                        match strip_parens(&m.receiver) {
+                            Expr::MethodCall(r) if r.method == "iter_mut" && r.args.is_empty() => Some(&*r.receiver),
+                            _ => None,
+                        }
+                    }
                     Expr::Reference(r) if r.mutability.is_some() => Some(&*r.expr),
                     _ => None,
                 };
@@ -2280,7 +2322,7 @@ impl Builder<'_> {
                 if literal_count == Some(1) || runs_once(&f.body) {
                     self.counters.truncate(mark);
                     self.at_most_once(|s| {
-                        s.bind_pat(&f.pat, iter, pat_span);
+                        s.bind_for_pat(&f.pat, iter, pair, pat_span);
                         s.block(&f.body);
                     });
                     return;
@@ -2293,7 +2335,7 @@ impl Builder<'_> {
                     s.g.loops[id].over_dim = over_dim;
                     body_path = s.path.clone();
                     let first = s.g.bindings.len();
-                    s.bind_pat(&f.pat, iter, pat_span);
+                    s.bind_for_pat(&f.pat, iter, pair, pat_span);
                     s.g.loops[id].pattern = first..s.g.bindings.len();
                     if let Some(name) = s.variable_element(&f.expr, &f.pat)
                         && let Some(slot) = s.lookup(&name)
@@ -4646,9 +4688,37 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames<'_> {
     }
 }
 
-/// Whether a type holds no tensor: primitives, `String`, and tuples, `Result`, `Option`, `Vec`
-/// and arrays of those.
-/// `Tensor`, `Tensor<B, 2>`, `candle_core::Tensor`, in `Result<..>` or `Option<..>`.
+/// What a declared result holds, for results the crate-level pass hands on (see
+/// `Summary::result_plain`): whether it names a tensor anywhere (`Vec<&Tensor>`, `impl
+/// Iterator<Item = &Tensor>`), whether a tuple is in it, and whether a tuple holds anything but
+/// tensors (`(GradStore, Tensor)`, a loss beside host statistics; `CResult<(Tensor, Stats)>` too).
+/// A call's one result node cannot tell a tuple's elements apart.
+fn tensor_parts(ty: &syn::Type) -> (bool, bool, bool) {
+    struct Finds(bool, bool, bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finds {
+        fn visit_path_segment(&mut self, seg: &'ast syn::PathSegment) {
+            self.0 |= seg.ident == "Tensor";
+            syn::visit::visit_path_segment(self, seg);
+        }
+        fn visit_type_tuple(&mut self, t: &'ast syn::TypeTuple) {
+            self.1 = true;
+            self.2 |= !t.elems.iter().all(|e| {
+                let mut e = e;
+                while let syn::Type::Reference(r) = e {
+                    e = &r.elem;
+                }
+                type_is_tensor(e)
+            });
+            syn::visit::visit_type_tuple(self, t);
+        }
+    }
+    let mut finds = Finds(false, false, false);
+    syn::visit::Visit::visit_type(&mut finds, ty);
+    (finds.0, finds.1, finds.2)
+}
+
+/// Whether a type is a tensor: `Tensor`, `Tensor<B, 2>`, `candle_core::Tensor`, in `Result<..>`
+/// or `Option<..>`.
 fn type_is_tensor(ty: &syn::Type) -> bool {
     let syn::Type::Path(p) = ty else { return false };
     let Some(last) = p.path.segments.last() else { return false };

@@ -499,6 +499,11 @@ pub struct FnModel {
     pub(super) returns_plain: bool,
     /// The declared return type is one tensor (`Tensor`, `Result<Tensor>`, `Tensor<B, 2>`).
     pub(super) returns_tensor: bool,
+    /// Its declared result is a sequence of tensors (`Vec<Tensor>`, `impl Iterator<Item =
+    /// &Tensor>`), with no tuple in it.
+    pub(super) returns_tensors: bool,
+    /// Its declared result holds tensors, in tuples of tensors only (`Vec<(&Tensor, &Tensor)>`).
+    pub(super) returns_tensor_parts: bool,
     /// The closures of the body, in order.
     pub(super) closures: Vec<ClosureScope>,
     /// The body runs a forward pass outside its closures.
@@ -918,7 +923,16 @@ impl StateAt {
     /// pass's output).
     /// `after_backward`: the arguments (a bit each) of a call made after the caller's backward
     /// that read values made before it (burn: see [`ArgsAfterBackward`]).
-    pub(super) fn at_call(mut self, g: &FnModel, args: &[ArgValue], after_backward: u64) -> StateAt {
+    /// `tensor_state`: the state lives in tensor fields, so a trainable model handed there counts
+    /// too: the callee computes with its weights (candle `teacher.update(&student)` blending the
+    /// student's weights into an average, `ema = (ema * d + w * (1 - d))`).
+    pub(super) fn at_call(
+        mut self,
+        g: &FnModel,
+        args: &[ArgValue],
+        after_backward: u64,
+        tensor_state: bool,
+    ) -> StateAt {
         if self.self_via != 0
             && (0..64).filter(|k| self.self_via & (1 << k) != 0).any(|k| {
                 args.get(k).is_some_and(|a| {
@@ -927,11 +941,12 @@ impl StateAt {
                         // bookkeeping in the state, when the callee's ops on it are recorded
                         // before that backward; recorded after it, on the consumed graph, they
                         // stay for as long as the state holds them.
-                        g.graph[n].taint.has(Taint::GRAPH)
-                            && !(g.framework_known
-                                && g.spec.graph_swept_by_backward
-                                && after_backward & (1 << k) == 0
-                                && g.graph_meets_backward(n))
+                        (tensor_state && g.graph[n].taint.has(Taint::TRAINABLE))
+                            || g.graph[n].taint.has(Taint::GRAPH)
+                                && !(g.framework_known
+                                    && g.spec.graph_swept_by_backward
+                                    && after_backward & (1 << k) == 0
+                                    && g.graph_meets_backward(n))
                     })
                 })
             })
@@ -2275,6 +2290,23 @@ impl FnModel {
     /// Whether a value the function returns is computed from one of its parameters along values
     /// that keep a graph (not through a cut: `detach`, scalar extraction, a no-grad region).
     pub(super) fn graph_flows_from_params(&self) -> bool {
+        let seen = self.upstream_of_results();
+        self.params.iter().any(|p| p.is_some_and(|p| seen[p.index()]))
+    }
+
+    /// Whether what it returns is read from fields of `self` (a getter of a module's weights:
+    /// `fn weights(&self) -> Vec<&Tensor> { self.layers.iter().map(|l| l.weight()).collect() }`).
+    pub(super) fn returns_from_self_fields(&self) -> bool {
+        let seen = self.upstream_of_results();
+        self.graph.node_indices().any(|n| {
+            seen[n.index()]
+                && matches!(self.graph[n].kind, NodeKind::Version(_))
+                && self.binding_of(n).is_some_and(|b| self.bindings[b].kind == BindingKind::SelfField)
+        })
+    }
+
+    /// The nodes the returned values are computed from, up to values that carry nothing.
+    fn upstream_of_results(&self) -> Vec<bool> {
         let mut seen = vec![false; self.graph.node_count()];
         let mut stack: Vec<NodeIndex> = self.returns.clone();
         while let Some(n) = stack.pop() {
@@ -2286,7 +2318,7 @@ impl FnModel {
             }
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
-        self.params.iter().any(|p| p.is_some_and(|p| seen[p.index()]))
+        seen
     }
 
     /// Calls of the crate's functions that keep a graph-carrying value in their receiver on

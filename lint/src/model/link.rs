@@ -774,6 +774,25 @@ fn mark_stateful_calls(
         }
     };
     let bits = |p: u64| (0..64).filter(move |k| p & (1 << k) != 0);
+    // Every candidate keeps its state in fields its type declares as tensors (see
+    // `StateAt::at_call`).
+    let tensor_state =
+        |files: &[(Arc<SourceFile>, Vec<FnModel>)], kept_fields: &HashMap<FnId, Vec<String>>, callees: &[FnId]| {
+            !callees.is_empty()
+                && callees.iter().all(|c| {
+                    let callee = &files[c.0].1[c.1];
+                    callee.owner.as_deref().is_some_and(|owner| {
+                        kept_fields.get(c).is_some_and(|fields| {
+                            !fields.is_empty()
+                                && fields.iter().all(|f| {
+                                    let name = f.strip_prefix("self.").unwrap_or(f);
+                                    let name = name.split(['.', '[']).next().unwrap_or(name);
+                                    index.declared_field_type(files, *c, owner, name) == Some("Tensor")
+                                })
+                        })
+                    })
+                })
+        };
     // burn: the arguments of a call made after a backward that read what it consumed.
     let after_backward = |g: &FnModel, ci: usize, forward: bool| -> u64 {
         if forward {
@@ -822,7 +841,8 @@ fn mark_stateful_calls(
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
             let raw = kept(&state, callees);
-            let callee = raw.at_call(g, &site.args, after_backward(g, *ci, forward));
+            let callee =
+                raw.at_call(g, &site.args, after_backward(g, *ci, forward), tensor_state(files, &kept_fields, callees));
             // A running statistic a method of `self` keeps of what this function hands it from
             // its own parameters (`self.update_stats(&x.mean_keepdim(0)?)` in `fn
             // forward_train(&mut self, x)`): this function keeps it of those parameters.
@@ -871,8 +891,23 @@ fn mark_stateful_calls(
             {
                 at.add_gated(root, gate);
                 at.self_always = root.is_none() && callee.self_always && unconditional;
+                // `log.record(logits)` with `log: &mut EvalLog` a parameter: kept in what the
+                // caller of this function lends it, on every call.
+                if let Some(j) = root
+                    && j < 64
+                    && callee.self_always
+                    && unconditional
+                {
+                    at.params_always |= 1 << j;
+                }
             }
             for k in bits(callee.params) {
+                // `self.cache.reset()` before `lm.step(x, &mut self.cache)`: started afresh on
+                // each call of this function, as a receiver reset above.
+                if site.args.get(k).and_then(|a| a.mut_ref).is_some_and(|b| restarts(g, b, None, callees, &kept_fields))
+                {
+                    continue;
+                }
                 if let Some(root) = root_of(g, site, Some(k)) {
                     at.add_gated(root, gate);
                     if callee.params_always & (1 << k) != 0
@@ -928,7 +963,12 @@ fn mark_stateful_calls(
     for ((caller, ci, callees), forward) in calls() {
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
-        let callee = kept(&state, callees).at_call(g, &site.args, after_backward(g, *ci, forward));
+        let callee = kept(&state, callees).at_call(
+            g,
+            &site.args,
+            after_backward(g, *ci, forward),
+            tensor_state(files, &kept_fields, callees),
+        );
         if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
             continue;
         }
@@ -3380,7 +3420,15 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     };
     kept_fields.sort_unstable();
     kept_fields.dedup();
-    let passes_args = !returns_graph && g.returns_tensor && !runs_backward && !steps && g.graph_flows_from_params();
+    let passes_args = !returns_graph && g.returns_tensors && !runs_backward && !steps && g.graph_flows_from_params();
+    // candle: a getter of a module's weights hands on what its receiver is: trainable weights
+    // of a trainable model, with which every op makes a graph.
+    let passes_self = !returns_graph
+        && g.returns_tensor_parts
+        && !g.spec.trainable_constructors.is_empty()
+        && !runs_backward
+        && !steps
+        && g.returns_from_self_fields();
     // Only host data leaves it: a declared host result (`-> usize`, `-> f32`, `()`), nothing
     // pushed into its receiver, no parameter kept past the call.
     let returns_host = g.returns_plain && !buffers_outputs && stores.is_empty();
@@ -3391,7 +3439,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
     Summary {
         returns_host,
         returns_graph,
-        result_plain: !returns_graph && !passes_args,
+        result_plain: !returns_graph && !passes_args && !passes_self,
         runs_backward,
         may_run_backward: runs_backward || g.may_run_backward,
         backward_waits,

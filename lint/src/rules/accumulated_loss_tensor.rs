@@ -56,12 +56,16 @@ in a method of a type that defines `step` is that method, not an optimizer's. St
 element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
 `0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`), or started afresh by a method of
 any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
-the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`), and a
+the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`; also
+through a method of that struct, `log.record(logits)` in `fn step_loss(&self, .., log: &mut Log)`,
+unless the function resets it first), and a
 running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
 m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
 method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`), shadow copies a mean
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
-*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`), a state updated on
+*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`; also an average of a
+trainable model's weights, `teacher.update(&student)` blending the tensors a getter such as
+`fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
 graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`; also in a
 method that is a training step of its own, `fn update(&mut self, ..)` running backward) that no method
@@ -2204,6 +2208,218 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         );
         let cut = STAT_HELPER.replace("ARG", "mean.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// An average of the student's weights kept by a teacher (mean teacher, EMA weights): each
+    /// update blends the trainable weights into the old average, element by element.
+    const MODEL_EMA: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Student { layers: Vec<Linear> }
+impl Student {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut h = x.clone();
+        for l in &self.layers { h = l.forward(&h)?; }
+        Ok(h)
+    }
+    pub fn weights(&self) -> Vec<&Tensor> { self.layers.iter().map(|l| l.weight()).collect() }
+}
+pub struct Teacher { avgs: Vec<Tensor>, decay: f64, seen: usize }
+impl Teacher {
+    pub fn update(&mut self, student: &Student) -> Result<()> {
+        UPDATE
+        Ok(())
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let student = Student { layers: vec![linear(4, 4, vb.pp("a"))?, linear(4, 4, vb.pp("b"))?] };
+    let avgs = student.weights().into_iter().map(|w| w.detach()).collect();
+    let mut teacher = Teacher { avgs, decay: 0.99, seen: 0 };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        let loss = student.forward(x)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        teacher.update(&student)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_average_of_a_trainable_models_weights_chains_every_update() {
+        let zip = "for (avg, w) in self.avgs.iter_mut().zip(student.weights()) {
+            *avg = ((&*avg * self.decay)? + (W * (1.0 - self.decay))?)?;
+        }";
+        let kept = MODEL_EMA.replace("UPDATE", &zip.replace("W", "w"));
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![31]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &kept);
+        assert!(labels.contains(&(17, "`self.avgs` is computed from its old value here".to_string())), "{labels:?}");
+        // The same by index, one field at a time.
+        let one = "let w = student.weights()[0];
+        self.avgs[0] = ((&self.avgs[0] * self.decay)? + (w * (1.0 - self.decay))?)?;";
+        assert_eq!(count("accumulated_loss_tensor", None, &MODEL_EMA.replace("UPDATE", one)), 1);
+        // Blended from detached weights: nothing is tracked.
+        let cut = MODEL_EMA.replace("UPDATE", &zip.replace("W", "w.detach()"));
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // A count of what the student holds, kept in a number: no tensor to chain.
+        let counted = "self.seen = self.seen + student.weights().len();";
+        assert_eq!(count("accumulated_loss_tensor", None, &MODEL_EMA.replace("UPDATE", counted)), 0);
+    }
+
+    /// A log lent to the training step as `&mut` and filled by a method of its own.
+    const LENT_LOG: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Log { batches: Vec<Tensor> }
+impl Log {
+    pub fn record(&mut self, t: Tensor) { self.batches.push(t); }
+}
+pub struct Model { fc: Linear }
+impl Model {
+    pub fn step_loss(&self, x: &Tensor, log: &mut Log) -> Result<Tensor> {
+        let y = self.fc.forward(x)?;
+        log.record(KEPT);
+        y.sqr()?.mean_all()
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let model = Model { fc: linear(4, 4, vb.pp("fc"))? };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut log = Log { batches: Vec::new() };
+    for x in xs {
+        let loss = model.step_loss(x, &mut log)?;
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_log_lent_to_the_training_step_is_reported_at_the_call() {
+        let kept = LENT_LOG.replace("KEPT", "y.clone()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![22]);
+        let cut = LENT_LOG.replace("KEPT", "y.detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A cache lent by a sampler to each step of the model, reset at the start of each call.
+    const LENT_CACHE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Cache { k: Option<Tensor> }
+impl Cache {
+    pub fn reset(&mut self) { self.k = None; }
+    fn append(&mut self, k: Tensor) -> Result<Tensor> {
+        let k = match self.k.take() { Some(prev) => Tensor::cat(&[&prev, &k], 1)?, None => k };
+        self.k = Some(k.clone());
+        Ok(k)
+    }
+}
+pub struct Lm { fc: Linear }
+impl Lm {
+    pub fn step(&self, x: &Tensor, cache: &mut Cache) -> Result<Tensor> {
+        let k = self.fc.forward(x)?;
+        cache.append(k)
+    }
+}
+pub struct Sampler { cache: Cache }
+impl Sampler {
+    pub fn generate(&mut self, lm: &Lm, x: &Tensor) -> Result<f32> {
+        RESET
+        let y = lm.step(x, &mut self.cache)?;
+        y.sum_all()?.to_scalar::<f32>()
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let lm = Lm { fc: linear(4, 4, vb.pp("fc"))? };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut sampler = Sampler { cache: Cache { k: None } };
+    for x in xs {
+        opt.backward_step(&lm.fc.forward(x)?.sqr()?.mean_all()?)?;
+        sampler.generate(&lm, x)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_cache_lent_to_each_step_chains_unless_the_caller_resets_it() {
+        let kept = LENT_CACHE.replace("RESET", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![35]);
+        let reset = LENT_CACHE.replace("RESET", "self.cache.reset();");
+        assert_eq!(count("accumulated_loss_tensor", None, &reset), 0);
+    }
+
+    /// A helper that hands on the weights of the model it is given, as an iterator.
+    const WEIGHTS_HELPER: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Student { layers: Vec<Linear> }
+fn weights_of<'a>(s: &'a Student) -> impl Iterator<Item = &'a Tensor> + 'a {
+    s.layers.iter().map(|l| l.weight())
+}
+pub struct Teacher { avgs: Vec<Tensor> }
+impl Teacher {
+    pub fn update(&mut self, student: &Student) -> Result<()> {
+        for (avg, w) in self.avgs.iter_mut().zip(weights_of(student)) {
+            *avg = ((&*avg * 0.99)? + (W * 0.01)?)?;
+        }
+        Ok(())
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let student = Student { layers: vec![linear(4, 4, vb.pp("a"))?] };
+    let mut teacher = Teacher { avgs: weights_of(&student).map(|w| w.detach()).collect() };
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    for x in xs {
+        opt.backward_step(&student.layers[0].forward(x)?.sqr()?.mean_all()?)?;
+        teacher.update(&student)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn weights_handed_on_by_a_helper_keep_the_average_trainable() {
+        let kept = WEIGHTS_HELPER.replace("W *", "w *");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![24]);
+        let cut = WEIGHTS_HELPER.replace("W *", "w.detach() *");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A helper returning its gradients with the loss, for a sum over micro-batches.
+    const MICRO_STEP: &str = r#"
+use candle_core::{backprop::GradStore, DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+fn micro(model: &Linear, x: &Tensor) -> Result<(GradStore, Tensor)> {
+    let loss = model.forward(x)?.sqr()?.mean_all()?;
+    let grads = loss.backward()?;
+    Ok((grads, LOSS))
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let model = linear(4, 4, VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu))?;
+    let mut opt = SGD::new(vm.all_vars(), 0.1)?;
+    let mut sum = Tensor::zeros((), DType::F32, &Device::Cpu)?;
+    for x in xs {
+        let (grads, loss) = micro(&model, x)?;
+        opt.step(&grads)?;
+        sum = (sum + loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_detached_loss_returned_beside_the_gradients_is_not_a_graph() {
+        assert_eq!(count("accumulated_loss_tensor", None, &MICRO_STEP.replace("LOSS", "loss.detach()")), 0);
+        assert_eq!(
+            crate::rules::testing::lines("accumulated_loss_tensor", &MICRO_STEP.replace("LOSS", "loss")),
+            vec![16]
+        );
     }
 
     /// A monitor whose method pushes what it is handed into a log of its own, called once per
