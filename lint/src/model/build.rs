@@ -153,6 +153,14 @@ impl Items<'_> {
     /// visible in its whole module).
     fn scan_aliases(&mut self, items: &[syn::Item]) {
         for item in items {
+            // `use backend::{Backend, Device};` importing the crate's own `type Backend = ..;`
+            // (see `CrateNames::backend_alias`), not burn's trait.
+            if let syn::Item::Use(u) = item
+                && let Some(autodiff) = self.crate_fns.backend_alias
+                && imports_own_backend(&u.tree, self.spec)
+            {
+                self.aliases.push(("Backend".to_string(), autodiff));
+            }
             if let syn::Item::Type(alias) = item
                 && alias.generics.params.is_empty()
             {
@@ -4686,6 +4694,29 @@ impl<'a> syn::visit::Visit<'a> for AutodiffNames<'_> {
             syn::visit::visit_path_segment(self, s);
         }
     }
+}
+
+/// Whether a `use` tree imports `Backend` from the crate's own modules (`use backend::{Backend,
+/// Device};`, `use crate::config::Backend;`), not from the framework (`use
+/// burn::tensor::backend::Backend;`) or the standard library.
+fn imports_own_backend(tree: &syn::UseTree, spec: &Spec) -> bool {
+    fn walk(tree: &syn::UseTree, first: Option<&syn::Ident>, spec: &Spec) -> bool {
+        match tree {
+            syn::UseTree::Path(p) => walk(&p.tree, first.or(Some(&p.ident)), spec),
+            syn::UseTree::Name(n) => {
+                n.ident == "Backend"
+                    && first.is_some_and(|f| {
+                        let f = f.to_string();
+                        !matches!(f.as_str(), "std" | "core" | "alloc")
+                            && !f.starts_with("burn")
+                            && !spec.crate_names.contains(&f.as_str())
+                    })
+            }
+            syn::UseTree::Group(g) => g.items.iter().any(|t| walk(t, first, spec)),
+            syn::UseTree::Rename(_) | syn::UseTree::Glob(_) => false,
+        }
+    }
+    walk(tree, None, spec)
 }
 
 /// What a declared result holds, for results the crate-level pass hands on (see

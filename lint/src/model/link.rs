@@ -1887,6 +1887,11 @@ pub struct CrateNames {
     /// Type aliases that name an autodiff backend (`type TrainingBackend = Autodiff<Wgpu>;`,
     /// and aliases of those): a type written with one is autodiff as if it said `Autodiff<_>`.
     pub(super) autodiff_aliases: HashSet<String>,
+    /// Whether the crate's top-level `type Backend = ..;` aliases (a name the crate-wide lists
+    /// leave out: it is also burn's trait) name an autodiff backend, when every one of them
+    /// agrees: a module that imports it from the crate (`use backend::{Backend, Device};`) means
+    /// that alias, not the trait.
+    pub(super) backend_alias: Option<bool>,
     /// Type aliases that name one of burn's backends without autodiff (`type MyBackend =
     /// Wgpu<f32>;`, and aliases of those), in every declaration of that name in the crate.
     pub(super) plain_aliases: HashSet<String>,
@@ -2015,10 +2020,20 @@ fn type_aliases_and_names<'a>(
     out: &mut Vec<(&'a str, &'a str)>,
     names: &mut HashSet<String>,
     shorthands: &mut Vec<(&'a str, &'a str)>,
+    backends: &mut Vec<&'a str>,
 ) {
     shorthands.clear();
     let mut twice: Vec<&str> = Vec::new();
     for at in memchr::memmem::find_iter(text.as_bytes(), b"type ") {
+        // `type Backend = Autodiff<NdArray>;` at the top level of its file (see
+        // `CrateNames::backend_alias`).
+        if text[at + 5..].starts_with("Backend")
+            && at_line_start(text, at)
+            && let Some(rhs) = text[at + 5 + "Backend".len()..].trim_start().strip_prefix('=')
+            && let Some(end) = rhs.find(';')
+        {
+            backends.push(&rhs[..end]);
+        }
         if let Some(shorthand) = top_level_shorthand(text, at) {
             if shorthands.iter().any(|(n, _)| *n == shorthand.0) {
                 twice.push(shorthand.0);
@@ -2627,6 +2642,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     // (`type B = Autodiff<Wgpu>;` and `fn train(..) -> Cnn<B>` beside it).
     let mut generic_rets: Vec<(&'a str, &'a str, Vec<&'a str>)> = Vec::new();
     let mut aliases = Vec::new();
+    let mut backends: Vec<&str> = Vec::new();
     let mut alias_names = HashSet::default();
     // The current text's top-level one-letter aliases (see `top_level_shorthand`).
     let mut shorthands: Vec<(&'a str, &'a str)> = Vec::new();
@@ -2640,7 +2656,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let (mut host_arrays, mut not_host_arrays) = (HashSet::default(), HashSet::default());
     for text in texts {
         let bytes = text.as_bytes();
-        type_aliases_and_names(text, &mut aliases, &mut alias_names, &mut shorthands);
+        type_aliases_and_names(text, &mut aliases, &mut alias_names, &mut shorthands, &mut backends);
         for at in memchr::memmem::find_iter(bytes, b"const ") {
             if let Some((name, value)) = const_at(text, at) {
                 consts.entry(name.to_string()).and_modify(|v| *v = v.filter(|&v| v == value)).or_insert(Some(value));
@@ -2898,6 +2914,10 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
     let autodiff_fns = autodiff_rets.into_iter().filter(|&(_, ad)| ad).map(|(name, _)| name.to_string()).collect();
     let plain_aliases = plain_aliases(&aliases, &autodiff_aliases);
+    let backend_alias = backends
+        .first()
+        .map(|rhs| names_autodiff(rhs))
+        .filter(|&first| backends.iter().all(|rhs| names_autodiff(rhs) == first));
     let tuple_fns = tuple_rets
         .into_iter()
         .filter_map(|(name, rets)| {
@@ -2926,6 +2946,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         grads_fields,
         plain_fns,
         autodiff_aliases,
+        backend_alias,
         plain_aliases,
         macros,
         tuple_fns,

@@ -96,7 +96,8 @@ accumulation over micro-batches): each wait starts from empty, and its backward 
 forwards.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
-Autodiff<Wgpu>;`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
+Autodiff<Wgpu>;`; one named `Backend`, like burn's trait, only where it is declared or imported
+from the crate's own module: `use backend::{Backend, Device};`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
 `Net::<Ad>::new(&d).load_file(..)`), the declared result of a crate function a local is bound to
 (`let model = train(..);` with `fn train(..) -> Net<Ad>`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
 `Greedy::act`), a function's parameter types and the bounds of their type parameters (not a
@@ -4406,5 +4407,49 @@ impl<B: AutodiffBackend> Tuner<B> {
         assert_eq!(count("autodiff_forward_without_backward", None, &COLLECTED_LOSSES.replace("STEP", step)), 0);
         // No backward of what the helper returns: every micro-batch's graph stays in the store.
         assert_eq!(count("autodiff_forward_without_backward", None, &COLLECTED_LOSSES.replace("STEP", "")), 1);
+    }
+
+    /// A sampler module generic over the backend trait, called from `main` with the crate's
+    /// `type Backend = Autodiff<NdArray>;` imported from a module of its own.
+    fn lint_backend_crate(backend: &str, import: &str) -> Vec<(&'static str, usize)> {
+        use crate::source::SourceFile;
+        use std::{path::Path, sync::Arc};
+        let main = format!(
+            "mod backend;\nmod sample;\n{import}\nfn main() {{\n    let model = Lm::<Backend>::new();\n    \
+             sample::generate(&model, 500);\n}}\n"
+        );
+        let sample = "use burn::tensor::backend::Backend;\npub fn generate<B: Backend>(model: &Lm<B>, n: usize) -> \
+                      Vec<f32> {\n    let mut out = Vec::new();\n    for _ in 0..n {\n        let y = \
+                      model.forward(model.last());\n        out.push(y.into_scalar());\n    }\n    out\n}\n";
+        let files = [
+            Arc::new(SourceFile::new(Path::new("src/main.rs"), main)),
+            Arc::new(SourceFile::new(Path::new("src/backend.rs"), format!("pub type Backend = {backend};\n"))),
+            Arc::new(SourceFile::new(Path::new("src/sample.rs"), sample.to_string())),
+        ];
+        let linter = crate::Linter { framework: Some(crate::Framework::Burn), ..Default::default() };
+        linter
+            .lint_sources(&files, None)
+            .into_iter()
+            .filter(|f| f.rule == "autodiff_forward_without_backward")
+            .map(|f| ("autodiff_forward_without_backward", f.line))
+            .collect()
+    }
+
+    #[test]
+    fn the_crates_own_backend_alias_imported_from_its_module_is_autodiff() {
+        let import = "use backend::Backend;";
+        assert_eq!(lint_backend_crate("burn::backend::Autodiff<burn::backend::NdArray>", import).len(), 1);
+        assert_eq!(
+            lint_backend_crate("burn::backend::Autodiff<burn::backend::NdArray>", "use crate::backend::{Backend};")
+                .len(),
+            1
+        );
+        // The alias names a backend without autodiff: nothing is recorded.
+        assert!(lint_backend_crate("burn::backend::NdArray", import).is_empty());
+        // `Backend` imported from burn is the trait, whatever the crate aliases elsewhere.
+        assert!(
+            lint_backend_crate("burn::backend::Autodiff<burn::backend::NdArray>", "use burn::prelude::Backend;")
+                .is_empty()
+        );
     }
 }
