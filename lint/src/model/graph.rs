@@ -756,6 +756,32 @@ impl Opens {
     }
 }
 
+/// The one value of a parameter that opens a branch (see [`StateAt::gate`]): `true` or `false`,
+/// or an enum variant, by a hash of its name (the state is `Copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    Bool(bool),
+    Variant(u64),
+}
+
+impl Opening {
+    pub(super) fn variant(name: &str) -> Opening {
+        // FNV-1a: names are short and few; equal names give equal hashes.
+        Opening::Variant(
+            name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)),
+        )
+    }
+
+    /// Whether a call passing `c` takes the branch: not when it is another value of its kind.
+    fn closed_by(self, c: &ConstArg) -> bool {
+        match (self, c) {
+            (Opening::Bool(opens), ConstArg::Bool(v)) => opens != *v,
+            (Opening::Variant(_), ConstArg::Variant(name)) => Opening::variant(name) != self,
+            _ => false,
+        }
+    }
+}
+
 /// Code that runs only on calls handing parameter `.0` a value one of `.1` admits.
 pub type ValueGate = (usize, Vec<Opens>);
 
@@ -898,10 +924,11 @@ pub struct StateAt {
     /// In `self`, by a write on every path through the function (not under an `if` or `match`:
     /// a cache kept only when a flag is on is not).
     pub(super) self_always: bool,
-    /// Every write that keeps it lies on a branch a `bool` parameter opens (`if training {
-    /// state.w = (&state.w - &dw)? } else { state.w = ...detach() }`): (parameter, the value that
-    /// opens it). A call that passes the other value keeps nothing.
-    pub(super) gate: Option<(u8, bool)>,
+    /// Every write that keeps it lies on a branch a parameter's value opens (`if training {
+    /// state.w = (&state.w - &dw)? } else { state.w = ...detach() }`, the arm `Mode::Train => ..`
+    /// of `match mode`): (parameter, the value that opens it). A call that passes another value
+    /// keeps nothing.
+    pub(super) gate: Option<(u8, Opening)>,
     /// In `self`, computed from its old value and from these parameters (a bit each), which
     /// carry no graph of their own here (`self.running = (&self.running * m + z.mean(0)? * (1.0 -
     /// m))?`): kept with a graph where a call hands a graph-carrying argument there.
@@ -960,16 +987,16 @@ impl StateAt {
 
     /// Adds a place kept by writes behind `gate` (see [`StateAt::gate`]): different gates, or
     /// one write with none, leave the state ungated.
-    pub(super) fn add_gated(&mut self, root: Option<usize>, gate: Option<(u8, bool)>) {
+    pub(super) fn add_gated(&mut self, root: Option<usize>, gate: Option<(u8, Opening)>) {
         let first = !self.any();
         self.add(root);
         self.gate = if first || self.gate == gate { gate } else { None };
     }
 
-    /// Whether a call passing `args`'s `bool` literals keeps nothing: it closes the gate.
+    /// Whether a call passing `args`'s constants keeps nothing: it closes the gate.
     pub(super) fn closed_by(&self, args: &[ArgValue]) -> bool {
         self.gate.is_some_and(|(p, opens_on)| {
-            args.get(usize::from(p)).and_then(|a| a.bool_literal()).is_some_and(|v| v != opens_on)
+            args.get(usize::from(p)).and_then(|a| a.constant.as_ref()).is_some_and(|c| opens_on.closed_by(c))
         })
     }
 
@@ -2157,9 +2184,22 @@ impl FnModel {
 
     /// The `bool` parameter whose branch a path lies on, with the value that opens it (see
     /// [`StateAt::gate`]).
-    pub(super) fn param_gate_of(&self, path: &[usize]) -> Option<(u8, bool)> {
-        let &(_, param, opens_on, _) = self.param_gates.iter().find(|(b, ..)| path.contains(b))?;
-        u8::try_from(param).ok().map(|p| (p, opens_on))
+    pub(super) fn param_gate_of(&self, path: &[usize]) -> Option<(u8, Opening)> {
+        if let Some(&(_, param, opens_on, _)) = self.param_gates.iter().find(|(b, ..)| path.contains(b)) {
+            return u8::try_from(param).ok().map(|p| (p, Opening::Bool(opens_on)));
+        }
+        // The arm of one variant (`Mode::Train => ..` of `match mode`).
+        let (param, name) = path.iter().rev().find_map(|b| self.variant_gate(*b))?;
+        u8::try_from(param).ok().map(|p| (p, Opening::variant(name)))
+    }
+
+    /// A branch that only the calls handing a parameter one enum variant take: (parameter, the
+    /// variant's name).
+    pub(super) fn variant_gate(&self, branch: usize) -> Option<(usize, &str)> {
+        self.value_gates.iter().find(|(b, ..)| *b == branch).and_then(|(_, p, opens)| match opens.values.as_slice() {
+            [ConstArg::Variant(name)] if !opens.negated => Some((*p, name.as_str())),
+            _ => None,
+        })
     }
 
     /// The state binding `b` is part of: `Some(None)` for `self` (a field, an element or guard

@@ -808,7 +808,11 @@ fn mark_stateful_calls(
     // The gate a call's state is kept behind in the caller: the caller's own `bool` parameter
     // handed on as the callee's gate (`block.forward_native(x, state, training)` inside `fn
     // forward_lm(.., training: bool)`), or the caller's branch the call sits on.
-    fn handed_gate(g: &FnModel, site: &super::graph::CallSite, gate: Option<(u8, bool)>) -> Option<(u8, bool)> {
+    fn handed_gate(
+        g: &FnModel,
+        site: &super::graph::CallSite,
+        gate: Option<(u8, super::graph::Opening)>,
+    ) -> Option<(u8, super::graph::Opening)> {
         let handed = gate.and_then(|(p, opens_on)| {
             let [read] = site.args.get(usize::from(p))?.reads.as_slice() else { return None };
             let j = g.params.iter().position(|q| *q == Some(*read))?;
@@ -881,10 +885,11 @@ fn mark_stateful_calls(
             // A branch a `bool` parameter opens is judged by what each caller passes (see
             // `StateAt::gate`): `if training { self.norm.forward_train(&h)? }` keeps the state
             // on every call that passes `true`.
-            let unconditional = !site
-                .path
-                .iter()
-                .any(|b| g.conditional_branches.contains(b) && !g.param_gates.iter().any(|(pb, ..)| pb == b));
+            let unconditional = !site.path.iter().any(|b| {
+                g.conditional_branches.contains(b)
+                    && !g.param_gates.iter().any(|(pb, ..)| pb == b)
+                    && g.variant_gate(*b).is_none()
+            });
             if callee.in_self
                 && !reset_here
                 && let Some(root) = root_of(g, site, None)

@@ -51,7 +51,9 @@ self.carry = Some((h, c));`) or takes it out with a method of its own (`let s = 
 method whose training loop calls another method of its own type that keeps a state in `self`
 (`for xs in windows { let loss = self.unroll(xs)?; self.opt.backward_step(&loss)?; }`), unless
 the loop cuts that field. A state kept only when a `training` flag is on counts on every call
-that passes `true` (`net.forward(&x, true)`), and on none that passes `false`. `self.step(..)`
+that passes `true` (`net.forward(&x, true)`), and on none that passes `false`; likewise one kept
+in the arm of one variant of a mode (`match mode { Mode::Train => self.bn.forward_train(&h), ..
+}`) on the calls that pass that variant. `self.step(..)`
 in a method of a type that defines `step` is that method, not an optimizer's. States kept one per layer may be cut
 element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
 `0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`), or started afresh by a method of
@@ -2726,6 +2728,19 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &on), vec![26]);
         let off = GATED_NORM.replace("FLAG", "false");
         assert_eq!(count("accumulated_loss_tensor", None, &off), 0);
+        // The same with a mode of an enum, matched arm by arm.
+        let moded = GATED_NORM
+            .replace("training: bool", "mode: Mode")
+            .replace(
+                "if training { self.norm.forward_train(&h) } else { self.norm.forward_eval(&h) }",
+                "match mode { Mode::Train => self.norm.forward_train(&h), Mode::Eval => self.norm.forward_eval(&h) }",
+            )
+            .replace("pub struct Net {", "pub enum Mode { Train, Eval }\npub struct Net {");
+        assert_eq!(
+            crate::rules::testing::lines("accumulated_loss_tensor", &moded.replace("FLAG", "Mode::Train")),
+            vec![27]
+        );
+        assert_eq!(count("accumulated_loss_tensor", None, &moded.replace("FLAG", "Mode::Eval")), 0);
     }
 
     /// Gradient accumulation behind a struct's methods: `add` folds each micro-batch's loss
