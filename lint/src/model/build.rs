@@ -293,6 +293,11 @@ impl Items<'_> {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
+        // Also through the crate's structs of host fields (`Vec<Example>` with `struct Example {
+        // board: Board, pi: [f32; 9], z: f32 }`).
+        b.g.returns_host_data = b.g.returns_plain
+            || matches!(&sig.output, syn::ReturnType::Type(_, ty)
+                if type_is_plain_with(ty, &|n: &str| self.crate_fns.host_structs.contains(n)));
         b.g.returns_tensor = matches!(&sig.output, syn::ReturnType::Type(_, ty) if type_is_tensor(ty));
         if let syn::ReturnType::Type(_, ty) = &sig.output {
             let (tensor, tuple, other_tuple) = tensor_parts(ty);
@@ -705,6 +710,7 @@ impl Builder<'_> {
                 crate_untracks_models: false,
                 may_run_backward: false,
                 returns_plain: false,
+                returns_host_data: false,
                 returns_tensor: false,
                 returns_tensors: false,
                 returns_tensor_parts: false,
@@ -4800,23 +4806,28 @@ fn holds_no_model(ty: &syn::Type) -> bool {
 }
 
 fn type_is_plain(ty: &syn::Type) -> bool {
+    type_is_plain_with(ty, &|_| false)
+}
+
+/// [`type_is_plain`], with the names of other types that hold no tensor (`host`).
+fn type_is_plain_with(ty: &syn::Type, host: &dyn Fn(&str) -> bool) -> bool {
     match ty {
-        syn::Type::Tuple(t) => t.elems.iter().all(type_is_plain),
-        syn::Type::Array(a) => type_is_plain(&a.elem),
-        syn::Type::Slice(s) => type_is_plain(&s.elem),
-        syn::Type::Reference(r) => type_is_plain(&r.elem),
-        syn::Type::Paren(p) => type_is_plain(&p.elem),
+        syn::Type::Tuple(t) => t.elems.iter().all(|e| type_is_plain_with(e, host)),
+        syn::Type::Array(a) => type_is_plain_with(&a.elem, host),
+        syn::Type::Slice(s) => type_is_plain_with(&s.elem, host),
+        syn::Type::Reference(r) => type_is_plain_with(&r.elem, host),
+        syn::Type::Paren(p) => type_is_plain_with(&p.elem, host),
         syn::Type::Path(p) if p.qself.is_none() => {
             let Some(last) = p.path.segments.last() else { return false };
             let name = last.ident.to_string();
-            if super::rust::is_host_type(&name) {
+            if super::rust::is_host_type(&name) || (matches!(last.arguments, syn::PathArguments::None) && host(&name)) {
                 return true;
             }
             match (name.as_str(), &last.arguments) {
                 ("Result" | "Option" | "Vec" | "Box" | "VecDeque", syn::PathArguments::AngleBracketed(a)) => {
                     // `Result<T, E>`: only the value type matters.
                     a.args.iter().find_map(|g| match g {
-                        syn::GenericArgument::Type(t) => Some(type_is_plain(t)),
+                        syn::GenericArgument::Type(t) => Some(type_is_plain_with(t, host)),
                         _ => None,
                     }) == Some(true)
                 }

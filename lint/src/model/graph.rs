@@ -24,6 +24,10 @@ pub type LoopId = usize;
 /// A byte range in the function's file.
 pub type Span = Range<usize>;
 
+/// The most iterations a literally bounded loop (and every loop around it in its function) may
+/// run and be left alone anywhere: a handful of forward passes, once per call of the function.
+pub const ONCE_LOOP_MAX: u64 = 32;
+
 /// Taint bits carried by nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Taint(u8);
@@ -497,6 +501,9 @@ pub struct FnModel {
     pub(super) field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub(super) returns_plain: bool,
+    /// Its declared result holds no tensor, also through the crate's structs of host fields
+    /// (`Vec<Example>`): what it returns is data, never a model.
+    pub(super) returns_host_data: bool,
     /// The declared return type is one tensor (`Tensor`, `Result<Tensor>`, `Tensor<B, 2>`).
     pub(super) returns_tensor: bool,
     /// Its declared result is a sequence of tensors (`Vec<Tensor>`, `impl Iterator<Item =
@@ -1573,6 +1580,21 @@ impl FnModel {
         self.literal_loops_up_to(l, None, max)
     }
 
+    /// Whether loop `l` runs a handful of iterations, once per call of the function: every loop
+    /// from it outwards has a literal bound of at most [`ONCE_LOOP_MAX`], and it does not replace
+    /// or fold a value that outlives its iterations with a graph-carrying one it computes (`x =
+    /// model.forward(x, t)`, where each iteration builds on the last). A caller that runs the
+    /// function in a loop of its own is judged at its call.
+    pub fn runs_a_handful_once(&self, l: LoopId) -> bool {
+        self.literally_bounded(Some(l), ONCE_LOOP_MAX)
+            && !self.stores().any(|(_, value, target, how, _)| {
+                matches!(how, Store::Assign | Store::Fold)
+                    && self.taint(value).has(Taint::GRAPH)
+                    && self.loop_within(self.loop_of(value), l)
+                    && self.binding_of(target).is_some_and(|b| self.outlives(b, Iteration::Loop(l)))
+            })
+    }
+
     /// Whether loop `l` or a loop around it has a literal bound above `max` (`for _ in
     /// 0..10_000`, a timing loop); loops whose bound the text does not fix do not count.
     pub fn literally_longer_than(&self, l: LoopId, max: u64) -> bool {
@@ -1922,9 +1944,10 @@ impl FnModel {
     }
 
     /// Pushes of a graph-carrying value into a field of `self` made outside any loop by a
-    /// function that runs backward itself (a training step, or an update whose loop does), into a
-    /// field no method of its type empties: (the store's span, the field). Each call keeps one
-    /// more graph.
+    /// function that runs backward itself (a training step, or an update whose loop does), or in
+    /// a loop whose iterations run backward (`for step in .. { ..; self.progress.push(fake) }`),
+    /// into a field no method of its type empties: (the store's span, the field). Each step
+    /// keeps one more graph.
     /// Also the value pushed.
     pub fn pushed_into_unemptied_fields(&self) -> Vec<(&Span, &str, NodeIndex)> {
         let Some(emptied) = self.fields_emptied_by_type.as_deref() else { return Vec::new() };
@@ -1932,7 +1955,7 @@ impl FnModel {
             .filter(|&(edge, value, _, how, _)| {
                 how == Store::Push
                     && self.through(edge).is_none()
-                    && self.graph[value].in_loop.is_none()
+                    && self.pushed_per_step(value)
                     && self.taint(value).has(Taint::GRAPH)
             })
             .filter_map(|(_, value, target, _, span)| {
@@ -1942,6 +1965,18 @@ impl FnModel {
                     .then_some((span, name, value))
             })
             .collect()
+    }
+
+    /// Whether a value pushed here is pushed once per training step or more: in a loop whose
+    /// iterations run backward (also through calls: `self.generator_step()`), or outside any
+    /// loop of a function that runs backward itself.
+    pub(super) fn pushed_per_step(&self, value: NodeIndex) -> bool {
+        match self.graph[value].in_loop {
+            None => {
+                self.calls.iter().any(|c| matches!(c.kind, TrainingCallKind::Backward | TrainingCallKind::BackwardStep))
+            }
+            at => matches!(self.iteration_of(at), Some(Iteration::Loop(_))),
+        }
     }
 
     /// Where the function keeps a graph-carrying value built from what that place held before

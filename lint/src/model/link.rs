@@ -246,7 +246,6 @@ pub fn link(
     callees.dedup();
     // Summaries beside `callees` (sorted): looked up by binary search, no hashing.
     let mut summaries: Vec<Option<Summary>> = vec![None; callees.len()];
-    let slot = |id: &FnId| callees.binary_search(id).expect("a callee");
     // Calls handing a closure or a function to a function that calls a parameter (usually none).
     let callback_sites: Vec<usize> = resolved
         .iter()
@@ -257,71 +256,17 @@ pub fn link(
         })
         .map(|(k, _)| k)
         .collect();
-    for _ in 0..MAX_ROUNDS {
-        for (fi, gi) in mark_callback_backwards(files, &resolved, &callback_sites) {
-            files[fi].1[gi].propagate();
-        }
-        let mut changed: Vec<FnId> = Vec::new();
-        for (k, &id) in callees.iter().enumerate() {
-            let s = summarize(&files[id.0].1[id.1], &files[id.0].0);
-            if summaries[k].as_ref() != Some(&s) {
-                summaries[k] = Some(s);
-                changed.push(id);
-            }
-        }
-        if changed.is_empty() {
-            break;
-        }
-        let mut dirty: Vec<FnId> = Vec::new();
-        for (caller, ci, candidates) in &resolved {
-            if !candidates.iter().any(|c| changed.binary_search(c).is_ok()) {
-                continue;
-            }
-            let summary_of = |c: &FnId| summaries[slot(c)].as_ref().expect("summarized");
-            // Several candidates (trait impls of one method name): apply what they all do.
-            let met;
-            let summary = match candidates.as_slice() {
-                [one] => summary_of(one),
-                [first, rest @ ..] => {
-                    met = rest.iter().fold(summary_of(first).clone(), |a, c| a.meet(summary_of(c)));
-                    &met
-                }
-                [] => continue,
-            };
-            let first = candidates[0];
-            // The callee's name labels calls and stores it makes; most calls need none.
-            let named = summary.runs_backward
-                || summary.steps
-                || summary.clears
-                || summary.forwards
-                || summary.forwards_autodiff
-                || !summary.calls_params_in_loop.is_empty()
-                || !summary.stores.is_empty()
-                || (summary.param_ops != 0
-                    && files[caller.0].1[caller.1].args_after_backward.iter().any(|(i, _)| i == ci));
-            let callee_name = if named {
-                let c = &files[first.0].1[first.1];
-                c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident))
-            } else {
-                String::new()
-            };
-            let callee_file = files[first.0].0.clone();
-            let g = &mut files[caller.0].1[caller.1];
-            apply(g, *ci, summary, &callee_name, &callee_file);
-            dirty.push(*caller);
-        }
-        dirty.sort_unstable();
-        dirty.dedup();
-        for (fi, gi) in dirty {
-            files[fi].1[gi].propagate();
-        }
-    }
+    settle_summaries(files, &resolved, &callees, &mut summaries, &callback_sites);
     mark_kept_for_good(files, &resolved, |c| callees.binary_search(c).ok().and_then(|k| summaries[k].as_ref()));
     // After the summaries: a loop whose backward runs inside a call (`agent.update(..)`) is a
     // training loop too, and what it calls runs once per step.
     mark_per_step(files, &resolved);
     mark_per_iteration(files, &resolved);
-    follow_trainable_models(files, &resolved);
+    // Models made trainable through calls (`langevin_step(net, &x, ..)` handed the trainable
+    // model `main` built) make what those functions return graph-carrying: summarize again.
+    if follow_trainable_models(files, &resolved) {
+        settle_summaries(files, &resolved, &callees, &mut summaries, &callback_sites);
+    }
     // After the summaries: what a push keeps is graph-carrying once calls of the crate are known.
     mark_pushed_logs(files);
     // Only where a model is built from trainable variables can a cache chain graphs (candle),
@@ -412,15 +357,9 @@ fn mark_pushed_logs(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
             && g.framework_known
             && !g.spec.graph_swept_by_backward
             && !g.is_test
-            && g.calls.iter().any(|c| {
-                matches!(
-                    c.kind,
-                    super::graph::TrainingCallKind::Backward | super::graph::TrainingCallKind::BackwardStep
-                )
-            })
             && g.stores().any(|(_, value, target, how, _)| {
                 how == Store::Push
-                    && g.graph[value].in_loop.is_none()
+                    && g.pushed_per_step(value)
                     && g.graph[value].taint.has(Taint::GRAPH)
                     && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
             })
@@ -1013,19 +952,93 @@ fn mark_stateful_calls(
     }
 }
 
+/// Summarizes the callees and applies each changed summary at its call sites, to a fixpoint.
+fn settle_summaries(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    resolved: &[(FnId, usize, Vec<FnId>)],
+    callees: &[FnId],
+    summaries: &mut [Option<Summary>],
+    callback_sites: &[usize],
+) {
+    let slot = |id: &FnId| callees.binary_search(id).expect("a callee");
+    for _ in 0..MAX_ROUNDS {
+        for (fi, gi) in mark_callback_backwards(files, resolved, callback_sites) {
+            files[fi].1[gi].propagate();
+        }
+        let mut changed: Vec<FnId> = Vec::new();
+        for (k, &id) in callees.iter().enumerate() {
+            let s = summarize(&files[id.0].1[id.1], &files[id.0].0);
+            if summaries[k].as_ref() != Some(&s) {
+                summaries[k] = Some(s);
+                changed.push(id);
+            }
+        }
+        if changed.is_empty() {
+            break;
+        }
+        let mut dirty: Vec<FnId> = Vec::new();
+        for (caller, ci, candidates) in resolved {
+            if !candidates.iter().any(|c| changed.binary_search(c).is_ok()) {
+                continue;
+            }
+            let summary_of = |c: &FnId| summaries[slot(c)].as_ref().expect("summarized");
+            // Several candidates (trait impls of one method name): apply what they all do.
+            let met;
+            let summary = match candidates.as_slice() {
+                [one] => summary_of(one),
+                [first, rest @ ..] => {
+                    met = rest.iter().fold(summary_of(first).clone(), |a, c| a.meet(summary_of(c)));
+                    &met
+                }
+                [] => continue,
+            };
+            let first = candidates[0];
+            // The callee's name labels calls and stores it makes; most calls need none.
+            let named = summary.runs_backward
+                || summary.steps
+                || summary.clears
+                || summary.forwards
+                || summary.forwards_autodiff
+                || !summary.calls_params_in_loop.is_empty()
+                || !summary.stores.is_empty()
+                || (summary.param_ops != 0
+                    && files[caller.0].1[caller.1].args_after_backward.iter().any(|(i, _)| i == ci));
+            let callee_name = if named {
+                let c = &files[first.0].1[first.1];
+                c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident))
+            } else {
+                String::new()
+            };
+            let callee_file = files[first.0].0.clone();
+            let g = &mut files[caller.0].1[caller.1];
+            apply(g, *ci, summary, &callee_name, &callee_file);
+            dirty.push(*caller);
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        for (fi, gi) in dirty {
+            files[fi].1[gi].propagate();
+        }
+    }
+}
+
 /// Models built from trainable variables (candle `VarBuilder::from_varmap(..)`) across calls:
 /// first the results of functions that build and return one (through chains of such functions),
 /// then the parameters (for a method, the `self` fields) of functions some call hands one. A
 /// function that returns what it was handed does not make every caller's result trainable, and
 /// tests (small models made from a fresh `VarMap` to check shapes) hand nothing on.
-fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+fn follow_trainable_models(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    resolved: &[(FnId, usize, Vec<FnId>)],
+) -> bool {
     type From = Option<(std::path::PathBuf, usize, String)>;
     let holds = |g: &FnModel| !g.is_test && !g.trainable_seeds.is_empty();
     // Most crates build nothing from trainable variables (every crate but candle's).
     if !files.iter().any(|(_, graphs)| graphs.iter().any(&holds)) {
-        return;
+        return false;
     }
     let trainable = |g: &FnModel, n: NodeIndex| g.graph[n].taint.has(Taint::TRAINABLE);
+    let mut followed = false;
     let seed = |files: &mut [(Arc<SourceFile>, Vec<FnModel>)], seeds: Vec<(FnId, NodeIndex, From)>| -> bool {
         let mut dirty: Vec<FnId> = Vec::new();
         for (id, n, from) in seeds {
@@ -1081,6 +1094,7 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
         if !seed(files, seeds) {
             break;
         }
+        followed = true;
     }
     for _ in 0..MAX_ROUNDS {
         let mut seeds: Vec<(FnId, NodeIndex, From)> = Vec::new();
@@ -1129,10 +1143,13 @@ fn follow_trainable_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolv
                 grown = true;
             }
         }
-        if !seed(files, seeds) && !grown {
+        let seeded = seed(files, seeds);
+        if !seeded && !grown {
             break;
         }
+        followed = true;
     }
+    followed
 }
 
 /// Fields of the crate's structs written only where a struct literal builds them, and changed by
@@ -1329,6 +1346,11 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
                 let inert_args: Vec<bool> = site.args.iter().map(|a| arg_inert(g, a)).collect();
                 inert_args.iter().any(|&i| i)
                     && callees.iter().all(|c| {
+                        // Data read from the model (`self_play(&frozen, ..) -> Vec<Example>`) is
+                        // no model.
+                        if files[c.0].1[c.1].returns_host_data {
+                            return false;
+                        }
                         let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
                         // A device or a host value beside the model holds no graph of its own
                         // (`GameSession::new(&frozen, &dev)`).
@@ -1577,14 +1599,16 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
 /// findings beside the first.
 const MAX_ALSO_NAMED: usize = 3;
 
-/// Calls of functions that declare a host result (`fn validate<B>(model: &Lm<B>, ..) -> f32`):
-/// the call's value carries nothing of what it is handed, neither a graph nor an untracked
-/// model. Set before models are followed across calls, so that `(model, Report { val:
-/// validate(&model.valid(), ..) })` is not taken for an untracked model.
+/// Calls of functions that declare a host result (`fn validate<B>(model: &Lm<B>, ..) -> f32`,
+/// also through the crate's structs of host fields: `fn self_play(net: &Net<B>, ..) ->
+/// Vec<Example>`): the call's value carries nothing of what it is handed, neither a graph nor an
+/// untracked model. Set before models are followed across calls, so that `(model, Report { val:
+/// validate(&model.valid(), ..) })` is not taken for an untracked model, nor a trainer that
+/// stores the examples a frozen copy played.
 fn mark_plain_results(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
     let mut dirty: Vec<FnId> = Vec::new();
     for (caller, ci, callees) in resolved {
-        if !callees.iter().all(|c| files[c.0].1[c.1].returns_plain) {
+        if !callees.iter().all(|c| files[c.0].1[c.1].returns_host_data) {
             continue;
         }
         let g = &mut files[caller.0].1[caller.1];
@@ -2478,14 +2502,16 @@ const HOST_STD_TYPES: &[&str] = &["Duration", "Instant", "SystemTime", "PathBuf"
 
 /// The structs among `structs` whose fields hold host values only, directly or through other
 /// such structs: the greatest set closed under that test.
-fn host_structs(structs: &HashMap<&str, Option<Vec<&str>>>) -> HashSet<String> {
+fn host_structs(structs: &HashMap<&str, Option<Vec<&str>>>, consts: &HashMap<String, Option<u64>>) -> HashSet<String> {
     let word_ok = |w: &str, set: &HashSet<&str>| {
         rust::is_host_type(w)
             || CONTAINERS.contains(&w)
             || HOST_STD_TYPES.contains(&w)
-            // Module paths (`std::time::Duration`), `pub`, lifetimes, array lengths.
+            // Module paths (`std::time::Duration`), `pub`, lifetimes, array lengths, also named
+            // by the crate's constants (`[i8; CELLS]`).
             || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
             || set.contains(w)
+            || (w.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') && consts.contains_key(w))
     };
     let set: HashSet<&str> =
         structs.iter().filter(|(_, f)| f.as_ref().is_some_and(|f| !f.is_empty())).map(|(n, _)| *n).collect();
@@ -2864,7 +2890,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         }
     }
     let plain_fields = plain.difference(&other).cloned().collect();
-    let host_structs = host_structs(&structs);
+    let host_structs = host_structs(&structs, &consts);
     // Models only: a buffer of plain tensors (a rollout buffer) is data, not an inert model.
     let paramless_structs = if requires_grad {
         HashSet::default()
@@ -3380,7 +3406,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         && (!g.owner_is_model || g.returns_plain)
         && g.calls_of(super::graph::CallKind::Forward)
             .filter(counted)
-            .all(|e| e.in_loop.is_some_and(|l| !left_to_callers(l)) || e.reported_inside);
+            .all(|e| e.in_loop.is_some_and(|l| !left_to_callers(l) && !g.runs_a_handful_once(l)) || e.reported_inside);
     let first_forward = if forwards { g.calls_of(super::graph::CallKind::Forward).find(counted) } else { None };
     let forward_at = first_forward.and_then(|e| match &e.forward_at {
         Some(at) => Some(at.clone()),

@@ -70,7 +70,9 @@ trainable model's weights, `teacher.update(&student)` blending the tensors a get
 `fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
 graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`; also in a
-method that is a training step of its own, `fn update(&mut self, ..)` running backward) that no method
+method that is a training step of its own, `fn update(&mut self, ..)` running backward, or in a
+loop that runs backward every iteration, `for x in xs { let (l, y) = self.step(x)?;
+self.progress.push(y); }`) that no method
 of its type empties (`clear()`, `drain(..)`, `std::mem::take`); in dfdx, a prediction made on a
 taped input (`model.forward(x.leaky_trace())`) carries its tape and is kept the same way. A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
@@ -2592,6 +2594,41 @@ pub fn run<B: AutodiffBackend>(device: &B::Device, x: Tensor<B, 2>, epochs: usiz
         assert_eq!(lines(&BURN_HISTORY.replace("PREDS", "model.forward(x.clone())")), vec![19]);
         // On the inner backend (`valid()`), the predictions carry no graph.
         assert!(lines(&BURN_HISTORY.replace("PREDS", "model.valid().forward(x.clone().inner())")).is_empty());
+    }
+
+    /// A trainer whose loop runs backward through a step method of its own and pushes the
+    /// step's output into a field of `self` (a progress log for plots at the end).
+    const LOOP_LOG: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Trainer { net: Linear, opt: SGD, progress: Vec<Tensor>, losses: Vec<f32> }
+impl Trainer {
+    fn step(&mut self, x: &Tensor) -> Result<(f32, Tensor)> {
+        let y = self.net.forward(x)?;
+        let loss = y.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        Ok((loss.to_scalar::<f32>()?, y))
+    }
+    pub fn fit(&mut self, xs: &[Tensor]) -> Result<()> {
+        for x in xs {
+            let (loss, y) = self.step(x)?;
+            self.losses.push(loss);
+            self.progress.push(KEPT);
+        }
+        Ok(())
+    }
+}
+"#;
+
+    #[test]
+    fn a_training_loop_that_logs_graph_carrying_outputs_in_self_is_reported() {
+        let kept = LOOP_LOG.replace("KEPT", "y.clone()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![16]);
+        assert_eq!(count("accumulated_loss_tensor", None, &LOOP_LOG.replace("KEPT", "y.detach()")), 0);
+        // Emptied by a method of its type (once an epoch): bounded.
+        let emptied = kept
+            .replace("impl Trainer {", "impl Trainer {\n    pub fn end_epoch(&mut self) { self.progress.clear(); }");
+        assert_eq!(count("accumulated_loss_tensor", None, &emptied), 0);
     }
 
     /// An online learner whose update is a training step of its own and logs each prediction

@@ -410,7 +410,7 @@ impl Rule for AutodiffForwardWithoutBackward {
             // Not a loop that feeds what it computes back in (`for t in 0..20 { x =
             // model.forward(x, t) }`, a denoising sampler): each step there can be a large
             // model's whole graph, and all of them wait in the store.
-            if all_direct && f.literally_bounded(Some(l), ONCE_LOOP_MAX) && !feeds_back(f, l) {
+            if all_direct && f.runs_a_handful_once(l) {
                 continue;
             }
             report_loop(f, cx, l, shape, &calls, param_off, setting_off);
@@ -607,10 +607,6 @@ pub(crate) const TEST_LOOP_MAX: u64 = 256;
 /// left alone: its forward passes are swept by the iteration's backward.
 const SWEPT_LOOP_MAX: u64 = 16;
 
-/// The most iterations a literally bounded loop (and every loop around it in its function) may
-/// run and be left alone anywhere: a handful of forward passes, once per call of the function.
-const ONCE_LOOP_MAX: u64 = 32;
-
 /// A forward pass of a finding: where, and its label.
 type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>, Option<(&'a std::path::Path, usize)>);
 
@@ -704,12 +700,6 @@ fn receiver_outlives(f: &FnModel, e: &crate::model::VocabCall, l: LoopId) -> boo
         None => true,
         Some(r) => f.receiver_binding(r).is_some_and(|b| f.outlives(b, Iteration::Loop(l))),
     }
-}
-
-/// Whether loop `l` replaces or folds a value that outlives its iterations with a graph-carrying
-/// one it computes (`x = model.forward(x, t)`): each iteration builds on the last.
-fn feeds_back(f: &FnModel, l: LoopId) -> bool {
-    stores_graph_past(f, l, &[Store::Assign, Store::Fold])
 }
 
 /// Whether loop `l` hands a graph-carrying value out of its iterations (a recurrent state,
@@ -4451,5 +4441,44 @@ impl<B: AutodiffBackend> Tuner<B> {
             lint_backend_crate("burn::backend::Autodiff<burn::backend::NdArray>", "use burn::prelude::Backend;")
                 .is_empty()
         );
+    }
+
+    /// An arena that plays a few moves a game with the training network, called round after
+    /// round with no backward; the trainer also stores examples a frozen copy played.
+    const ARENA: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::module::AutodiffModule;
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+type Ad = Autodiff<NdArray>;
+const CELLS: usize = 9;
+pub struct Example { pub board: [i8; CELLS], pub z: f32 }
+pub struct Trainer<B: AutodiffBackend> { pub net: Net<B>, pub replay: Vec<Example> }
+fn self_play<B: Backend>(net: &Net<B>) -> Vec<Example> {
+    let z = net.forward(input()).into_scalar().elem::<f32>();
+    vec![Example { board: [0; CELLS], z }]
+}
+fn play_round<B: AutodiffBackend>(t: &Trainer<B>) -> f32 {
+    let mut total = 0.0;
+    for _ply in 0..CELLS {
+        total += t.net.forward(input()).into_scalar().elem::<f32>();
+    }
+    total
+}
+fn main() {
+    let mut t = Trainer { net: Net::<Ad>::new(), replay: Vec::new() };
+    let frozen = t.net.valid();
+    let examples = self_play(&frozen);
+    t.replay.extend(examples);
+    ROUNDS
+}
+"#;
+
+    #[test]
+    fn a_short_loop_a_caller_runs_round_after_round_is_reported_at_the_call() {
+        let rounds = ARENA.replace("ROUNDS", "for _round in 0..150 { play_round(&t); }");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &rounds), vec![26]);
+        // Played once: a handful of forwards, left alone.
+        assert_eq!(count("autodiff_forward_without_backward", None, &ARENA.replace("ROUNDS", "play_round(&t);")), 0);
     }
 }
