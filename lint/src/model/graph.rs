@@ -1891,6 +1891,17 @@ impl FnModel {
             {
                 Some((&self.graph[n].span, true))
             }
+            // A function of the crate that runs the forward pass of a trainable model it is
+            // handed (`x = langevin_step(net, &x, ..)?` with `net` the model): that model.
+            NodeKind::Value(Producer::Forward { receiver: None }) if self.loop_within(self.graph[n].in_loop, l) => {
+                let site = self.call_sites.iter().find(|c| c.result == n && !c.method)?;
+                site.args.iter().flat_map(|a| a.reads.iter()).find_map(|&r| {
+                    let v = self.receiver_root(r)?;
+                    (self.taint(v).has(Taint::TRAINABLE)
+                        && self.binding_of(v).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l)))
+                    .then(|| (&self.graph[v].span, false))
+                })
+            }
             _ => None,
         })
     }

@@ -29,7 +29,8 @@ Outside training, the same loop is reported when its model is built from trainab
 from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `Var::new(..)`, or a
 function of the crate that returns such a builder or model, in the function or in a caller that
 hands it the model, also inside a struct built around it (`Sampler { net: &net }.sample(..)`
-stepping `x = self.step(&x)?` through a method that runs the forward pass); tests, which build
+stepping `x = self.step(&x)?` through a method that runs the forward pass, or through a
+function of the crate handed the model, `x = langevin_step(net, &x, sigma)?`); tests, which build
 small models from a fresh `VarMap`, hand nothing on. So
 is a generation loop whose model keeps a graph-carrying value from call to call, built from what
 it kept before (also in a function the training loop calls with the model it trains, a preview
@@ -1103,5 +1104,40 @@ fn main() -> Result<()> {
         // A step that detaches what it returns cuts the chain.
         let cut = varmap.replace("x = self.step(&x)?;", "x = self.step(&x)?.detach();");
         assert_eq!(count("sampling_loop_chains_graph", None, &cut), 0);
+    }
+
+    /// A sampler whose step is a helper handed the trainable model (`x = step(net, &x)?`).
+    const STEP_HELPER_OF_MODEL: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Linear, Module, VarBuilder, VarMap};
+pub struct Net { fc: Linear }
+impl Net { pub fn score(&self, x: &Tensor) -> Result<Tensor> { self.fc.forward(x) } }
+fn step(net: &Net, x: &Tensor) -> Result<Tensor> {
+    let g = net.score(x)?;
+    x + (g * 0.01)?
+}
+pub fn sample(net: &Net, n: usize, dev: &Device) -> Result<Tensor> {
+    let mut x = Tensor::zeros((8, 4), DType::F32, dev)?;
+    for _ in 0..n {
+        x = step(net, &x)?CUT;
+    }
+    Ok(x)
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let vm = VarMap::new();
+    let net = Net { fc: linear(4, 4, VarBuilder::from_varmap(&vm, DType::F32, &dev))? };
+    let _ = sample(&net, 1000, &dev)?;
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_step_helper_handed_the_trainable_model_chains_the_state() {
+        assert_eq!(
+            crate::rules::testing::lines("sampling_loop_chains_graph", &STEP_HELPER_OF_MODEL.replace("CUT", "")),
+            vec![13]
+        );
+        assert_eq!(count("sampling_loop_chains_graph", None, &STEP_HELPER_OF_MODEL.replace("CUT", ".detach()")), 0);
     }
 }
