@@ -45,6 +45,7 @@ pub(super) static SPEC: Spec = Spec {
     var_methods: &[],
     trainable_constructors: &[],
     variable_type: None,
+    variable_store_type: None,
     frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],

@@ -265,6 +265,10 @@ pub struct Spec {
     /// `Var`): a function's parameter declared with it (`w: &Var`) is one, and an operation on
     /// it records a graph.
     pub variable_type: Option<&'static str>,
+    /// The type of a store of trainable variables (candle `VarMap`): a function's parameter
+    /// declared with it (`vm: &VarMap`) hands out variables (`vm.data().lock()`, `all_vars()`),
+    /// and an operation on them records a graph.
+    pub variable_store_type: Option<&'static str>,
     /// Library methods that load a model's weights from files as plain tensors (candle
     /// transformers' `sd_config.build_unet(path, ..)`): frozen, as [`Spec::frozen_constructors`].
     pub frozen_methods: &'static [&'static str],

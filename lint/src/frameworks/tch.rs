@@ -102,6 +102,7 @@ pub(super) static SPEC: Spec = Spec {
     trainable_constructors: &[],
     frozen_constructors: &[],
     variable_type: None,
+    variable_store_type: None,
     frozen_methods: &[],
     grad_zero_in_place: Some(("grad", "zero_")),
     detach_changes_type: false,

@@ -378,8 +378,14 @@ impl Items<'_> {
                         if inner {
                             b.g.inert_seeds.push(v);
                         }
-                        // `w: &Var` (candle): a trainable variable, tracked in every operation.
-                        if self.known && self.spec.variable_type.is_some_and(|t| ty.as_deref() == Some(t)) {
+                        // `w: &Var` (candle): a trainable variable, tracked in every operation;
+                        // `vm: &VarMap`, a store of them.
+                        if self.known
+                            && [self.spec.variable_type, self.spec.variable_store_type]
+                                .into_iter()
+                                .flatten()
+                                .any(|t| ty.as_deref() == Some(t))
+                        {
                             b.params.push(v);
                         }
                         if self.known
@@ -2167,9 +2173,28 @@ impl Builder<'_> {
             Expr::Let(l) => {
                 // `if let` / `while let`: the pattern's bindings live in the enclosing scope
                 // pushed by the caller.
-                let v = self.expr(&l.expr);
+                // An element looked up to change in place is part of the collection, whatever
+                // the key it was found by (a parameter's name, read from a `VarMap`).
+                let v = match strip_parens(&l.expr) {
+                    Expr::MethodCall(m) if let_looks_up_element(l) => {
+                        let element = self.expr(&m.receiver);
+                        self.exprs(m.args.iter(), false);
+                        element
+                    }
+                    _ => self.expr(&l.expr),
+                };
                 let span = self.cheap(&l.expr);
+                let first = self.g.bindings.len();
                 self.bind_pat(&l.pat, v, span);
+                // `if let Some(avg) = self.shadow.get_mut(name)`: a place of the field; a write
+                // through it (`*avg = ..`) writes into the field.
+                if let Expr::MethodCall(m) = strip_parens(&l.expr)
+                    && matches!(m.method.to_string().as_str(), "get_mut" | "last_mut" | "first_mut")
+                    && let Some(slot) = self.place_slot(&m.receiver)
+                {
+                    let owner = self.env[slot].0;
+                    self.mut_elements.extend((first..self.g.bindings.len()).map(|b| (b, owner)));
+                }
                 Val::plain()
             }
             Expr::Closure(c) => self.closure(c),
@@ -4314,7 +4339,9 @@ impl Builder<'_> {
         // `if t % self.period == 0 { self.slow = cell(x, &self.slow)? }`: taken every k-th call,
         // so what it keeps still chains from call to call (a slow tier's state), unlike a cache
         // behind a flag.
-        if !is_periodic_test(&i.cond) {
+        // `if let Some(avg) = self.shadow.get_mut(name) { *avg = .. }`: an element a state keeps
+        // for every key it was made with, taken on every call, as a loop over them would be.
+        if !is_periodic_test(&i.cond) && !is_element_lookup(&i.cond) {
             self.g.conditional_branches.push(self.next_branch + 1);
         }
         let then = self.branch(|s| s.block(&i.then_branch));
@@ -4752,6 +4779,18 @@ fn tensor_parts(ty: &syn::Type) -> (bool, bool, bool) {
     let mut finds = Finds(false, false, false);
     syn::visit::Visit::visit_type(&mut finds, ty);
     (finds.0, finds.1, finds.2)
+}
+
+/// `let Some(x) = place.get_mut(key)` (or `last_mut()`, `first_mut()`): a lookup of an element
+/// of a collection to change it in place.
+fn is_element_lookup(cond: &Expr) -> bool {
+    matches!(strip_parens(cond), Expr::Let(l) if let_looks_up_element(l))
+}
+
+fn let_looks_up_element(l: &syn::ExprLet) -> bool {
+    is_some_pat(&l.pat)
+        && matches!(strip_parens(&l.expr), Expr::MethodCall(m)
+            if matches!(m.method.to_string().as_str(), "get_mut" | "last_mut" | "first_mut"))
 }
 
 /// Whether a type is a tensor: `Tensor`, `Tensor<B, 2>`, `candle_core::Tensor`, in `Result<..>`

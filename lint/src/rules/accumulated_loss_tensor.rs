@@ -65,7 +65,9 @@ running statistic a layer keeps of a graph-carrying argument (`self.running = (&
 m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
 method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`), shadow copies a mean
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
-*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`; also an average of a
+*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`, or kept by name and
+blended from the `VarMap` it is handed, `if let Some(avg) = self.avgs.get_mut(name) { *avg = .. }`
+over `vm.data().lock()`; also an average of a
 trainable model's weights, `teacher.update(&student)` blending the tensors a getter such as
 `fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
@@ -544,6 +546,45 @@ pub fn train(dev: &Device) -> Result<()> {
     Ok(())
 }
 "#;
+
+    /// The same average kept by name, blended from the variables of the `VarMap` it is handed.
+    const EMA_OF_VARMAP: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+use std::collections::HashMap;
+pub struct Shadow { avgs: HashMap<String, Tensor>, decay: f64 }
+impl Shadow {
+    pub fn update(&mut self, vm: &VarMap) -> Result<()> {
+        let data = vm.data().lock().unwrap();
+        for (name, var) in data.iter() {
+            if let Some(avg) = self.avgs.get_mut(name) {
+                *avg = ((&*avg * self.decay)? + (VAR * (1.0 - self.decay))?)?;
+            }
+        }
+        Ok(())
+    }
+}
+pub fn train(dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let model = linear(4, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+    let mut opt = SGD::new(vm.all_vars(), 0.05)?;
+    let mut ema = Shadow { avgs: HashMap::new(), decay: 0.99 };
+    for _ in 0..10_000 {
+        let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), dev)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        ema.update(&vm)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_ema_of_a_varmaps_variables_kept_by_name_chains_every_update() {
+        let kept = EMA_OF_VARMAP.replace("VAR", "var.as_tensor()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![25]);
+        let cut = EMA_OF_VARMAP.replace("VAR", "var.as_tensor().detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
 
     #[test]
     fn an_ema_of_a_slice_of_variables_chains_every_update() {
