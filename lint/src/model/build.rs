@@ -293,16 +293,23 @@ impl Items<'_> {
             syn::ReturnType::Default => true,
             syn::ReturnType::Type(_, ty) => type_is_plain(ty),
         };
+        b.g.returns_tensor = matches!(&sig.output, syn::ReturnType::Type(_, ty) if type_is_tensor(ty));
         // Also through the crate's structs of host fields (`Vec<Example>` with `struct Example {
         // board: Board, pi: [f32; 9], z: f32 }`).
         b.g.returns_host_data = b.g.returns_plain
-            || matches!(&sig.output, syn::ReturnType::Type(_, ty)
-                if type_is_plain_with(ty, &|n: &str| self.crate_fns.host_structs.contains(n)));
-        b.g.returns_tensor = matches!(&sig.output, syn::ReturnType::Type(_, ty) if type_is_tensor(ty));
-        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            || (!b.g.returns_tensor
+                && !self.crate_fns.host_structs.is_empty()
+                && matches!(&sig.output, syn::ReturnType::Type(_, ty)
+                    if type_is_plain_with(ty, &|n: &str| self.crate_fns.host_structs.contains(n))));
+        b.g.returns_tensors = b.g.returns_tensor;
+        b.g.returns_tensor_parts = b.g.returns_tensor;
+        if !b.g.returns_tensor
+            && !b.g.returns_host_data
+            && let syn::ReturnType::Type(_, ty) = &sig.output
+        {
             let (tensor, tuple, other_tuple) = tensor_parts(ty);
-            b.g.returns_tensors = b.g.returns_tensor || (tensor && !tuple);
-            b.g.returns_tensor_parts = b.g.returns_tensors || (tensor && !other_tuple);
+            b.g.returns_tensors = tensor && !tuple;
+            b.g.returns_tensor_parts = tensor && !other_tuple;
         }
         if let Some((fields, batch)) = size_gate_fields(sig, block) {
             b.g.size_gate = true;
