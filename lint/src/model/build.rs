@@ -2679,7 +2679,17 @@ impl Builder<'_> {
     /// variables, walked beside places written in turn (the second of
     /// `shadows.iter_mut().zip(vars)`).
     fn variable_element(&self, iter: &Expr, pat: &Pat) -> Option<String> {
-        if self.variable_lists.is_empty() {
+        // `sources: Vec<Var>` among the fields of `self`'s type.
+        let fields = match (&self.g.owner, self.g.spec.variable_type) {
+            (Some(owner), Some(var)) if self.has_self && self.g.framework_known => self
+                .crate_fns
+                .variable_list_fields
+                .get(owner)
+                .map(|fs| fs.iter().filter(|(_, elem)| elem == var).map(|(f, _)| f.as_str()).collect::<Vec<_>>()),
+            _ => None,
+        }
+        .unwrap_or_default();
+        if self.variable_lists.is_empty() && fields.is_empty() {
             return None;
         }
         let is_list = |e: &Expr| {
@@ -2688,7 +2698,14 @@ impl Builder<'_> {
                 Expr::Reference(r) => &*r.expr,
                 e => e,
             };
-            matches!(strip_parens(e), Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.variable_lists.iter().any(|v| i == v)))
+            match strip_parens(e) {
+                Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.variable_lists.iter().any(|v| i == v)),
+                Expr::Field(f) => {
+                    is_self(&f.base)
+                        && matches!(&f.member, syn::Member::Named(n) if fields.iter().any(|&field| n == field))
+                }
+                _ => false,
+            }
         };
         let ident = |p: &Pat| match strip_pat_type(p) {
             Pat::Ident(i) => Some(i.ident.to_string()),
@@ -5909,7 +5926,7 @@ fn type_name(ty: &syn::Type) -> Option<String> {
 }
 
 /// The element type's name of a slice, array or `Vec` type (`&[Var]`, `Vec<Var>`, `[Var; 2]`).
-fn element_type_name(ty: &syn::Type) -> Option<String> {
+pub(super) fn element_type_name(ty: &syn::Type) -> Option<String> {
     match ty {
         syn::Type::Reference(r) => element_type_name(&r.elem),
         syn::Type::Paren(p) => element_type_name(&p.elem),

@@ -1894,6 +1894,10 @@ pub struct CrateNames {
     /// definition of the struct (`model: Seg<B::InnerBackend>`): a model read from one records no
     /// graph.
     pub(super) inner_fields: HashMap<String, HashSet<String>>,
+    /// Struct fields, by struct, declared as a sequence of a framework's variables (candle
+    /// `sources: Vec<Var>`), with the variable type's name: walking one walks trainable values,
+    /// as a `vars: &[Var]` parameter does.
+    pub(super) variable_list_fields: HashMap<String, Vec<(String, String)>>,
     /// burn: structs whose fields hold only plain tensors, host values and other such structs,
     /// never a `Param` or a module of the framework (`struct Gpt2LinearLayer<B: Backend> { weights:
     /// Tensor<B, 2>, bias: Tensor<B, 1> }`), in every definition: their tensors are constants, so a
@@ -2911,6 +2915,16 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     for ((owner, field), _) in untracked.into_iter().filter(|&(_, u)| u) {
         inner_fields.entry(owner.to_string()).or_default().insert(field.to_string());
     }
+    let mut variable_list_fields: HashMap<String, Vec<(String, String)>> = HashMap::default();
+    for &(owner, field, ty) in &typed {
+        if crate::frameworks::common::PARAM_TYPES.iter().any(|t| ty.contains(t))
+            && let Ok(parsed) = syn::parse_str::<syn::Type>(ty)
+            && let Some(elem) = super::build::element_type_name(&parsed)
+            && crate::frameworks::common::PARAM_TYPES.contains(&elem.as_str())
+        {
+            variable_list_fields.entry(owner.to_string()).or_default().push((field.to_string(), elem));
+        }
+    }
     let vocab_types: HashSet<&str> = vocab_owners.values().flatten().map(String::as_str).collect();
     let mut vocab_fields: HashMap<(String, String), String> = HashMap::default();
     if !vocab_types.is_empty() {
@@ -2971,6 +2985,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         fns,
         plain_fields,
         inner_fields,
+        variable_list_fields,
         paramless_structs,
         makes_autodiff_device,
         consts,

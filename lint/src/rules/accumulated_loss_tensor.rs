@@ -65,7 +65,8 @@ running statistic a layer keeps of a graph-carrying argument (`self.running = (&
 m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
 method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`), shadow copies a mean
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
-*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`, or kept by name and
+*s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`, or with the variables held
+in a field, `self.sources.iter()` with `sources: Vec<Var>`; or kept by name and
 blended from the `VarMap` it is handed, `if let Some(avg) = self.avgs.get_mut(name) { *avg = .. }`
 over `vm.data().lock()`; also an average of a
 trainable model's weights, `teacher.update(&student)` blending the tensors a getter such as
@@ -594,6 +595,48 @@ pub fn train(dev: &Device) -> Result<()> {
         }
         // Blended from a slice of plain tensors (detached copies): nothing is tracked.
         let plain = EMA_OF_VARS.replace("VARS", "&[Tensor]").replace("var.as_tensor()", "var");
+        assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+    }
+
+    /// The same shadow copies, the variables held in a field of the struct that blends them
+    /// (`sources: Vec<Var>`, given once at construction).
+    const EMA_OF_VAR_FIELD: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Shadow { shadows: Vec<Tensor>, sources: SOURCES, decay: f64 }
+impl Shadow {
+    pub fn update(&mut self) -> Result<()> {
+        for (shadow, src) in self.shadows.iter_mut().zip(self.sources.iter()) {
+            *shadow = ((&*shadow * self.decay)? + (SRC * (1.0 - self.decay))?)?;
+        }
+        Ok(())
+    }
+}
+pub fn train(dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let model = linear(4, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+    let mut opt = SGD::new(vm.all_vars(), 0.05)?;
+    let shadows = vm.all_vars().iter().map(|v| v.as_tensor().detach()).collect();
+    let mut ema = Shadow { shadows, sources: vm.all_vars().into_iter().map(Into::into).collect(), decay: 0.99 };
+    for _ in 0..10_000 {
+        let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), dev)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        ema.update()?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_ema_of_variables_held_in_a_field_chains_every_update() {
+        for sources in ["Vec<Var>", "Vec<candle_core::Var>"] {
+            let src = EMA_OF_VAR_FIELD.replace("SOURCES", sources).replace("SRC", "src.as_tensor()");
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![22], "{sources}");
+        }
+        // Detached on the way in, or the field holds plain tensors: nothing is tracked.
+        let cut = EMA_OF_VAR_FIELD.replace("SOURCES", "Vec<Var>").replace("SRC", "src.as_tensor().detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        let plain = EMA_OF_VAR_FIELD.replace("SOURCES", "Vec<Tensor>").replace("SRC", "src");
         assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
     }
 
