@@ -323,6 +323,7 @@ impl Items<'_> {
             || (self.autodiff_by_type() && signature_mentions_autodiff(sig, self.crate_fns, aliases));
         b.g.generic = self.impl_generic || sig.generics.type_params().next().is_some();
         b.g.owner = owner.map(str::to_string);
+        b.g.owner_host = owner.is_some_and(|o| self.crate_fns.host_structs.contains(o));
         // burn: a method of a struct of plain tensors runs forwards that record no graph of their
         // own (`Gpt2LinearLayer::forward` over constant weights).
         if self.paramless(owner) {
@@ -376,11 +377,27 @@ impl Items<'_> {
                     if !has_receiver && typed_params > 1 && holds_no_model(&pt.ty) {
                         b.g.plain_params |= 1u64.checked_shl(b.g.params.len() as u32).unwrap_or(0);
                     }
+                    // `mover: &mut dyn Agent`, `agent: &mut impl Agent`: whichever type the
+                    // caller hands, its backend included.
+                    // `agent: &mut A` with `A` a type parameter of the function or its impl: the
+                    // same.
+                    let type_param = ty.is_none()
+                        && type_name(&pt.ty).is_some_and(|t| {
+                            sig.generics
+                                .type_params()
+                                .chain(outer_generics.into_iter().flat_map(|g| g.type_params()))
+                                .any(|p| p.ident == t)
+                        });
+                    let dyn_trait = type_param || trait_object_of(&pt.ty);
+                    b.g.generic |= dyn_trait;
                     for ident in names {
                         let span = b.span(ident.span());
                         let v = b.declare(ident.to_string(), BindingKind::Param, span, None);
                         if let Some(binding) = b.g.bindings.last_mut() {
                             binding.ty.clone_from(&ty);
+                        }
+                        if dyn_trait {
+                            b.dyn_params.push(b.g.bindings.len() - 1);
                         }
                         if inner {
                             b.g.inert_seeds.push(v);
@@ -535,6 +552,9 @@ struct Builder<'c> {
     /// Parameters that hold trainable variables (`vars: &[Var]`, candle): an element a loop draws
     /// from one is a variable (`for (s, v) in shadows.iter_mut().zip(vars)`).
     variable_lists: Vec<String>,
+    /// Parameters declared as a trait object or `impl Trait` (`mover: &mut dyn Agent`): see
+    /// `CallSite::receiver_dyn`.
+    dyn_params: Vec<BindingId>,
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
@@ -647,6 +667,7 @@ impl Builder<'_> {
                 let_results: Vec::new(),
                 ident: String::new(),
                 owner: None,
+                owner_host: false,
                 trait_impl: false,
                 trait_default: false,
                 has_self: false,
@@ -762,6 +783,7 @@ impl Builder<'_> {
             nested_items: Vec::new(),
             params: Vec::new(),
             variable_lists: Vec::new(),
+            dyn_params: Vec::new(),
             backward_marks: vec![None],
             leaving: 0,
             aliases: Vec::new(),
@@ -2003,6 +2025,17 @@ impl Builder<'_> {
                 self.g.guard_locals.push((self.g.bindings.len() - 1, root));
                 if let Some(Expr::Reference(r)) = init.map(|i| strip_try(&i.expr)) {
                     self.g.guard_places.push((self.g.bindings.len() - 1, expr_text(&r.expr)));
+                }
+            }
+        }
+        // `let (mover, sign): (&mut dyn Agent, f32) = ..`: a trait object, as a parameter of
+        // that type is.
+        if let Pat::Type(t) = &local.pat {
+            let mut objects = Vec::new();
+            trait_object_idents(&t.pat, &t.ty, &mut objects);
+            for ident in objects {
+                if let Some(slot) = self.lookup(&ident.to_string()) {
+                    self.dyn_params.push(self.env[slot].0);
                 }
             }
         }
@@ -3687,6 +3720,10 @@ impl Builder<'_> {
             }
             t => (t, false),
         };
+        let receiver_dyn = !self.dyn_params.is_empty()
+            && matches!(strip_place(&m.receiver), Expr::Path(p) if p.path.get_ident().is_some_and(|i| {
+                self.lookup(&i.to_string()).is_some_and(|slot| self.dyn_params.contains(&self.env[slot].0))
+            }));
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         self.note_bool_literals(m.args.iter());
         self.note_mut_refs(m.args.iter());
@@ -3708,6 +3745,7 @@ impl Builder<'_> {
             site.receiver_field_owner = receiver_field_owner;
             site.turbofish_autodiff = turbofish_autodiff;
             site.receiver_generic = receiver_generic;
+            site.receiver_dyn = receiver_dyn;
         }
         result
     }
@@ -3922,6 +3960,7 @@ impl Builder<'_> {
             path: self.path.clone(),
             turbofish_autodiff: None,
             receiver_generic: false,
+            receiver_dyn: false,
             plain_device_only: false,
             no_grad: self.no_grad > 0,
             host_result: false,
@@ -5922,6 +5961,45 @@ fn type_name(ty: &syn::Type) -> Option<String> {
         syn::Type::Reference(r) => type_name(&r.elem),
         syn::Type::Paren(p) => type_name(&p.elem),
         _ => None,
+    }
+}
+
+/// Whether a parameter's type is a trait object or `impl Trait` (behind references and a
+/// `Box`) of a trait a crate may implement for its models: not a closure, iterator, I/O or
+/// formatting trait of the standard library, nor a random-number generator.
+fn trait_object_of(ty: &syn::Type) -> bool {
+    let bounds = match ty {
+        syn::Type::Reference(r) => return trait_object_of(&r.elem),
+        syn::Type::Paren(p) => return trait_object_of(&p.elem),
+        syn::Type::Path(p) => {
+            return p.path.segments.last().is_some_and(|last| {
+                last.ident == "Box"
+                    && matches!(&last.arguments, syn::PathArguments::AngleBracketed(a)
+                        if matches!(a.args.first(), Some(syn::GenericArgument::Type(t)) if trait_object_of(t)))
+            });
+        }
+        syn::Type::TraitObject(t) => &t.bounds,
+        syn::Type::ImplTrait(t) => &t.bounds,
+        _ => return false,
+    };
+    let mut traits = bounds.iter().filter_map(|b| match b {
+        syn::TypeParamBound::Trait(t) => t.path.segments.last(),
+        _ => None,
+    });
+    traits.next().is_some_and(|t| !rust::STD_TRAITS.contains(&t.ident.to_string().as_str()))
+}
+
+/// The identifiers of `pat` annotated with a trait object (see [`trait_object_of`]), element by
+/// element through tuples.
+fn trait_object_idents<'p>(pat: &'p Pat, ty: &syn::Type, out: &mut Vec<&'p syn::Ident>) {
+    match (pat, ty) {
+        (Pat::Ident(p), ty) if trait_object_of(ty) => out.push(&p.ident),
+        (Pat::Tuple(p), syn::Type::Tuple(t)) if p.elems.len() == t.elems.len() => {
+            for (p, t) in p.elems.iter().zip(&t.elems) {
+                trait_object_idents(p, t, out);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -455,6 +455,9 @@ pub struct FnModel {
     /// The function's own name (`train_step`), and the type of `impl`/`trait` it is in.
     pub(super) ident: String,
     pub(super) owner: Option<String>,
+    /// The owner is a struct of host values only (`struct RandomAgent { state: u64 }`): no model
+    /// of any backend is behind its `self`.
+    pub(super) owner_host: bool,
     /// Defined in `impl Trait for Type` (method calls prefer inherent methods).
     pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
@@ -873,6 +876,11 @@ pub struct CallSite {
     /// caller's type, found by the crate-level pass): the call reaches the trait methods of
     /// whatever type a user instantiates it with.
     pub(super) receiver_generic: bool,
+    /// The receiver is a parameter declared as a trait object or `impl Trait` of a trait the
+    /// crate may implement (`mover: &mut dyn Agent`): like `receiver_generic`, it reaches the
+    /// trait methods of whichever type the caller hands, but a method the crate does not
+    /// implement is a library's (`out: &mut dyn Write`), not an unknown one.
+    pub(super) receiver_dyn: bool,
     /// Explicit generic arguments, and whether they name an autodiff backend
     /// (`evaluate::<TrainingBackend>(..)`: `Some(true)`; `extract::<B::InnerBackend>(..)`:
     /// `Some(false)`; none written: `None`).

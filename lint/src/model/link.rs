@@ -983,6 +983,21 @@ fn settle_summaries(
             }
             let summary_of = |c: &FnId| summaries[slot(c)].as_ref().expect("summarized");
             // Several candidates (trait impls of one method name): apply what they all do.
+            // Through a type parameter or a trait object (`mover.act(..)` with `mover: &mut dyn
+            // Agent`), an impl on a struct of host values (`RandomAgent { state: u64 }`) runs no
+            // model: what the call does to a model is what the impls that can hold one do.
+            let site = &files[caller.0].1[caller.1].call_sites[*ci];
+            let model_impls: Vec<FnId>;
+            let candidates = if candidates.len() > 1
+                && (site.receiver_generic || site.receiver_dyn || site.type_param_dispatch)
+                && candidates.iter().any(|c| files[c.0].1[c.1].owner_host)
+                && candidates.iter().any(|c| !files[c.0].1[c.1].owner_host)
+            {
+                model_impls = candidates.iter().copied().filter(|c| !files[c.0].1[c.1].owner_host).collect();
+                &model_impls
+            } else {
+                candidates
+            };
             let met;
             let summary = match candidates.as_slice() {
                 [one] => summary_of(one),
@@ -1550,7 +1565,7 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
             // on a freshly trained autodiff model, to check the output's shape).
             // burn 0.22 writes no backend in types: a caller on an autodiff device hands its
             // autodiff model to a function that is not generic (`fn embed(encoder: &Encoder)`).
-            (candidates == 1 || site.type_param_dispatch)
+            (candidates == 1 || site.type_param_dispatch || site.receiver_generic || site.receiver_dyn)
                 && autodiff
                 && !c.autodiff
                 && (c.generic || (g.autodiff_device && !site.plain_device_only))
@@ -3271,7 +3286,7 @@ impl<'a> Index<'a> {
         });
         // Through a type parameter (`self.agent.update(..)` with `agent: A`): trait methods only,
         // of whichever types implement them.
-        if site.receiver_generic || declared == Some(crate::type_graph::TYPE_PARAM) {
+        if site.receiver_generic || site.receiver_dyn || declared == Some(crate::type_graph::TYPE_PARAM) {
             let traits: Vec<FnId> = fits.into_iter().filter(|id| g(id).trait_impl || g(id).trait_default).collect();
             return if traits.len() > MAX_CANDIDATES { Vec::new() } else { traits };
         }

@@ -223,6 +223,43 @@ pub fn is_iterator_chain(e: &syn::Expr) -> bool {
 
 /// Iterator methods whose closure's first parameter starts as their first argument
 /// (`fold(init, |acc, x| ..)`).
+/// Traits of the standard library and of common crates that a parameter's trait object or `impl
+/// Trait` may name without holding a model (`f: impl Fn(&Tensor) -> Tensor`, `out: &mut dyn
+/// Write`, `rng: &mut impl Rng`).
+pub const STD_TRAITS: &[&str] = &[
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "Iterator",
+    "IntoIterator",
+    "DoubleEndedIterator",
+    "ExactSizeIterator",
+    "AsRef",
+    "AsMut",
+    "Borrow",
+    "Into",
+    "From",
+    "ToString",
+    "Display",
+    "Debug",
+    "Write",
+    "Read",
+    "BufRead",
+    "Seek",
+    "Error",
+    "Any",
+    "Send",
+    "Sync",
+    "Clone",
+    "Hash",
+    "Rng",
+    "RngCore",
+    "CryptoRng",
+    "Serialize",
+    "Deserialize",
+    "Future",
+];
+
 pub const SEEDED_FOLD_METHODS: &[&str] = &["fold", "try_fold", "scan"];
 
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).

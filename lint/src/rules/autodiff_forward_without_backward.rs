@@ -120,7 +120,12 @@ literal bound above 256 iterations (timing loops)
 `PROMPTS.iter()`). A
 call through a type parameter (`self.agent.update(batch)` with `agent: A`) reaches the trait's
 methods only, and when no type of the crate implements the method (a library's trainer, whose
-users write the agents), its loop is left alone: their `update` may run backward. A model of
+users write the agents), its loop is left alone: their `update` may run backward. A parameter (or
+an annotated local) of a trait object or `impl Trait` type (`mover: &mut dyn Agent`) reaches the
+trait's methods the same way, and its function takes its backend from the caller as a generic
+one does; a method of the crate's trait it does not implement is a library's (`out: &mut dyn
+Write`), not an unknown one. Such a call applies what the impls that can hold a model do: an impl
+on a struct of host values only (`RandomAgent { state: u64 }`) runs none. A model of
 plain tensors (a `Module` whose weights are `Tensor` fields, no `Param`: constants, as when
 weights are loaded with `Tensor::from_data`) records no graph of its own, unless the crate asks a
 tensor to `require_grad()` or steps the type with an optimizer; nor does a model mapped by one of
@@ -2631,6 +2636,90 @@ mod tests {
     }
 }
 "#;
+
+    /// An arena that plays a trait object (`mover: &mut dyn Agent`) hundreds of times: one
+    /// impl holds the policy network, generic over the backend; the other is a baseline of host
+    /// state only. `main` hands the policy built on the autodiff backend, and no backward runs.
+    const DYN_ARENA: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+
+type TrainB = Autodiff<NdArray>;
+
+pub trait Agent {
+    fn act(&mut self, board: &[f32]) -> usize;
+}
+
+pub struct PolicyAgent<B: Backend> {
+    net: PolicyNet<B>,
+    device: B::Device,
+}
+
+impl<B: Backend> Agent for PolicyAgent<B> {
+    fn act(&mut self, board: &[f32]) -> usize {
+        let x = Tensor::<B, 2>::from_data(TensorData::new(board.to_vec(), [1, 42]), &self.device);
+        self.net.forward(x).argmax(1).into_scalar() as usize
+    }
+}
+
+pub struct RandomAgent {
+    state: u64,
+}
+
+impl Agent for RandomAgent {
+    fn act(&mut self, _board: &[f32]) -> usize {
+        self.state = self.state.wrapping_mul(6364136223846793005).wrapping_add(1);
+        (self.state >> 33) as usize % 7
+    }
+}
+
+pub fn play_roundSIG -> f32 {
+    let mut board = vec![0.0f32; 42];
+    for ply in 0..12 {
+        MOVE
+        board[col] = if ply % 2 == 0 { 1.0 } else { -1.0 };
+    }
+    board.iter().sum()
+}
+
+fn main() {
+    let device = Default::default();
+    let mut hero = PolicyAgent::<BACKEND> { net: PolicyNet::new(&device), device };
+    let mut villain = RandomAgent { state: 7 };
+    let mut wins = Vec::new();
+    for _round in 0..300 {
+        wins.push(play_round(&mut hero, &mut villain));
+    }
+}
+"#;
+
+    #[test]
+    fn a_trait_object_handed_an_autodiff_policy_runs_its_forward() {
+        let direct = "let col = if ply % 2 == 0 { a.act(&board) } else { b.act(&board) };";
+        let chosen = "let (mover, _sign): (&mut dyn Agent, f32) = if ply % 2 == 0 { (&mut *a, 1.0) } else { (&mut *b, -1.0) };\n        let col = mover.act(&board);";
+        for (sig, mv) in [
+            ("(a: &mut dyn Agent, b: &mut dyn Agent)", direct),
+            ("(a: &mut dyn Agent, b: &mut dyn Agent)", chosen),
+            ("(a: &mut impl Agent, b: &mut impl Agent)", direct),
+            ("<A: Agent, C: Agent>(a: &mut A, b: &mut C)", direct),
+        ] {
+            let src = DYN_ARENA.replace("SIG", sig).replace("MOVE", mv);
+            let extra = mv.matches('\n').count();
+            // The arena's loop, reached from `main` with the autodiff policy, and `main`'s loop
+            // that plays it 300 times (as when the arena is typed `&mut PolicyAgent<B>`).
+            assert_eq!(
+                crate::rules::testing::lines("autodiff_forward_without_backward", &src.replace("BACKEND", "TrainB")),
+                vec![37 + extra, 49 + extra],
+                "{sig} {mv}"
+            );
+            // The same policy on the plain backend records no graph.
+            assert_eq!(
+                count("autodiff_forward_without_backward", None, &src.replace("BACKEND", "NdArray")),
+                0,
+                "{sig}"
+            );
+        }
+    }
 
     #[test]
     fn an_impl_under_cfg_test_is_not_called_from_code_outside_tests() {
