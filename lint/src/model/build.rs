@@ -1027,6 +1027,7 @@ impl Builder<'_> {
             autodiff_model: false,
             samples: false,
             kept_by_receiver: false,
+            kept_in_arg: None,
             kept_for_good: None,
             closure: self.closure_stack.last().map(|&(c, _, _)| c),
             gate: None,
@@ -3620,6 +3621,7 @@ impl Builder<'_> {
                 // `model.forward(&x, false)`: a flag that may close a gated state.
                 constant: const_arg(a),
                 mut_ref: self.mut_ref(a),
+                lent: None,
             })
             .collect();
         let (receiver_type, receiver_type_guessed) = self.receiver_type(&m.receiver);
@@ -3872,15 +3874,19 @@ impl Builder<'_> {
 
     /// Marks the arguments of the call site just recorded that lend a binding (see `mut_ref`).
     fn note_mut_refs<'e>(&mut self, args: impl Iterator<Item = &'e Expr>) {
-        if self.g.spec.trainable_constructors.is_empty() {
-            return;
-        }
+        let stateful = !self.g.spec.trainable_constructors.is_empty();
         for (i, value) in args.enumerate() {
+            if !stateful && !matches!(strip_parens(value), Expr::Reference(r) if r.mutability.is_some()) {
+                continue;
+            }
             let b = self.mut_ref(value);
             if b.is_some()
                 && let Some(a) = self.g.call_sites.last_mut().and_then(|s| s.args.get_mut(i))
             {
-                a.mut_ref = b;
+                a.lent = b;
+                if stateful {
+                    a.mut_ref = b;
+                }
             }
         }
     }
@@ -3931,6 +3937,7 @@ impl Builder<'_> {
                 span: span.clone(),
                 constant: None,
                 mut_ref: None,
+                lent: None,
             });
             parts.push((v, span));
         }

@@ -812,6 +812,9 @@ pub struct ArgValue {
     pub(super) constant: Option<ConstArg>,
     /// The argument is written `&mut place`: the binding the callee may change.
     pub(super) mut_ref: Option<BindingId>,
+    /// The same for every framework (`mut_ref` is recorded where a model keeps state, candle):
+    /// the binding a `&mut place` argument lends.
+    pub(super) lent: Option<BindingId>,
 }
 
 /// A call of a parameter (`apply(model, loss)` with `apply: F`, `F: FnMut(..)`, or a `fn(..)`
@@ -1190,6 +1193,9 @@ pub struct VocabCall {
     /// fields (`self.saved_log_probs.push(logp)` in `act`): its outputs stay in a buffer, for a
     /// later backward (on-policy agents) or another rule.
     pub(super) kept_by_receiver: bool,
+    /// ... or into a buffer the caller lends it (`agent.act(&obs, &mut episode)` pushing into
+    /// `buf.log_probs`): the caller's binding lent.
+    pub(super) kept_in_arg: Option<BindingId>,
     /// ... in a field of the receiver that no method of its type empties or starts afresh
     /// (`self.history`, a monitor's log of outputs): kept for as long as the receiver lives.
     pub(super) kept_for_good: Option<String>,
@@ -1225,6 +1231,11 @@ impl VocabCall {
     /// See [`VocabCall::kept_by_receiver`].
     pub fn kept_by_receiver(&self) -> bool {
         self.kept_by_receiver
+    }
+
+    /// See [`VocabCall::kept_in_arg`].
+    pub fn kept_in_arg(&self) -> Option<BindingId> {
+        self.kept_in_arg
     }
 
     /// See [`VocabCall::kept_for_good`].

@@ -79,6 +79,9 @@ pub struct Summary {
     samples: bool,
     /// Pushes a graph-carrying value into a field of `self` (a buffer of outputs).
     buffers_outputs: bool,
+    /// The parameters, a bit each, it pushes a graph-carrying value into (`buf.log_probs.push(logp)`
+    /// with `buf: &mut Episode<B>`).
+    buffers_outputs_in: u64,
     /// The fields of `self` it pushes or folds graph-carrying values into (`self.history`).
     kept_fields: Vec<String>,
     /// Returns the output of a forward pass it runs (`fn predict_noise(&self, x) -> Result<Tensor>
@@ -143,6 +146,7 @@ impl Summary {
             },
             samples: self.samples && other.samples,
             buffers_outputs: self.buffers_outputs && other.buffers_outputs,
+            buffers_outputs_in: self.buffers_outputs_in & other.buffers_outputs_in,
             kept_fields: self.kept_fields.iter().filter(|f| other.kept_fields.contains(f)).cloned().collect(),
             returns_forward: self.returns_forward && other.returns_forward,
             calls_params_in_loop: self
@@ -3487,6 +3491,17 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
             && g.graph[value].taint.has(Taint::GRAPH)
             && g.binding_of(target).is_some_and(|b| g.bindings[b].kind == BindingKind::SelfField)
     });
+    let mut buffers_outputs_in = 0u64;
+    for (_, value, target, how, _) in g.stores() {
+        if how == Store::Push
+            && g.graph[value].taint.has(Taint::GRAPH)
+            && let Some(b) = g.binding_of(target)
+            && g.bindings[b].kind == BindingKind::Param
+            && let Some(i) = g.params.iter().position(|p| p.and_then(|n| g.binding_of(n)) == Some(b))
+        {
+            buffers_outputs_in |= 1u64.checked_shl(i as u32).unwrap_or(0);
+        }
+    }
     // Asked only of a method that runs a forward and no backward (see `mark_kept_for_good`).
     let mut kept_fields: Vec<String> = if g.has_self && forwards && !runs_backward {
         g.stores()
@@ -3539,6 +3554,7 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         forward_via,
         samples,
         buffers_outputs,
+        buffers_outputs_in,
         kept_fields,
         returns_forward: returns_graph && g.returns_forward_output(),
         calls_params_in_loop,
@@ -3757,6 +3773,15 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     if s.clears && same_framework {
         add_call(g, TrainingCallKind::Clear);
     }
+    let kept_in_arg = (s.buffers_outputs_in != 0)
+        .then(|| {
+            site.args
+                .iter()
+                .enumerate()
+                .find(|&(k, a)| s.buffers_outputs_in & 1u64.checked_shl(k as u32).unwrap_or(0) != 0 && a.lent.is_some())
+                .and_then(|(_, a)| a.lent)
+        })
+        .flatten();
     if forwards
         && let Some(e) =
             g.vocab_calls.iter_mut().find(|e| e.kind == super::graph::CallKind::Forward && e.span == site.span)
@@ -3768,6 +3793,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
         e.autodiff_model |= s.forwards_autodiff;
         e.samples = s.samples;
         e.kept_by_receiver = s.buffers_outputs;
+        e.kept_in_arg = kept_in_arg;
         e.gate = gate;
     } else if forwards {
         g.vocab_calls.push(super::graph::VocabCall {
@@ -3788,6 +3814,7 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
             autodiff_model: s.forwards_autodiff,
             samples: s.samples,
             kept_by_receiver: s.buffers_outputs,
+            kept_in_arg,
             kept_for_good: None,
             lazy: false,
             gate,

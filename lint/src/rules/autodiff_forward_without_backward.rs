@@ -64,7 +64,8 @@ nested loop that hands graph-carrying values on (`h = cell.forward(x, h)`, outpu
 the loss, losses folded into an `Option` that `if let Some(loss) = total { loss.backward() }`
 consumes) is an unrolled computation and is not; nor is a call that keeps its outputs in its
 receiver's buffer (`agent.act(obs)` pushing the step's log-probability into `self.saved`, which
-the end-of-episode update backpropagates: on-policy agents). So is a forward in the outer loop of a
+the end-of-episode update backpropagates: on-policy agents), or in a buffer its caller lends it
+and keeps past the loop (`agent.act(obs, &mut episode)` pushing into `buf.log_probs`). So is a forward in the outer loop of a
 training loop whose backward runs only in the loop inside it (a validation pass once an epoch,
 beside the loop over the batches) when only host data leaves it (`to_f64(&val_loss)`,
 `.into_scalar()`): every layer's activations of the whole pass wait in the store for the next
@@ -375,7 +376,9 @@ impl Rule for AutodiffForwardWithoutBackward {
                         // An unrolled computation (`h = cell.forward(x, h)`, outputs collected
                         // for the loss): the backward after the loop runs through it.
                         continue;
-                    } else if e.kept_by_receiver() && receiver_outlives(f, e, l) {
+                    } else if (e.kept_by_receiver() && receiver_outlives(f, e, l))
+                        || e.kept_in_arg().is_some_and(|b| f.outlives(b, Iteration::Loop(l)))
+                    {
                         // `agent.act(obs)` pushes its log-probability into the agent's buffer,
                         // which the end-of-episode backward consumes (REINFORCE, on-policy):
                         // the outputs do not leave as host data.
@@ -3245,6 +3248,54 @@ pub fn train<B: AutodiffBackend, O: Optimizer<PolicyNet<B>, B>>(agent: &mut Rein
         assert_eq!(count("autodiff_forward_without_backward", None, &kept), 0);
         // Only the action leaves `act`: a rollout whose outputs no backward reaches.
         let dropped = ON_POLICY_BUFFER.replace("KEEP", "");
+        assert_eq!(count("autodiff_forward_without_backward", None, &dropped), 1);
+    }
+
+    /// The same REINFORCE with the episode's buffer a struct of its own, lent to `act` and to
+    /// the end-of-episode update (`agent.act(s, &mut episode)` pushing into `buf.log_probs`).
+    const LENT_BUFFER: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+use burn::optim::{GradientsParams, Optimizer};
+pub struct Episode<B: AutodiffBackend> { log_probs: Vec<Tensor<B, 1>>, rewards: Vec<f32> }
+pub struct Reinforce<B: AutodiffBackend, O> { net: PolicyNet<B>, opt: O }
+impl<B: AutodiffBackend, O: Optimizer<PolicyNet<B>, B>> Reinforce<B, O> {
+    fn act(&self, s: Tensor<B, 2>, buf: &mut Episode<B>) -> usize {
+        let logp = self.net.forward(s);
+        let a = sample(logp.clone().exp());
+        KEEP
+        a
+    }
+    fn finish_episode(&mut self, buf: &mut Episode<B>) {
+        let ret = Tensor::<B, 1>::from_floats(returns(&buf.rewards).as_slice(), &self.net.devices()[0]);
+        let logp = Tensor::cat(buf.log_probs.drain(..).collect(), 0);
+        let loss = -(logp * ret).sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+        self.net = self.opt.step(1e-2, self.net.clone(), grads);
+        buf.rewards.clear();
+    }
+}
+pub fn train<B: AutodiffBackend, O: Optimizer<PolicyNet<B>, B>>(agent: &mut Reinforce<B, O>, env: &mut Env<B>) {
+    let mut episode = Episode { log_probs: Vec::new(), rewards: Vec::new() };
+    for _ in 0..1000 {
+        let mut s = env.reset();
+        loop {
+            let a = agent.act(s, &mut episode);
+            let (next, r, done) = env.step(a);
+            episode.rewards.push(r);
+            if done { break; }
+            s = next;
+        }
+        agent.finish_episode(&mut episode);
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_outputs_kept_in_a_buffer_lent_for_the_update() {
+        let kept = LENT_BUFFER.replace("KEEP", "buf.log_probs.push(logp.slice([0..1, a..a + 1]).reshape([1]));");
+        assert_eq!(count("autodiff_forward_without_backward", None, &kept), 0);
+        // Only the action leaves `act`: a rollout whose outputs no backward reaches.
+        let dropped = LENT_BUFFER.replace("KEEP", "");
         assert_eq!(count("autodiff_forward_without_backward", None, &dropped), 1);
     }
 
