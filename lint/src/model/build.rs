@@ -931,6 +931,18 @@ impl Builder<'_> {
             {
                 self.g.inert_seeds.push(v);
             }
+            // `weights: Vec<Var>`, `w: Var` (candle): the struct holds trainable variables of its
+            // own, read as a `w: &Var` parameter is.
+            if self.g.framework_known
+                && let (Some(owner), Some(var)) = (&self.g.owner, self.g.spec.variable_type)
+                && self
+                    .crate_fns
+                    .variable_fields
+                    .get(owner)
+                    .is_some_and(|fs| fs.iter().any(|(f, elem, _)| name == f && elem == var))
+            {
+                self.params.push(v);
+            }
             self.g.self_fields.push(v);
             self.env.push((id, v));
         }
@@ -2715,11 +2727,14 @@ impl Builder<'_> {
     fn variable_element(&self, iter: &Expr, pat: &Pat) -> Option<String> {
         // `sources: Vec<Var>` among the fields of `self`'s type.
         let fields = match (&self.g.owner, self.g.spec.variable_type) {
-            (Some(owner), Some(var)) if self.has_self && self.g.framework_known => self
-                .crate_fns
-                .variable_list_fields
-                .get(owner)
-                .map(|fs| fs.iter().filter(|(_, elem)| elem == var).map(|(f, _)| f.as_str()).collect::<Vec<_>>()),
+            (Some(owner), Some(var)) if self.has_self && self.g.framework_known => {
+                self.crate_fns.variable_fields.get(owner).map(|fs| {
+                    fs.iter()
+                        .filter(|(_, elem, list)| *list && elem == var)
+                        .map(|(f, ..)| f.as_str())
+                        .collect::<Vec<_>>()
+                })
+            }
             _ => None,
         }
         .unwrap_or_default();
@@ -3531,6 +3546,11 @@ impl Builder<'_> {
                     if last_is_closure { parts.pop().map(|(v, _)| v) } else { None }
                 });
                 parts.push((yielded, 0..0));
+            } else if argc == 1 && rust::KEY_LOOKUP_METHODS.contains(&name.as_str()) {
+                // `grads.get(var)`, `cache.remove(&i)`: what the receiver holds under that key;
+                // the key is not part of it.
+                let mut keys = Vec::new();
+                walk_args(self, &mut keys);
             } else {
                 walk_args(self, &mut parts);
             }

@@ -2040,8 +2040,11 @@ impl FnModel {
                 {
                     let via = self.params_feeding(value);
                     if via != 0 {
+                        // Behind a gate as a state with a graph of its own is (see `add_gated`).
+                        let gate = self.param_gate_of(self.write_path(target));
+                        at.gate = if !at.any() || at.gate == gate { gate } else { None };
                         at.self_via |= via;
-                        let always = !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
+                        let always = !self.write_path(target).iter().any(|&b| self.ungated_condition(b));
                         at.self_via_always |= always;
                         if always {
                             fields.push(self.bindings[b].name.clone());
@@ -2058,7 +2061,7 @@ impl FnModel {
                 && !(swept && self.swept_kept_value(value))
             {
                 at.add_gated(root, self.param_gate_of(self.write_path(target)));
-                let unconditional = !self.write_path(target).iter().any(|b| self.conditional_branches.contains(b));
+                let unconditional = !self.write_path(target).iter().any(|&b| self.ungated_condition(b));
                 let always = root.is_none() && unconditional;
                 at.self_always |= always;
                 if let (Some(i), true) = (root, unconditional)
@@ -2249,6 +2252,15 @@ impl FnModel {
 
     /// The `bool` parameter whose branch a path lies on, with the value that opens it (see
     /// [`StateAt::gate`]).
+    /// Whether branch `b` is taken on some calls only, for a reason a caller's argument does
+    /// not decide: a branch a `bool` parameter opens (`if train { self.running = .. }`) or the
+    /// arm of one variant is judged at each call instead (see [`StateAt::gate`]).
+    pub(super) fn ungated_condition(&self, b: usize) -> bool {
+        self.conditional_branches.contains(&b)
+            && !self.param_gates.iter().any(|(pb, ..)| *pb == b)
+            && self.variant_gate(b).is_none()
+    }
+
     pub(super) fn param_gate_of(&self, path: &[usize]) -> Option<(u8, Opening)> {
         if let Some(&(_, param, opens_on, _)) = self.param_gates.iter().find(|(b, ..)| path.contains(b)) {
             return u8::try_from(param).ok().map(|p| (p, Opening::Bool(opens_on)));

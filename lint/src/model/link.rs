@@ -1913,10 +1913,10 @@ pub struct CrateNames {
     /// definition of the struct (`model: Seg<B::InnerBackend>`): a model read from one records no
     /// graph.
     pub(super) inner_fields: HashMap<String, HashSet<String>>,
-    /// Struct fields, by struct, declared as a sequence of a framework's variables (candle
-    /// `sources: Vec<Var>`), with the variable type's name: walking one walks trainable values,
-    /// as a `vars: &[Var]` parameter does.
-    pub(super) variable_list_fields: HashMap<String, Vec<(String, String)>>,
+    /// Struct fields, by struct, declared as a framework's variable or a sequence of them (candle
+    /// `w: Var`, `sources: Vec<Var>`), with the variable type's name and whether it is a
+    /// sequence: reading one reads trainable values, as a `vars: &[Var]` parameter does.
+    pub(super) variable_fields: HashMap<String, Vec<(String, String, bool)>>,
     /// burn: structs whose fields hold only plain tensors, host values and other such structs,
     /// never a `Param` or a module of the framework (`struct Gpt2LinearLayer<B: Backend> { weights:
     /// Tensor<B, 2>, bias: Tensor<B, 1> }`), in every definition: their tensors are constants, so a
@@ -2934,14 +2934,23 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     for ((owner, field), _) in untracked.into_iter().filter(|&(_, u)| u) {
         inner_fields.entry(owner.to_string()).or_default().insert(field.to_string());
     }
-    let mut variable_list_fields: HashMap<String, Vec<(String, String)>> = HashMap::default();
+    let mut variable_fields: HashMap<String, Vec<(String, String, bool)>> = HashMap::default();
     for &(owner, field, ty) in &typed {
         if crate::frameworks::common::PARAM_TYPES.iter().any(|t| ty.contains(t))
             && let Ok(parsed) = syn::parse_str::<syn::Type>(ty)
-            && let Some(elem) = super::build::element_type_name(&parsed)
-            && crate::frameworks::common::PARAM_TYPES.contains(&elem.as_str())
         {
-            variable_list_fields.entry(owner.to_string()).or_default().push((field.to_string(), elem));
+            let (elem, list) = match super::build::element_type_name(&parsed) {
+                Some(elem) => (elem, true),
+                None => match &parsed {
+                    syn::Type::Path(p) if p.qself.is_none() => {
+                        (p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(), false)
+                    }
+                    _ => continue,
+                },
+            };
+            if crate::frameworks::common::PARAM_TYPES.contains(&elem.as_str()) {
+                variable_fields.entry(owner.to_string()).or_default().push((field.to_string(), elem, list));
+            }
         }
     }
     let vocab_types: HashSet<&str> = vocab_owners.values().flatten().map(String::as_str).collect();
@@ -3004,7 +3013,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         fns,
         plain_fields,
         inner_fields,
-        variable_list_fields,
+        variable_fields,
         paramless_structs,
         makes_autodiff_device,
         consts,

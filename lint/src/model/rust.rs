@@ -260,6 +260,10 @@ pub const STD_TRAITS: &[&str] = &[
     "Future",
 ];
 
+/// Lookups by key (`grads.get(var)`, `map.remove(&i)`, `tensor.get(0)`): the result is part
+/// of the receiver, whatever the key is made of.
+pub const KEY_LOOKUP_METHODS: &[&str] = &["get", "get_mut", "remove", "get_key_value", "contains_key", "get_id"];
+
 pub const SEEDED_FOLD_METHODS: &[&str] = &["fold", "try_fold", "scan"];
 
 /// Methods that apply a function to the value inside a wrapper (`Result::map`, `Option::map`).

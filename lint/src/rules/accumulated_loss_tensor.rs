@@ -63,7 +63,10 @@ through a method of that struct, `log.record(logits)` in `fn step_loss(&self, ..
 unless the function resets it first), and a
 running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
 m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
-method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`), shadow copies a mean
+method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`; also when
+kept only under a flag the caller passes, `if train { self.running = .. }`, on the calls that pass
+`true`; `z` may come from a hand-written model whose weights are `Var` fields of its own,
+`weights: Vec<Var>`), shadow copies a mean
 teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mut().zip(vars) {
 *s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`, or with the variables held
 in a field, `self.sources.iter()` with `sources: Vec<Var>`; or kept by name and
@@ -638,6 +641,121 @@ pub fn train(dev: &Device) -> Result<()> {
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
         let plain = EMA_OF_VAR_FIELD.replace("SOURCES", "Vec<Tensor>").replace("SRC", "src");
         assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+    }
+
+    /// A readout layer keeps a running mean of its pooled activations, only when its caller
+    /// says it trains (`if train { .. }`); the model hands on its own `train` flag, and the
+    /// trainer's step passes `TRAIN`.
+    const GATED_RUNNING_MEAN: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, loss::mse, Linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Readout { head: Linear, running: Option<Tensor>, momentum: f64 }
+impl Readout {
+    fn apply(&mut self, h: &Tensor, train: bool) -> Result<Tensor> {
+        let pooled = h.mean(1)?;
+        if train {
+            let m = pooled.mean(0)?;
+            self.running = Some(match self.running.take() {
+                None => m,
+                Some(r) => ((r * (1.0 - self.momentum))? + (m * self.momentum)?)?,
+            });
+        }
+        self.head.forward(&pooled)
+    }
+}
+pub struct Net { enc: Linear, readout: Readout }
+impl Net {
+    pub fn run(&mut self, x: &Tensor, train: bool) -> Result<Tensor> {
+        let h = self.enc.forward(x)?.relu()?;
+        self.readout.apply(&h, train)
+    }
+}
+pub struct Trainer { net: Net, opt: SGD }
+impl Trainer {
+    fn step(&mut self, x: &Tensor, y: &Tensor) -> Result<f32> {
+        let pred = self.net.run(x, TRAIN)?;
+        let loss = mse(&pred, y)?;
+        self.opt.backward_step(&loss)?;
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn fit(dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let vb = VarBuilder::from_varmap(&vm, DType::F32, dev);
+    let net = Net { enc: linear(8, 8, vb.pp("enc"))?, readout: Readout { head: linear(8, 1, vb.pp("head"))?, running: None, momentum: 0.01 } };
+    let mut t = Trainer { net, opt: SGD::new(vm.all_vars(), 0.01)? };
+    for _ in 0..10_000 {
+        t.step(&Tensor::randn(0f32, 1.0, (4, 3, 8), dev)?, &Tensor::zeros((4, 3, 1), DType::F32, dev)?)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_running_statistic_kept_when_a_flag_says_train_is_kept_on_the_calls_that_pass_true() {
+        let train = GATED_RUNNING_MEAN.replace("TRAIN", "true");
+        let lines = crate::rules::testing::lines("accumulated_loss_tensor", &train);
+        assert_eq!(lines, vec![28], "{:?}", crate::rules::testing::messages("accumulated_loss_tensor", &train));
+        // Evaluation mode keeps nothing.
+        assert_eq!(count("accumulated_loss_tensor", None, &GATED_RUNNING_MEAN.replace("TRAIN", "false")), 0);
+        // Detached where it is kept: nothing chains.
+        let cut = train.replace("let m = pooled.mean(0)?;", "let m = pooled.mean(0)?.detach();");
+        assert_ne!(cut, train);
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A hand-written model whose weights are `Var`s it holds itself (`weights: Vec<Var>`), and
+    /// a calibrator that sums its predictions into a tensor field after every step.
+    const VAR_FIELD_MODEL: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{Optimizer, SGD};
+pub struct Mlp { weights: WEIGHTS }
+impl Mlp {
+    pub fn new(dims: &[usize], dev: &Device) -> Result<Self> {
+        let mut weights = Vec::new();
+        for d in dims.windows(2) {
+            weights.push(Var::randn(0f32, 0.1, (d[0], d[1]), dev)?);
+        }
+        Ok(Self { weights })
+    }
+    pub fn vars(&self) -> Vec<Var> { self.weights.clone() }
+    pub fn predict(&self, x: &Tensor) -> Result<Tensor> {
+        let mut h = x.clone();
+        for w in self.weights.iter() {
+            h = h.matmul(w.as_tensor())?.relu()?;
+        }
+        Ok(h)
+    }
+}
+pub struct Calibrator { expected: Tensor }
+impl Calibrator {
+    pub fn observe(&mut self, mu: &Tensor) -> Result<()> {
+        self.expected = (&self.expected + mu.sum_all()?)?;
+        Ok(())
+    }
+}
+pub struct Learner { model: Mlp, opt: SGD, calib: Calibrator }
+impl Learner {
+    pub fn new(model: Mlp, dev: &Device) -> Result<Self> {
+        let opt = SGD::new(model.vars(), 0.01)?;
+        Ok(Self { model, opt, calib: Calibrator { expected: Tensor::zeros((), DType::F32, dev)? } })
+    }
+    pub fn train_step(&mut self, x: &Tensor) -> Result<f32> {
+        let pred = self.model.predict(x)?;
+        let loss = pred.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        self.calib.observe(&PRED)?;
+        loss.to_scalar::<f32>()
+    }
+}
+"#;
+
+    #[test]
+    fn a_models_own_var_fields_make_its_outputs_graph_carrying() {
+        let kept = VAR_FIELD_MODEL.replace("WEIGHTS", "Vec<Var>").replace("PRED", "pred");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![39]);
+        let cut = VAR_FIELD_MODEL.replace("WEIGHTS", "Vec<Var>").replace("PRED", "pred.detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 
     const FAILS: &str = r#"

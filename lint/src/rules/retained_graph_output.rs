@@ -252,6 +252,39 @@ fn report(f: &FnModel, cx: &Context<'_>, c: &Candidate, names: &[String]) -> Rep
 mod tests {
     use super::super::testing::count;
 
+    /// Gradient accumulation by hand: the optimizer holds the variables (`vars: Vec<Var>`) and
+    /// adds each step's gradients, read from the store by variable, into a map it keeps.
+    const ACCUMULATED_GRADS: &str = r#"
+use candle_core::{Result, Tensor, Var};
+use std::collections::HashMap;
+pub struct Accum { vars: Vec<Var>, sums: HashMap<usize, Tensor> }
+impl Accum {
+    pub fn accumulate(&mut self, loss: &Tensor) -> Result<()> {
+        let grads = loss.backward()?;
+        for (i, var) in self.vars.iter().enumerate() {
+            if let Some(grad) = grads.get(var) {
+                let new = match self.sums.remove(&i) {
+                    Some(old) => (old + grad)?,
+                    None => grad.clone(),
+                };
+                self.sums.insert(i, new);
+            }
+        }
+        Ok(())
+    }
+}
+"#;
+
+    #[test]
+    fn gradients_read_from_the_store_by_variable_carry_no_graph() {
+        assert_eq!(count("retained_graph_output", None, ACCUMULATED_GRADS), 0);
+        // What a variable computes is graph-carrying, kept all the same.
+        let kept =
+            ACCUMULATED_GRADS.replace("Some(old) => (old + grad)?", "Some(old) => (old + var.as_tensor().sqr()?)?");
+        assert_ne!(kept, ACCUMULATED_GRADS);
+        assert_eq!(count("retained_graph_output", None, &kept), 1);
+    }
+
     const FAILS: &str = r#"
 use candle_core::Tensor;
 fn train(model: &Mlp, xs: &[Tensor]) -> candle_core::Result<Vec<Tensor>> {
