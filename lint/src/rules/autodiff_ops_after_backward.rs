@@ -32,8 +32,10 @@ step): the next backward deletes such nodes on every version measured (0.12.1 to
 stays is bookkeeping, about 0.4–1.3 KB per step on 0.19.1 and under 0.1 KB on the others, against
 about 350 KB for the step's graph. So a finding is a small cost per step on burn 0.19 and close to
 none elsewhere, not the graph kept alive; the authors of a PPO trainer on burn 0.19 still fixed
-this shape as a leak (`.inner()` before the metrics). Crates on burn 0.12 or older (no store)
-are left alone.
+this shape as a leak (`.inner()` before the metrics). Kept across iterations in a sum or a
+state (`running = running + loss` after the backward), such an operation keeps the consumed graph
+itself from burn 0.19 on (measured on 0.20.1); `accumulated_loss_tensor` reports that. Crates on
+burn 0.12 or older (no store) are left alone.
 
 ### Example
 ```rust

@@ -13,7 +13,7 @@ fn train(device: burn::Device, batches: Vec<(Tensor<2>, Tensor<2>)>) {
         let loss = (pred - y).abs().mean();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optim.step(1e-3, model, grads);
-        total = total + loss.clone(); //~ autodiff_ops_after_backward
+        total = total + loss.clone(); //~ autodiff_ops_after_backward, accumulated_loss_tensor
         losses.push(loss); //~ retained_graph_output
     }
 }

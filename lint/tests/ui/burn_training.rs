@@ -20,7 +20,8 @@ fn train<B: AutodiffBackend, M: AutodiffModule<B> + Forward<B>, O: Optimizer<M, 
         let grads = loss.backward();
         let grads = GradientsParams::from_grads(grads, &model);
         model = optim.step(1e-3, model, grads);
-        running = running + loss.clone(); //~ autodiff_ops_after_backward
+        // Summed after the backward and kept: the consumed graph stays (burn 0.19 on).
+        running = running + loss.clone(); //~ autodiff_ops_after_backward, accumulated_loss_tensor
         history.push(loss.clone().inner());
         scalar_sum += loss.into_scalar().elem::<f32>();
     }
