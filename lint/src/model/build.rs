@@ -555,6 +555,11 @@ struct Builder<'c> {
     /// Parameters declared as a trait object or `impl Trait` (`mover: &mut dyn Agent`): see
     /// `CallSite::receiver_dyn`.
     dyn_params: Vec<BindingId>,
+    /// Loop bindings over a collection of trait objects (`for m in self.metrics.iter_mut()` with
+    /// `metrics: Vec<Box<dyn Metric>>`): the loop calls every impl the collection holds.
+    dyn_elements: Vec<BindingId>,
+    /// Locals declared as such a collection (`let mut meters: Vec<Box<dyn Metric>> = ..`).
+    dyn_collections: Vec<BindingId>,
     /// Per loop level (the function body first): the node count and span of the last backward
     /// call made at that level so far. Nodes with lower indices existed before that backward.
     backward_marks: Vec<Option<(usize, Span)>>,
@@ -668,6 +673,7 @@ impl Builder<'_> {
                 ident: String::new(),
                 owner: None,
                 owner_host: false,
+                element_owners: Vec::new(),
                 trait_impl: false,
                 trait_default: false,
                 has_self: false,
@@ -784,6 +790,8 @@ impl Builder<'_> {
             params: Vec::new(),
             variable_lists: Vec::new(),
             dyn_params: Vec::new(),
+            dyn_elements: Vec::new(),
+            dyn_collections: Vec::new(),
             backward_marks: vec![None],
             leaving: 0,
             aliases: Vec::new(),
@@ -945,6 +953,41 @@ impl Builder<'_> {
             }
             self.g.self_fields.push(v);
             self.env.push((id, v));
+        }
+    }
+
+    /// Whether a loop's iterable walks a collection of trait objects: a field declared so
+    /// (`self.metrics.iter_mut()` with `metrics: Vec<Box<dyn Metric<B>>>`) or a local annotated
+    /// so.
+    fn walks_trait_objects(&self, iter: &Expr) -> bool {
+        let mut e = strip_parens(iter);
+        loop {
+            e = match e {
+                Expr::MethodCall(m)
+                    if m.args.is_empty()
+                        && matches!(m.method.to_string().as_str(), "iter" | "iter_mut" | "values" | "values_mut") =>
+                {
+                    strip_parens(&m.receiver)
+                }
+                Expr::Reference(r) => strip_parens(&r.expr),
+                _ => break,
+            };
+        }
+        match e {
+            Expr::Field(f) if is_self(&f.base) => {
+                let syn::Member::Named(name) = &f.member else { return false };
+                self.g.owner.as_ref().is_some_and(|o| {
+                    self.crate_fns.dyn_collection_fields.get(o).is_some_and(|fs| fs.contains(&name.to_string()))
+                })
+            }
+            Expr::Path(p) => {
+                !self.dyn_collections.is_empty()
+                    && p.path
+                        .get_ident()
+                        .and_then(|i| self.lookup(&i.to_string()))
+                        .is_some_and(|slot| self.dyn_collections.contains(&self.env[slot].0))
+            }
+            _ => false,
         }
     }
 
@@ -2041,6 +2084,13 @@ impl Builder<'_> {
                 }
             }
         }
+        if let Pat::Type(t) = &local.pat
+            && let Pat::Ident(p) = &*t.pat
+            && is_trait_object_collection(&t.ty)
+            && let Some(slot) = self.lookup(&p.ident.to_string())
+        {
+            self.dyn_collections.push(self.env[slot].0);
+        }
         // `let (mover, sign): (&mut dyn Agent, f32) = ..`: a trait object, as a parameter of
         // that type is.
         if let Pat::Type(t) = &local.pat {
@@ -2435,6 +2485,14 @@ impl Builder<'_> {
                     {
                         let node = s.env[slot].1;
                         s.params.push(node);
+                    }
+                    if s.g.bindings.len() == first + 1 && s.walks_trait_objects(&f.expr) {
+                        s.dyn_params.push(first);
+                        s.dyn_elements.push(first);
+                        // What a call keeps in the element, it keeps in the collection.
+                        if let Some(owner) = mut_owner {
+                            s.g.element_owners.push((first, owner));
+                        }
                     }
                     if let Some(owner) = mut_owner {
                         s.mut_elements.extend((first..s.g.bindings.len()).map(|b| (b, owner)));
@@ -3742,10 +3800,15 @@ impl Builder<'_> {
             }
             t => (t, false),
         };
-        let receiver_dyn = !self.dyn_params.is_empty()
-            && matches!(strip_place(&m.receiver), Expr::Path(p) if p.path.get_ident().is_some_and(|i| {
-                self.lookup(&i.to_string()).is_some_and(|slot| self.dyn_params.contains(&self.env[slot].0))
-            }));
+        let receiver_binding = || match strip_place(&m.receiver) {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())).map(|slot| self.env[slot].0),
+            _ => None,
+        };
+        let receiver_dyn =
+            !self.dyn_params.is_empty() && receiver_binding().is_some_and(|b| self.dyn_params.contains(&b));
+        let receiver_dyn_all = receiver_dyn
+            && !self.dyn_elements.is_empty()
+            && receiver_binding().is_some_and(|b| self.dyn_elements.contains(&b));
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
         self.note_bool_literals(m.args.iter());
         self.note_mut_refs(m.args.iter());
@@ -3768,6 +3831,7 @@ impl Builder<'_> {
             site.turbofish_autodiff = turbofish_autodiff;
             site.receiver_generic = receiver_generic;
             site.receiver_dyn = receiver_dyn;
+            site.receiver_dyn_all = receiver_dyn_all;
         }
         result
     }
@@ -3988,6 +4052,7 @@ impl Builder<'_> {
             turbofish_autodiff: None,
             receiver_generic: false,
             receiver_dyn: false,
+            receiver_dyn_all: false,
             plain_device_only: false,
             no_grad: self.no_grad > 0,
             host_result: false,
@@ -6014,6 +6079,27 @@ fn trait_object_of(ty: &syn::Type) -> bool {
         _ => None,
     });
     traits.next().is_some_and(|t| !rust::STD_TRAITS.contains(&t.ident.to_string().as_str()))
+}
+
+/// Whether a type is a collection of trait objects (`Vec<Box<dyn Metric>>`, `[Box<dyn Hook>;
+/// 2]`, `VecDeque<Box<dyn Callback>>`).
+fn is_trait_object_collection(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Reference(r) => is_trait_object_collection(&r.elem),
+        syn::Type::Slice(s) => trait_object_of(&s.elem),
+        syn::Type::Array(a) => trait_object_of(&a.elem),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|last| {
+            matches!(last.ident.to_string().as_str(), "Vec" | "VecDeque" | "SmallVec")
+                && matches!(&last.arguments, syn::PathArguments::AngleBracketed(a)
+                    if matches!(a.args.first(), Some(syn::GenericArgument::Type(t)) if trait_object_of(t)))
+        }),
+        _ => false,
+    }
+}
+
+/// The same for a field's type as written in the struct (`Vec<Box<dyn Metric<B>>>`).
+pub(super) fn is_trait_object_collection_text(ty: &str) -> bool {
+    syn::parse_str::<syn::Type>(ty.trim().trim_end_matches(',')).is_ok_and(|t| is_trait_object_collection(&t))
 }
 
 /// The identifiers of `pat` annotated with a trait object (see [`trait_object_of`]), element by

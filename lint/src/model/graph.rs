@@ -458,6 +458,10 @@ pub struct FnModel {
     /// The owner is a struct of host values only (`struct RandomAgent { state: u64 }`): no model
     /// of any backend is behind its `self`.
     pub(super) owner_host: bool,
+    /// Loop bindings that stand for an element of a collection of trait objects, with the
+    /// collection's binding (`m` of `for m in self.metrics.iter_mut()`): see
+    /// [`FnModel::receiver_binding`].
+    pub(super) element_owners: Vec<(BindingId, BindingId)>,
     /// Defined in `impl Trait for Type` (method calls prefer inherent methods).
     pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
@@ -884,6 +888,10 @@ pub struct CallSite {
     /// trait methods of whichever type the caller hands, but a method the crate does not
     /// implement is a library's (`out: &mut dyn Write`), not an unknown one.
     pub(super) receiver_dyn: bool,
+    /// ... an element of a collection of trait objects a loop walks (`for m in
+    /// self.metrics.iter_mut() { m.update(..) }`): the loop calls every impl, so the call does
+    /// what any of them does.
+    pub(super) receiver_dyn_all: bool,
     /// Explicit generic arguments, and whether they name an autodiff backend
     /// (`evaluate::<TrainingBackend>(..)`: `Some(true)`; `extract::<B::InnerBackend>(..)`:
     /// `Some(false)`; none written: `None`).
@@ -1024,6 +1032,25 @@ impl StateAt {
             None => self.in_self = true,
             Some(i) if i < 64 => self.params |= 1 << i,
             Some(_) => {}
+        }
+    }
+
+    /// What either of two callees keeps (a loop over trait objects calls them all).
+    pub(super) fn join(self, other: StateAt) -> StateAt {
+        if !self.any() {
+            return other;
+        }
+        if !other.any() {
+            return self;
+        }
+        StateAt {
+            in_self: self.in_self || other.in_self,
+            params: self.params | other.params,
+            self_always: self.self_always || other.self_always,
+            gate: if self.gate == other.gate { self.gate } else { None },
+            self_via: self.self_via | other.self_via,
+            self_via_always: self.self_via_always || other.self_via_always,
+            params_always: self.params_always | other.params_always,
         }
     }
 
@@ -1969,8 +1996,11 @@ impl FnModel {
     }
 
     /// The binding of [`FnModel::receiver_root`].
+    /// An element of a collection of trait objects a loop walks stands for the collection: a
+    /// state its method keeps lives as long as the collection does.
     pub fn receiver_binding(&self, r: NodeIndex) -> Option<BindingId> {
-        self.binding_of(self.receiver_root(r)?)
+        let b = self.binding_of(self.receiver_root(r)?)?;
+        Some(self.element_owners.iter().find(|(e, _)| *e == b).map_or(b, |&(_, owner)| owner))
     }
 
     /// Pushes of a graph-carrying value into a field of `self` made outside any loop by a

@@ -609,6 +609,9 @@ fn mark_stateful_calls(
         let own = files[caller.0].1[caller.1].owner.as_deref();
         forward
             || (!site.method && site.qualifier.is_none())
+            // Through a trait object or a type parameter: the trait's impls the crate has.
+            || ((site.receiver_dyn || site.receiver_generic)
+                && callees.iter().all(|c| files[c.0].1[c.1].trait_impl || files[c.0].1[c.1].trait_default))
             || (site.receiver_self
                 && own.is_some()
                 && callees.iter().all(|c| files[c.0].1[c.1].owner.as_deref() == own))
@@ -708,6 +711,15 @@ fn mark_stateful_calls(
     let kept = |state: &HashMap<FnId, StateAt>, callees: &[FnId]| -> StateAt {
         callees.iter().map(|c| state.get(c).copied().unwrap_or_default()).reduce(StateAt::meet).unwrap_or_default()
     };
+    // ... or, for a loop over a collection of trait objects (`for m in self.metrics.iter_mut()
+    // { m.update(..) }`), what any of them keeps: every impl it holds is called.
+    let kept_at_site = |state: &HashMap<FnId, StateAt>, site: &super::graph::CallSite, callees: &[FnId]| -> StateAt {
+        if site.receiver_dyn_all {
+            callees.iter().map(|c| state.get(c).copied().unwrap_or_default()).fold(StateAt::default(), StateAt::join)
+        } else {
+            kept(state, callees)
+        }
+    };
     // The state of the caller a call's receiver or `k`-th argument is part of.
     let root_of = |g: &FnModel, site: &super::graph::CallSite, arg: Option<usize>| -> Option<Option<usize>> {
         match arg {
@@ -787,7 +799,7 @@ fn mark_stateful_calls(
         for ((caller, ci, callees), forward) in calls() {
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
-            let raw = kept(&state, callees);
+            let raw = kept_at_site(&state, site, callees);
             let callee =
                 raw.at_call(g, &site.args, after_backward(g, *ci, forward), tensor_state(files, &kept_fields, callees));
             // A running statistic a method of `self` keeps of what this function hands it from
@@ -911,7 +923,7 @@ fn mark_stateful_calls(
     for ((caller, ci, callees), forward) in calls() {
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
-        let callee = kept(&state, callees).at_call(
+        let callee = kept_at_site(&state, site, callees).at_call(
             g,
             &site.args,
             after_backward(g, *ci, forward),
@@ -930,7 +942,9 @@ fn mark_stateful_calls(
         let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
         let chains = (callee.in_self && (site.receiver_self || receiver.is_some_and(lasting)))
             || bits(callee.params).any(|k| site.args.get(k).and_then(|a| a.mut_ref).is_some_and(lasting));
-        let c = &files[callees[0].0].1[callees[0].1];
+        // The name of a candidate that keeps it.
+        let named = callees.iter().find(|c| state.get(c).is_some_and(|s| s.any())).unwrap_or(&callees[0]);
+        let c = &files[named.0].1[named.1];
         found.push((
             *caller,
             super::graph::StateCall {
@@ -1917,6 +1931,9 @@ pub struct CrateNames {
     /// `w: Var`, `sources: Vec<Var>`), with the variable type's name and whether it is a
     /// sequence: reading one reads trainable values, as a `vars: &[Var]` parameter does.
     pub(super) variable_fields: HashMap<String, Vec<(String, String, bool)>>,
+    /// Struct fields, by struct, declared as a collection of trait objects (`metrics:
+    /// Vec<Box<dyn Metric<B>>>`): a loop over one calls the method of every impl it holds.
+    pub(super) dyn_collection_fields: HashMap<String, HashSet<String>>,
     /// burn: structs whose fields hold only plain tensors, host values and other such structs,
     /// never a `Param` or a module of the framework (`struct Gpt2LinearLayer<B: Backend> { weights:
     /// Tensor<B, 2>, bias: Tensor<B, 1> }`), in every definition: their tensors are constants, so a
@@ -2953,6 +2970,12 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             }
         }
     }
+    let mut dyn_collection_fields: HashMap<String, HashSet<String>> = HashMap::default();
+    for &(owner, field, ty) in &typed {
+        if ty.contains("dyn ") && super::build::is_trait_object_collection_text(ty) {
+            dyn_collection_fields.entry(owner.to_string()).or_default().insert(field.to_string());
+        }
+    }
     let vocab_types: HashSet<&str> = vocab_owners.values().flatten().map(String::as_str).collect();
     let mut vocab_fields: HashMap<(String, String), String> = HashMap::default();
     if !vocab_types.is_empty() {
@@ -3014,6 +3037,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         plain_fields,
         inner_fields,
         variable_fields,
+        dyn_collection_fields,
         paramless_structs,
         makes_autodiff_device,
         consts,

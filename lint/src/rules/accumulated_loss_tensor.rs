@@ -79,7 +79,10 @@ graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`;
 method that is a training step of its own, `fn update(&mut self, ..)` running backward, or in a
 loop that runs backward every iteration, `for x in xs { let (l, y) = self.step(x)?;
 self.progress.push(y); }`) that no method
-of its type empties (`clear()`, `drain(..)`, `std::mem::take`); in dfdx, a prediction made on a
+of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A loop over a collection of trait
+objects (`for m in self.metrics.iter_mut() { m.update(&loss)? }` with `metrics: Vec<Box<dyn
+Metric>>`, or a local annotated so) calls every impl it holds: it keeps what any of them keeps,
+in the collection. In dfdx, a prediction made on a
 taped input (`model.forward(x.leaky_trace())`) carries its tape and is kept the same way. A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
 `clear_buffers()` that empties a window buffer leaves the recurrent state beside it chaining,
@@ -767,6 +770,72 @@ impl Learner {
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![39]);
         let cut = VAR_FIELD_MODEL.replace("WEIGHTS", "Vec<Var>").replace("PRED", "pred.detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A registry of metrics as trait objects (`Vec<Box<dyn Metric>>`), each updated with the
+    /// step's loss after the backward: one of them sums the loss as a tensor.
+    const METRIC_REGISTRY: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub trait Metric {
+    fn update(&mut self, loss: &Tensor) -> Result<()>;
+}
+pub struct LossMeter { total: Option<Tensor> }
+impl Metric for LossMeter {
+    fn update(&mut self, loss: &Tensor) -> Result<()> {
+        self.total = Some(match self.total.take() { Some(t) => (t + LOSS)?, None => LOSS.clone() });
+        Ok(())
+    }
+}
+pub struct StepCounter { steps: usize }
+impl Metric for StepCounter {
+    fn update(&mut self, _loss: &Tensor) -> Result<()> {
+        self.steps += 1;
+        Ok(())
+    }
+}
+pub struct Trainer { metrics: Vec<Box<dyn Metric>> }
+impl Trainer {
+    pub fn fit(&mut self, dev: &Device) -> Result<()> {
+        let vm = VarMap::new();
+        let model = linear(4, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+        let mut opt = SGD::new(vm.all_vars(), 0.05)?;
+        for _ in 0..10_000 {
+            let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), dev)?)?.sqr()?.mean_all()?;
+            opt.backward_step(&loss)?;
+            for m in COLLECTION {
+                m.update(&loss)?;
+            }
+        }
+        Ok(())
+    }
+}
+"#;
+
+    #[test]
+    fn a_loop_over_trait_objects_keeps_what_any_impl_keeps() {
+        for collection in ["self.metrics.iter_mut()", "&mut self.metrics"] {
+            let kept = METRIC_REGISTRY.replace("COLLECTION", collection).replace("LOSS", "loss");
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![31], "{collection}");
+            let labels = crate::rules::testing::labels("accumulated_loss_tensor", &kept);
+            assert!(labels.iter().any(|(line, _)| *line == 10), "{labels:?}");
+            let cut = METRIC_REGISTRY.replace("COLLECTION", collection).replace("LOSS", "loss.detach()");
+            assert_eq!(count("accumulated_loss_tensor", None, &cut), 0, "{collection}");
+        }
+        // A local registry, annotated.
+        let local = METRIC_REGISTRY
+            .replace(
+                "        for _ in 0..10_000 {",
+                "        let mut meters: Vec<Box<dyn Metric>> = vec![Box::new(LossMeter { total: None })];\n        for _ in 0..10_000 {",
+            )
+            .replace("COLLECTION", "meters.iter_mut()")
+            .replace("LOSS", "loss");
+        assert_eq!(count("accumulated_loss_tensor", None, &local), 1);
+        // Made afresh each iteration, it keeps nothing past it.
+        let fresh = METRIC_REGISTRY
+            .replace("for m in COLLECTION {", "let mut meters: Vec<Box<dyn Metric>> = vec![Box::new(LossMeter { total: None })];\n            for m in meters.iter_mut() {")
+            .replace("LOSS", "loss");
+        assert_eq!(count("accumulated_loss_tensor", None, &fresh), 0);
     }
 
     const FAILS: &str = r#"
