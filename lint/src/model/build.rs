@@ -674,6 +674,7 @@ impl Builder<'_> {
                 owner: None,
                 owner_host: false,
                 element_owners: Vec::new(),
+                self_cuts: Vec::new(),
                 trait_impl: false,
                 trait_default: false,
                 has_self: false,

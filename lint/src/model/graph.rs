@@ -462,6 +462,10 @@ pub struct FnModel {
     /// collection's binding (`m` of `for m in self.metrics.iter_mut()`): see
     /// [`FnModel::receiver_binding`].
     pub(super) element_owners: Vec<(BindingId, BindingId)>,
+    /// Fields of `self` a method of its own cuts where this function calls it (`self.close_window()`
+    /// detaching `self.state` and taking `self.window_loss` once a window is full): the field's
+    /// binding and the call's loop. Set by the crate-level pass.
+    pub(super) self_cuts: Vec<(BindingId, Option<LoopId>)>,
     /// Defined in `impl Trait for Type` (method calls prefer inherent methods).
     pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
@@ -2234,6 +2238,31 @@ impl FnModel {
     /// graph (`self.mem = self.core.zero_state(1)?`, `self.h = self.h.iter().map(|t|
     /// t.detach()).collect()`) on every path, and never a graph-carrying one. A call of it cuts
     /// what the receiver kept there (see `FnModel::field_cuts`).
+    /// The fields of `self` this method gives a value that carries no graph on some path, and
+    /// never one that does (`self.state = GRUState { h: self.state.h.detach() }`): a caller's own
+    /// state in such a field is cut where it calls the method (see [`FnModel::self_cuts`]).
+    pub(super) fn fields_cut(&self) -> Vec<String> {
+        let mut cut: Vec<BindingId> = Vec::new();
+        let mut kept: Vec<BindingId> = Vec::new();
+        for (_, value, target, how, _) in self.stores() {
+            let Some(b) = self.binding_of(target) else { continue };
+            if self.bindings[b].kind != BindingKind::SelfField {
+                continue;
+            }
+            if self.taint(value).has(Taint::GRAPH) {
+                kept.push(b);
+            } else if matches!(how, Store::Assign | Store::Fold) && self.whole_write(target) {
+                cut.push(b);
+            }
+        }
+        // Not a field emptied (`self.state.take()`): what it held is handed on (`let s =
+        // self.take_state()?; .. self.state = Some(last)`), not cut.
+        cut.retain(|b| !kept.contains(b));
+        cut.sort_unstable();
+        cut.dedup();
+        cut.iter().filter_map(|&b| self.bindings[b].name.strip_prefix("self.").map(str::to_string)).collect()
+    }
+
     pub(super) fn fields_reset(&self) -> Vec<String> {
         let mut reset: Vec<BindingId> = Vec::new();
         let mut kept: Vec<BindingId> = Vec::new();
@@ -3067,7 +3096,7 @@ impl FnModel {
                 && self.binding_of(target) == Some(binding)
                 && !self.graph[value].taint.has(Taint::GRAPH)
                 && self.iteration_of(self.graph[value].in_loop) == Some(iteration)
-        })
+        }) || self.self_cuts.iter().any(|&(b, l)| b == binding && self.iteration_of(l) == Some(iteration))
     }
 
     /// Whether code on branch path `path` runs on every iteration where code on `at` does: `path`

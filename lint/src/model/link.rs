@@ -493,6 +493,41 @@ fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[
     for (caller, cut) in found {
         files[caller.0].1[caller.1].field_cuts.push(cut);
     }
+    // `self.close_window()`: the fields of `self` every candidate (methods of the caller's own
+    // type) cuts are cut where it is called.
+    let mut self_cuts: Vec<(FnId, (super::graph::BindingId, Option<super::graph::LoopId>))> = Vec::new();
+    let mut cuts: HashMap<FnId, Vec<String>> = HashMap::default();
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        if !site.method || !site.receiver_self || callees.is_empty() {
+            continue;
+        }
+        let mut common: Option<Vec<String>> = None;
+        for c in callees {
+            if files[c.0].1[c.1].owner != g.owner {
+                common = Some(Vec::new());
+                break;
+            }
+            let fields = cuts.entry(*c).or_insert_with(|| files[c.0].1[c.1].fields_cut());
+            common = Some(match common {
+                None => fields.clone(),
+                Some(mut seen) => {
+                    seen.retain(|f| fields.contains(f));
+                    seen
+                }
+            });
+        }
+        for field in common.unwrap_or_default() {
+            let name = format!("self.{field}");
+            if let Some(b) = g.bindings.iter().position(|b| b.kind == BindingKind::SelfField && b.name == name) {
+                self_cuts.push((*caller, (b, site.in_loop)));
+            }
+        }
+    }
+    for (caller, cut) in self_cuts {
+        files[caller.0].1[caller.1].self_cuts.push(cut);
+    }
 }
 
 /// A call of the crate's method of a reset's name (`net.clear_buffers()`) resets what that
@@ -2953,7 +2988,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
     let mut variable_fields: HashMap<String, Vec<(String, String, bool)>> = HashMap::default();
     for &(owner, field, ty) in &typed {
-        if crate::frameworks::common::PARAM_TYPES.iter().any(|t| ty.contains(t))
+        // Cheap first: a word of the type names a variable type (burn's `Param<..>` fields are
+        // many, and no burn spec has a variable type).
+        if type_words(ty).any(|w| w == "Var")
             && let Ok(parsed) = syn::parse_str::<syn::Type>(ty)
         {
             let (elem, list) = match super::build::element_type_name(&parsed) {

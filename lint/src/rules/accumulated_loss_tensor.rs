@@ -98,7 +98,8 @@ behind the crate's methods: `acc.add(&loss)` and then `if let Some(total) = acc.
 opt.backward_step(&total)? }` with a `ready` that takes the sum out, or an `add` that flushes the
 sum into a backward every `k` calls), and a value cut
 or replaced once per training iteration (truncated backpropagation through time: `h = h.detach();`
-at the top of each chunk). A sum of losses emptied only now and then (`if step % 2000 == 0 {
+at the top of each chunk; also by a method of its own the step calls, `self.close_window()` giving
+`self.state` a detached value once a window is full). A sum of losses emptied only now and then (`if step % 2000 == 0 {
 running = zeros }`) is reported: every summand's graph stays alive until the reset.
 
 burn (0.13 on) keeps its graph state in a store that every backward sweeps, so a running sum of
@@ -836,6 +837,47 @@ impl Trainer {
             .replace("for m in COLLECTION {", "let mut meters: Vec<Box<dyn Metric>> = vec![Box::new(LossMeter { total: None })];\n            for m in meters.iter_mut() {")
             .replace("LOSS", "loss");
         assert_eq!(count("accumulated_loss_tensor", None, &fresh), 0);
+    }
+
+    /// Truncated backpropagation through time in a per-tick method: the recurrent state is kept
+    /// in `self` and cut by a method of its own that closes each window (`CUT`).
+    const WINDOW_CLOSED_BY_A_METHOD: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{gru, AdamW, GRUConfig, Optimizer, ParamsAdamW, VarBuilder, VarMap, GRU, RNN};
+use candle_nn::rnn::GRUState;
+pub struct Tbptt { cell: GRU, opt: AdamW, state: GRUState, ticks: usize, window: usize }
+impl Tbptt {
+    pub fn new(vm: &VarMap, dev: &Device) -> Result<Self> {
+        let cell = gru(4, 8, GRUConfig::default(), VarBuilder::from_varmap(vm, DType::F32, dev))?;
+        let state = cell.zero_state(1)?;
+        Ok(Self { cell, opt: AdamW::new(vm.all_vars(), ParamsAdamW::default())?, state, ticks: 0, window: 16 })
+    }
+    pub fn observe(&mut self, x: &Tensor, y: &Tensor) -> Result<()> {
+        let next = self.cell.step(x, &self.state)?;
+        self.state = next;
+        self.ticks += 1;
+        if self.ticks < self.window {
+            return Ok(());
+        }
+        let loss = (self.state.h() - y)?.sqr()?.mean_all()?;
+        self.close_window(&loss)
+    }
+    fn close_window(&mut self, loss: &Tensor) -> Result<()> {
+        self.opt.backward_step(loss)?;
+        CUT
+        self.ticks = 0;
+        Ok(())
+    }
+}
+"#;
+
+    #[test]
+    fn a_state_cut_by_a_method_of_its_own_at_each_window_is_not_kept() {
+        let cut = WINDOW_CLOSED_BY_A_METHOD.replace("CUT", "self.state = GRUState { h: self.state.h.detach() };");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // The method that closes the window keeps the state as it is: every window chains on.
+        let kept = WINDOW_CLOSED_BY_A_METHOD.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![14]);
     }
 
     const FAILS: &str = r#"
