@@ -475,18 +475,7 @@ fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[
             continue;
         }
         let Some(b) = site.receiver.and_then(|r| g.receiver_binding(r)) else { continue };
-        let mut common: Option<Vec<String>> = None;
-        for c in callees {
-            let fields = resets.entry(*c).or_insert_with(|| files[c.0].1[c.1].fields_reset());
-            common = Some(match common {
-                None => fields.clone(),
-                Some(mut seen) => {
-                    seen.retain(|f| fields.contains(f));
-                    seen
-                }
-            });
-        }
-        for field in common.unwrap_or_default() {
+        for field in fields_of_every(files, callees, &mut resets, FnModel::fields_reset) {
             found.push((*caller, (b, field, site.in_loop)));
         }
     }
@@ -503,22 +492,10 @@ fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[
         if !site.method || !site.receiver_self || callees.is_empty() {
             continue;
         }
-        let mut common: Option<Vec<String>> = None;
-        for c in callees {
-            if files[c.0].1[c.1].owner != g.owner {
-                common = Some(Vec::new());
-                break;
-            }
-            let fields = cuts.entry(*c).or_insert_with(|| files[c.0].1[c.1].fields_cut());
-            common = Some(match common {
-                None => fields.clone(),
-                Some(mut seen) => {
-                    seen.retain(|f| fields.contains(f));
-                    seen
-                }
-            });
+        if callees.iter().any(|c| files[c.0].1[c.1].owner != g.owner) {
+            continue;
         }
-        for field in common.unwrap_or_default() {
+        for field in fields_of_every(files, callees, &mut cuts, FnModel::fields_cut) {
             let name = format!("self.{field}");
             if let Some(b) = g.bindings.iter().position(|b| b.kind == BindingKind::SelfField && b.name == name) {
                 self_cuts.push((*caller, (b, site.in_loop)));
@@ -528,6 +505,27 @@ fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[
     for (caller, cut) in self_cuts {
         files[caller.0].1[caller.1].self_cuts.push(cut);
     }
+}
+
+/// The fields `of` names for every one of `callees` (memoized per callee in `memo`).
+fn fields_of_every(
+    files: &[(Arc<SourceFile>, Vec<FnModel>)],
+    callees: &[FnId],
+    memo: &mut HashMap<FnId, Vec<String>>,
+    of: fn(&FnModel) -> Vec<String>,
+) -> Vec<String> {
+    let mut common: Option<Vec<String>> = None;
+    for c in callees {
+        let fields = memo.entry(*c).or_insert_with(|| of(&files[c.0].1[c.1]));
+        common = Some(match common {
+            None => fields.clone(),
+            Some(mut seen) => {
+                seen.retain(|f| fields.contains(f));
+                seen
+            }
+        });
+    }
+    common.unwrap_or_default()
 }
 
 /// A call of the crate's method of a reset's name (`net.clear_buffers()`) resets what that
