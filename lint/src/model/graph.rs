@@ -2461,8 +2461,10 @@ impl FnModel {
 
     /// The fields of `self` whose values at the start of the call a returned value is computed
     /// from (see [`FnModel::self_fields_returned`]).
+    /// None for a method whose declared result is host data (`fn close_window(&mut self) ->
+    /// Result<f32>` returning the window's loss as a number): it hands no state back.
     pub(super) fn fields_returned_from_self(&self) -> Vec<String> {
-        if !self.has_self || self.self_fields.is_empty() {
+        if !self.has_self || self.self_fields.is_empty() || self.returns_plain {
             return Vec::new();
         }
         let seen = self.upstream_of_returns();

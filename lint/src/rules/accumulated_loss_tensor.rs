@@ -96,7 +96,8 @@ of one sample (decoder steps) that is backpropagated in the same outer iteration
 accumulation whose sum the backward runs on and empties (`acc.take().unwrap().backward()`; also
 behind the crate's methods: `acc.add(&loss)` and then `if let Some(total) = acc.ready() {
 opt.backward_step(&total)? }` with a `ready` that takes the sum out, or an `add` that flushes the
-sum into a backward every `k` calls), and a value cut
+sum into a backward every `k` calls, or a method of `self` that takes the sum, backpropagates it
+and returns its value as a number, `self.close_window()`), and a value cut
 or replaced once per training iteration (truncated backpropagation through time: `h = h.detach();`
 at the top of each chunk; also by a method of its own the step calls, `self.close_window()` giving
 `self.state` a detached value once a window is full). A sum of losses emptied only now and then (`if step % 2000 == 0 {
@@ -878,6 +879,50 @@ impl Tbptt {
         // The method that closes the window keeps the state as it is: every window chains on.
         let kept = WINDOW_CLOSED_BY_A_METHOD.replace("CUT", "");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![14]);
+    }
+
+    /// The same trainer summing each tick's loss over the window in `self`, backpropagated and
+    /// taken by the method that closes the window, which reports the window's mean as a number.
+    const WINDOW_SUM_CLOSED_BY_A_METHOD: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Windowed { head: Linear, opt: AdamW, window_loss: Option<Tensor>, ticks: usize }
+impl Windowed {
+    pub fn new(vm: &VarMap, dev: &Device) -> Result<Self> {
+        let head = linear(4, 1, VarBuilder::from_varmap(vm, DType::F32, dev))?;
+        Ok(Self { head, opt: AdamW::new(vm.all_vars(), ParamsAdamW::default())?, window_loss: None, ticks: 0 })
+    }
+    pub fn observe(&mut self, x: &Tensor, y: &Tensor) -> Result<Option<f32>> {
+        let err = (self.head.forward(x)? - y)?.sqr()?.mean_all()?;
+        self.window_loss = Some(match self.window_loss.take() {
+            Some(acc) => (acc + err)?,
+            None => err,
+        });
+        self.ticks += 1;
+        if self.ticks < 16 {
+            return Ok(None);
+        }
+        self.close_window().map(Some)
+    }
+    fn close_window(&mut self) -> Result<f32> {
+        let loss = match TAKE {
+            Some(l) => (l / self.ticks as f64)?,
+            None => return Ok(0.0),
+        };
+        self.opt.backward_step(&loss)?;
+        self.ticks = 0;
+        loss.to_scalar::<f32>()
+    }
+}
+"#;
+
+    #[test]
+    fn a_window_sum_a_method_of_its_own_backpropagates_and_takes_is_not_kept() {
+        let taken = WINDOW_SUM_CLOSED_BY_A_METHOD.replace("TAKE", "self.window_loss.take()");
+        assert_eq!(count("accumulated_loss_tensor", None, &taken), 0);
+        // Read but never taken: every window's sum chains onto the next.
+        let kept = WINDOW_SUM_CLOSED_BY_A_METHOD.replace("TAKE", "self.window_loss.clone()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![12]);
     }
 
     const FAILS: &str = r#"
