@@ -3624,7 +3624,12 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         buffers_outputs,
         buffers_outputs_in,
         kept_fields,
-        returns_forward: returns_graph && g.returns_forward_output(),
+        // dfdx: not a function that attaches a fresh tape of its own (`fn predict(&self, x) {
+        // self.net.forward(self.dev.tensor(x).leaky_trace()) }`): its result carries a tape
+        // whatever its caller hands it, so the call is no forward on an untraced input.
+        returns_forward: returns_graph
+            && g.returns_forward_output()
+            && !(g.spec.graph_from_input_tape && g.calls_of(super::graph::CallKind::FreshTape).next().is_some()),
         calls_params_in_loop,
         param_ops: g.param_ops,
         stores,

@@ -83,7 +83,8 @@ of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A loop over a co
 objects (`for m in self.metrics.iter_mut() { m.update(&loss)? }` with `metrics: Vec<Box<dyn
 Metric>>`, or a local annotated so) calls every impl it holds: it keeps what any of them keeps,
 in the collection. In dfdx, a prediction made on a
-taped input (`model.forward(x.leaky_trace())`) carries its tape and is kept the same way. A reset method of the
+taped input (`model.forward(x.leaky_trace())`, also inside a model's own method that attaches the
+tape itself, `model.predict(x)`) carries its tape and is kept the same way. A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
 `clear_buffers()` that empties a window buffer leaves the recurrent state beside it chaining,
 while `self.state.reset(..)` starting every part of `state` afresh resets a state kept there.
@@ -2943,6 +2944,45 @@ impl Trainer {
     }
 }
 "#;
+
+    /// The same log, filled through a model's own method that attaches the tape itself
+    /// (`fn predict(&self, x) { self.net.forward(self.dev.tensor(x).leaky_trace()) }`): its
+    /// result carries a tape whatever the caller hands it.
+    const OWN_TAPE_LOG: &str = r#"
+use dfdx::prelude::*;
+pub struct Model { net: Net, dev: Cpu }
+impl Model {
+    pub fn predict(&self, x: [f32; 4]) -> Tensor<Rank1<8>, f32, Cpu, OwnedTape<f32, Cpu>> {
+        self.net.forward(INPUT).sigmoid()
+    }
+}
+pub struct Tracker { preds: Vec<Tensor<Rank1<8>, f32, Cpu, OwnedTape<f32, Cpu>>> }
+impl Tracker {
+    pub fn observe(&mut self, model: &Model, x: [f32; 4]) {
+        let probs = model.predict(x);
+        self.preds.push(probs);
+    }
+}
+pub struct Trainer { model: Model, opt: Adam<Net, f32, Cpu>, tracker: Tracker }
+impl Trainer {
+    pub fn fit_batch(&mut self, x: [f32; 4], y: Tensor<Rank1<8>, f32, Cpu>) {
+        self.tracker.observe(&self.model, x);
+        let mut grads = self.model.net.alloc_grads();
+        let loss = mse_loss(self.model.net.forward(self.model.dev.tensor(x).traced(grads)), y);
+        grads = loss.backward();
+        self.opt.update(&mut self.model.net, &grads).unwrap();
+    }
+}
+"#;
+
+    #[test]
+    fn a_prediction_taped_inside_the_models_method_is_kept_with_its_tape() {
+        let kept = OWN_TAPE_LOG.replace("INPUT", "self.dev.tensor(x).leaky_trace()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![19]);
+        // Without a tape the forward records nothing.
+        let plain = OWN_TAPE_LOG.replace("INPUT", "self.dev.tensor(x)");
+        assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+    }
 
     #[test]
     fn a_prediction_kept_with_its_tape_is_reported_at_the_call() {
