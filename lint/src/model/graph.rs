@@ -2238,51 +2238,44 @@ impl FnModel {
     /// graph (`self.mem = self.core.zero_state(1)?`, `self.h = self.h.iter().map(|t|
     /// t.detach()).collect()`) on every path, and never a graph-carrying one. A call of it cuts
     /// what the receiver kept there (see `FnModel::field_cuts`).
+    pub(super) fn fields_reset(&self) -> Vec<String> {
+        self.self_fields_without_graph(true)
+    }
+
     /// The fields of `self` this method gives a value that carries no graph on some path, and
     /// never one that does (`self.state = GRUState { h: self.state.h.detach() }`): a caller's own
     /// state in such a field is cut where it calls the method (see [`FnModel::self_cuts`]).
+    /// Not a field only emptied (`self.state.take()`): what it held is handed on (`let s =
+    /// self.take_state()?; .. self.state = Some(last)`), not cut.
     pub(super) fn fields_cut(&self) -> Vec<String> {
-        let mut cut: Vec<BindingId> = Vec::new();
-        let mut kept: Vec<BindingId> = Vec::new();
-        for (_, value, target, how, _) in self.stores() {
-            let Some(b) = self.binding_of(target) else { continue };
-            if self.bindings[b].kind != BindingKind::SelfField {
-                continue;
-            }
-            if self.taint(value).has(Taint::GRAPH) {
-                kept.push(b);
-            } else if matches!(how, Store::Assign | Store::Fold) && self.whole_write(target) {
-                cut.push(b);
-            }
-        }
-        // Not a field emptied (`self.state.take()`): what it held is handed on (`let s =
-        // self.take_state()?; .. self.state = Some(last)`), not cut.
-        cut.retain(|b| !kept.contains(b));
-        cut.sort_unstable();
-        cut.dedup();
-        cut.iter().filter_map(|&b| self.bindings[b].name.strip_prefix("self.").map(str::to_string)).collect()
+        self.self_fields_without_graph(false)
     }
 
-    pub(super) fn fields_reset(&self) -> Vec<String> {
-        let mut reset: Vec<BindingId> = Vec::new();
+    /// The fields of `self` whole-written (assigned or folded) with a value that carries no
+    /// graph and never with one that does. `afresh`: on every path, and not continuing the old
+    /// value (see [`FnModel::fields_reset`]); otherwise on some path, a cut of the old value
+    /// included (see [`FnModel::fields_cut`]).
+    fn self_fields_without_graph(&self, afresh: bool) -> Vec<String> {
+        let mut given: Vec<BindingId> = Vec::new();
         let mut kept: Vec<BindingId> = Vec::new();
         for (_, value, target, how, _) in self.stores() {
             let Some(b) = self.binding_of(target) else { continue };
             if self.bindings[b].kind != BindingKind::SelfField {
                 continue;
             }
-            if self.taint(value).has(Taint::GRAPH) || self.continues(value, b, target) {
+            if self.taint(value).has(Taint::GRAPH) || (afresh && self.continues(value, b, target)) {
                 kept.push(b);
             } else if matches!(how, Store::Assign | Store::Fold)
                 && self.whole_write(target)
-                && !self.write_path(target).iter().any(|br| self.conditional_branches.contains(br))
+                && !(afresh && self.write_path(target).iter().any(|br| self.conditional_branches.contains(br)))
             {
-                reset.push(b);
+                given.push(b);
             }
         }
-        reset.retain(|b| !kept.contains(b));
-        reset.dedup();
-        reset.iter().filter_map(|&b| self.bindings[b].name.strip_prefix("self.").map(str::to_string)).collect()
+        given.retain(|b| !kept.contains(b));
+        given.sort_unstable();
+        given.dedup();
+        given.iter().filter_map(|&b| self.bindings[b].name.strip_prefix("self.").map(str::to_string)).collect()
     }
 
     /// What this method, called by a reset's name (`clear_buffers`, `reset_state`), starts

@@ -1082,16 +1082,6 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>) {
         assert_eq!(count("accumulated_loss_tensor", None, &last), 0);
     }
 
-    /// Findings of this rule in `src` for a crate whose manifest puts it in burn's `era`.
-    fn count_in_era(src: &str, era: crate::BurnEra) -> usize {
-        let linter = crate::Linter { burn_era: era, ..crate::Linter::new(crate::Levels::default()) };
-        linter
-            .lint_text(std::path::Path::new("src/lib.rs"), src, None)
-            .iter()
-            .filter(|f| f.rule == "accumulated_loss_tensor")
-            .count()
-    }
-
     #[test]
     fn burn_sums_made_after_the_backward_are_swept_only_before_0_19() {
         let forms = [
@@ -1100,8 +1090,16 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>) {
         ];
         for form in forms {
             let src = OPTION_SUM_BURN.replace("FOLD", form);
-            assert_eq!(count_in_era(&src, crate::BurnEra::OneGraph), 0, "{form}");
-            assert_eq!(count_in_era(&src, crate::BurnEra::TypedBackends), 1, "{form}");
+            assert_eq!(
+                crate::rules::testing::count_in_era("accumulated_loss_tensor", &src, crate::BurnEra::OneGraph),
+                0,
+                "{form}"
+            );
+            assert_eq!(
+                crate::rules::testing::count_in_era("accumulated_loss_tensor", &src, crate::BurnEra::TypedBackends),
+                1,
+                "{form}"
+            );
             assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![12], "{form}");
             // Made before the backward, the sum is part of the graph that backward sweeps.
             let before = OPTION_SUM_BURN.replace("        FOLD\n", "").replace(
@@ -1109,7 +1107,11 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>) {
                 &format!("        {}\n        let grads = loss.backward();", form.replace("loss", "loss.clone()")),
             );
             assert_ne!(before, src);
-            assert_eq!(count_in_era(&before, crate::BurnEra::TypedBackends), 0, "{form}");
+            assert_eq!(
+                crate::rules::testing::count_in_era("accumulated_loss_tensor", &before, crate::BurnEra::TypedBackends),
+                0,
+                "{form}"
+            );
             // Detached, it keeps no graph in any era.
             let cut = OPTION_SUM_BURN.replace(
                 "FOLD",
@@ -1118,7 +1120,11 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: Vec<Tensor<B, 2>>) {
                     .replace("total = Some(loss)", "total = Some(loss.detach())")
                     .replace("None => loss", "None => loss.detach()"),
             );
-            assert_eq!(count_in_era(&cut, crate::BurnEra::TypedBackends), 0, "{form}");
+            assert_eq!(
+                crate::rules::testing::count_in_era("accumulated_loss_tensor", &cut, crate::BurnEra::TypedBackends),
+                0,
+                "{form}"
+            );
         }
     }
 

@@ -731,18 +731,6 @@ fn stores_graph_past(f: &FnModel, l: LoopId, hows: &[Store]) -> bool {
 mod tests {
     use super::super::testing::count;
 
-    /// Findings of this rule in `src` (every rule on) for a crate whose manifest puts it in `era`.
-    fn count_in_era(src: &str, era: crate::BurnEra) -> usize {
-        let mut levels = crate::Levels::default();
-        levels.set("nursery", crate::Level::Warn);
-        let linter = crate::Linter { burn_era: era, ..crate::Linter::new(levels) };
-        linter
-            .lint_text(std::path::Path::new("src/lib.rs"), src, None)
-            .iter()
-            .filter(|f| f.rule == "autodiff_forward_without_backward")
-            .count()
-    }
-
     const FAILS: &str = r#"
 use burn::tensor::backend::AutodiffBackend;
 fn rollout<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32> {
@@ -3335,8 +3323,18 @@ fn main() {
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src), vec![7]);
         // A crate whose manifest requires burn 0.21 or older: its devices have no `autodiff()`,
         // so a method of that name is the crate's own.
-        assert_eq!(count_in_era(&src, crate::BurnEra::Components), 1);
-        assert_eq!(count_in_era(&src, crate::BurnEra::TypedBackends), 0);
+        assert_eq!(
+            crate::rules::testing::count_in_era("autodiff_forward_without_backward", &src, crate::BurnEra::Components),
+            1
+        );
+        assert_eq!(
+            crate::rules::testing::count_in_era(
+                "autodiff_forward_without_backward",
+                &src,
+                crate::BurnEra::TypedBackends
+            ),
+            0
+        );
         // The helper handed the model without autodiff.
         let valid = src.replace("embed_bank(&encoder, &bank)", "embed_bank(&encoder.valid(), &bank)");
         assert_ne!(valid, src);
@@ -4077,8 +4075,14 @@ impl<B: AutodiffBackend> Distiller<B> {
     #[test]
     fn burn_before_0_19_clears_the_graph_of_a_module_apart_with_any_backward() {
         let leak = teacher("teacher", "", "self.teacher.forward(x.clone()).detach()");
-        assert_eq!(count_in_era(&leak, crate::BurnEra::Components), 1);
-        assert_eq!(count_in_era(&leak, crate::BurnEra::OneGraph), 0);
+        assert_eq!(
+            crate::rules::testing::count_in_era("autodiff_forward_without_backward", &leak, crate::BurnEra::Components),
+            1
+        );
+        assert_eq!(
+            crate::rules::testing::count_in_era("autodiff_forward_without_backward", &leak, crate::BurnEra::OneGraph),
+            0
+        );
     }
 
     /// A training function returns its model beside a report of host numbers, one of them

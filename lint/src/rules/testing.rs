@@ -18,6 +18,13 @@ pub(crate) fn count(rule: &str, framework: Option<&str>, src: &str) -> usize {
     linter.lint_text(Path::new("src/lib.rs"), src, None).iter().filter(|f| f.rule == rule).count()
 }
 
+/// How many findings of `rule` linting `src` gives (every rule on) for a crate whose manifest
+/// puts it in burn's `era`.
+pub(crate) fn count_in_era(rule: &str, src: &str, era: crate::BurnEra) -> usize {
+    let linter = Linter { burn_era: era, ..linter(None) };
+    linter.lint_text(Path::new("src/lib.rs"), src, None).iter().filter(|f| f.rule == rule).count()
+}
+
 /// `rule`'s findings linting `src` (framework detected).
 fn findings(rule: &str, src: &str) -> Vec<crate::Finding> {
     linter(None).lint_text(Path::new("src/lib.rs"), src, None).into_iter().filter(|f| f.rule == rule).collect()
