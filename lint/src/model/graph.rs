@@ -1916,6 +1916,19 @@ impl FnModel {
         self.cut_chains.iter().any(|c| c.start == e.span.start && e.span.end < c.end)
     }
 
+    /// A model built from trainable variables that the call at `span` is handed as an argument
+    /// and that is bound outside loop `l` (`chain.advance(&net)` with `net` from a `VarMap`):
+    /// the model's span.
+    pub fn trainable_arg_of(&self, span: &Span, l: LoopId) -> Option<&Span> {
+        let site = self.call_sites.iter().find(|c| c.span == *span)?;
+        site.args.iter().flat_map(|a| a.reads.iter()).find_map(|&r| {
+            let v = self.receiver_root(r)?;
+            (self.taint(v).has(Taint::TRAINABLE)
+                && self.binding_of(v).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l)))
+            .then(|| &self.graph[v].span)
+        })
+    }
+
     /// A forward pass in loop `l` (nested loops included) on a model built from trainable
     /// variables (candle `VarBuilder::from_varmap`) that outlives the loop's iterations: the
     /// receiver's span. A loop over models (`for layer in layers { x = layer.forward(x)? }`) is

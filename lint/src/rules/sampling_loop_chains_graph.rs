@@ -30,7 +30,9 @@ from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `V
 function of the crate that returns such a builder or model, in the function or in a caller that
 hands it the model, also inside a struct built around it (`Sampler { net: &net }.sample(..)`
 stepping `x = self.step(&x)?` through a method that runs the forward pass, or through a
-function of the crate handed the model, `x = langevin_step(net, &x, sigma)?`); tests, which build
+function of the crate handed the model, `x = langevin_step(net, &x, sigma)?`, or through a
+value of its own that keeps the state and is handed the model on every call, `chain.advance(&net)`
+writing `self.state` from `net.score(&self.state)`); tests, which build
 small models from a fresh `VarMap`, hand nothing on. So
 is a generation loop whose model keeps a graph-carrying value from call to call, built from what
 it kept before (also in a function the training loop calls with the model it trains, a preview
@@ -216,8 +218,13 @@ impl Rule for SamplingLoopChainsGraph {
                 continue;
             }
             let training = f.per_step_from().is_some();
-            let trainable =
-                f.taint(model).has(Taint::TRAINABLE) || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE));
+            // A state kept by another value than the model, stepped through a trainable model
+            // the call is handed (`chain.advance(&net)` writing `self.state` from
+            // `net.score(&self.state)`): the state chains through that model's weights.
+            let handed = f.trainable_arg_of(span, l);
+            let trainable = f.taint(model).has(Taint::TRAINABLE)
+                || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE))
+                || handed.is_some();
             if reported_loops.contains(&l)
                 || f.loop_runs_backward(l)
                 || f.loop_over_self(l)
@@ -254,7 +261,9 @@ impl Rule for SamplingLoopChainsGraph {
             ))
             .note(format!(
                 "{}; every op on a tensor computed from a `Var` records a graph, with no no-grad mode, so the state keeps every earlier step's graph",
-                if trainable {
+                if let Some(model) = handed.filter(|_| !f.taint(model).has(Taint::TRAINABLE)) {
+                    format!("`{method}` is handed `{}`, built from trainable variables (a `VarMap`'s `Var`s)", cx.snippet(model))
+                } else if trainable {
                     format!("`{name}` is built from trainable variables (a `VarMap`'s `Var`s)")
                 } else {
                     "it runs during training: the weights are trainable".to_string()
@@ -1139,5 +1148,67 @@ fn main() -> Result<()> {
             vec![13]
         );
         assert_eq!(count("sampling_loop_chains_graph", None, &STEP_HELPER_OF_MODEL.replace("CUT", ".detach()")), 0);
+    }
+
+    /// A chain kept by a struct of its own (not the model), stepped through the trainable model
+    /// each call hands it: `walker.advance(&net)` writes `self.pos` from `net.score(&self.pos)`.
+    const WALKER_HANDED_THE_MODEL: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, Linear, VarBuilder, VarMap};
+pub struct Net { fc: Linear }
+impl Net { pub fn score(&self, x: &Tensor) -> Result<Tensor> { self.fc.forward(x) } }
+pub struct Walker { pos: Tensor, rate: f64 }
+impl Walker {
+    pub fn advance(&mut self, net: &Net) -> Result<f32> {
+        let g = net.score(&self.pos)?;
+        self.pos = (&self.pos + (g * self.rate)?)?CUT;
+        self.pos.mean_all()?.to_scalar::<f32>()
+    }
+}
+fn explore(net: &Net, dev: &Device, n: usize) -> Result<Vec<f32>> {
+    let mut walker = Walker { pos: Tensor::zeros((16, 4), DType::F32, dev)?, rate: 0.05 };
+    let mut trace = Vec::new();
+    for _ in 0..n {
+        trace.push(walker.advance(net)?);
+    }
+    Ok(trace)
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let vm = VarMap::new();
+    let net = Net { fc: linear(4, 4, VarBuilder::from_varmap(&vm, DType::F32, &dev))? };
+    let _ = explore(FROM, &dev, 500)?;
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_kept_by_a_struct_handed_the_trainable_model_chains() {
+        let leak = WALKER_HANDED_THE_MODEL.replace("CUT", "").replace("FROM", "&net");
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &leak), vec![18]);
+        let text = crate::rules::testing::messages("sampling_loop_chains_graph", &leak);
+        assert_eq!(text, ["`walker` keeps every step's graph in its state through trainable weights"]);
+        // The state is cut where it is kept.
+        let cut = WALKER_HANDED_THE_MODEL.replace("CUT", ".detach()").replace("FROM", "&net");
+        assert_eq!(count("sampling_loop_chains_graph", None, &cut), 0);
+        // The model handed in is built from plain weights: nothing records a graph.
+        let plain = leak.replace(
+            "linear(4, 4, VarBuilder::from_varmap(&vm, DType::F32, &dev))?",
+            "Linear::new(Tensor::zeros((4, 4), DType::F32, &dev)?, None)",
+        );
+        assert_ne!(plain, leak);
+        assert_eq!(count("sampling_loop_chains_graph", None, &plain), 0);
+        // A walker made afresh on every iteration starts from a fresh state.
+        let fresh = leak
+            .replace(
+                "    let mut walker = Walker { pos: Tensor::zeros((16, 4), DType::F32, dev)?, rate: 0.05 };\n",
+                "",
+            )
+            .replace(
+                "        trace.push(walker.advance(net)?);",
+                "        let mut walker = Walker { pos: Tensor::zeros((16, 4), DType::F32, dev)?, rate: 0.05 };\n        trace.push(walker.advance(net)?);",
+            );
+        assert_ne!(fresh, leak);
+        assert_eq!(count("sampling_loop_chains_graph", None, &fresh), 0);
     }
 }
