@@ -7,7 +7,7 @@ use cargo_memlint::baseline::{self, Baseline, BaselineEntry};
 use cargo_memlint::config::{Config, Table};
 use cargo_memlint::output::{self, Entry, MessageFormat, RunInfo, human, json};
 use cargo_memlint::workspace::{self, Workspace};
-use memlint_lint::{Finding, Framework, Level, Levels, Linter};
+use memlint_lint::{BurnEra, Finding, Framework, Level, Levels, Linter};
 
 use crate::args::{CheckArgs, Color};
 
@@ -17,6 +17,9 @@ struct Group {
     package: Option<usize>,
     files: Vec<PathBuf>,
     fallback: Option<Framework>,
+    /// The burn release era the package's requirement allows (the nearest `Cargo.toml`'s for
+    /// files outside the loaded workspace).
+    burn_era: BurnEra,
 }
 
 /// The findings of one run, with what is needed to print them.
@@ -85,7 +88,7 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
             let package = &ws.members[i];
             let files = package.files_for(&selection);
             if !files.is_empty() {
-                groups.push(Group { package: Some(i), files, fallback: package.framework });
+                groups.push(Group { package: Some(i), files, fallback: package.framework, burn_era: package.burn_era });
             }
         }
         ws
@@ -123,7 +126,11 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
                 None => {
                     let fallback =
                         package.and_then(|i| ws.members[i].framework).or_else(|| workspace::framework_near(&file));
-                    groups.push(Group { package, files: vec![file], fallback });
+                    let burn_era = match package {
+                        Some(i) => ws.members[i].burn_era,
+                        None => workspace::burn_era_near(&file),
+                    };
+                    groups.push(Group { package, files: vec![file], fallback, burn_era });
                 }
             }
         }
@@ -194,7 +201,7 @@ pub fn lint(args: &CheckArgs, cli_levels: &[(String, Level)], pool: &rayon::Thre
         }
         let mut linter = Linter::new(levels.clone());
         linter.framework = cli_framework.or_else(|| configs.iter().rev().find_map(|c| c.framework));
-        linter.burn_era = g.package.map(|i| ws.members[i].burn_era).unwrap_or_default();
+        linter.burn_era = g.burn_era;
         linter.binary = g.package.is_some_and(|i| !ws.members[i].has_library());
         let files: Vec<PathBuf> =
             g.files.iter().filter(|f| !configs.iter().any(|c| c.excludes(f))).map(|f| relative_to(f, &cwd)).collect();

@@ -235,12 +235,15 @@ fn only_before(req: &cargo_metadata::semver::VersionReq, minor: u64) -> bool {
 }
 
 /// The era of burn's graph store that every release `req` allows is in: before 0.13 (no store),
-/// 0.13 to 0.18 (one graph), 0.19 to 0.21 (components, backends in types), else the newest.
+/// 0.13 to 0.18 (one graph), 0.19 to 0.21 (components, backends in types; 0.19 alone when
+/// `learner.fit(..)` hands back the inference module), else the newest.
 fn burn_era(req: &cargo_metadata::semver::VersionReq) -> BurnEra {
     if only_before(req, 13) {
         BurnEra::BeforeGraphStore
     } else if only_before(req, 19) {
         BurnEra::OneGraph
+    } else if only_before(req, 20) {
+        BurnEra::FitReturnsInference
     } else if only_before(req, 22) {
         BurnEra::TypedBackends
     } else {
@@ -441,6 +444,43 @@ pub fn framework_near(path: &Path) -> Option<Framework> {
         .find_map(|k| Framework::from_crate_name(k))
 }
 
+/// The burn era of the `Cargo.toml` nearest above `path`, read with `toml` (for files linted by
+/// path outside any loaded workspace, as `cargo metadata` gives it for members): the
+/// requirement of its first burn crate, also one inherited from an enclosing manifest's
+/// `[workspace.dependencies]`; the newest era when it names none or cannot be read.
+pub fn burn_era_near(path: &Path) -> BurnEra {
+    let start = absolute(path);
+    let mut manifests = start.ancestors().skip(1).map(|d| d.join("Cargo.toml")).filter(|m| m.is_file());
+    let read = |m: &Path| std::fs::read_to_string(m).ok().and_then(|t| toml::from_str::<toml::Table>(&t).ok());
+    let Some(doc) = manifests.next().and_then(|m| read(&m)) else { return BurnEra::default() };
+    let requirement = |deps: Option<&toml::Value>| -> Option<(String, bool)> {
+        let deps = deps?.as_table()?;
+        let (_, dep) = deps.iter().find(|(k, _)| BURN_CRATES.contains(&k.as_str()))?;
+        match dep {
+            toml::Value::String(v) => Some((v.clone(), false)),
+            toml::Value::Table(t) if t.get("workspace").and_then(|w| w.as_bool()) == Some(true) => {
+                Some((String::new(), true))
+            }
+            toml::Value::Table(t) => t.get("version").and_then(|v| v.as_str()).map(|v| (v.to_string(), false)),
+            _ => None,
+        }
+    };
+    let own = ["dependencies", "dev-dependencies"].iter().find_map(|k| requirement(doc.get(*k)));
+    let version = match own {
+        Some((v, false)) => Some(v),
+        // `burn.workspace = true`: the enclosing workspace's requirement (the manifest itself may
+        // be that workspace).
+        Some((_, true)) => std::iter::once(doc)
+            .chain(manifests.filter_map(|m| read(&m)))
+            .find_map(|d| requirement(d.get("workspace").and_then(|w| w.get("dependencies"))))
+            .and_then(|(v, inherited)| (!inherited).then_some(v)),
+        None => None,
+    };
+    version
+        .and_then(|v| cargo_metadata::semver::VersionReq::parse(&v).ok())
+        .map_or_else(BurnEra::default, |req| burn_era(&req))
+}
+
 /// The edition in the `Cargo.toml` nearest above `path` (for files outside any loaded
 /// workspace): its `[package] edition`, else cargo's default `2015`; `2015` without a manifest,
 /// as rustc defaults.
@@ -479,6 +519,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_burn_era_near_a_file_reads_its_manifest_and_the_workspace_it_inherits_from() {
+        let dir = std::env::temp_dir().join(format!("memlint-era-near-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let pkg = dir.join("crates/agent");
+        std::fs::create_dir_all(pkg.join("src")).unwrap();
+        let file = pkg.join("src/lib.rs");
+        let write = |root: &str, member: &str| {
+            std::fs::write(dir.join("Cargo.toml"), root).unwrap();
+            std::fs::write(pkg.join("Cargo.toml"), format!("[package]\nname = \"agent\"\n\n{member}")).unwrap();
+        };
+        write("", "[dependencies]\nburn = \"0.12.1\"\n");
+        assert_eq!(burn_era_near(&file), BurnEra::BeforeGraphStore);
+        write("", "[dependencies]\nburn = { version = \"~0.19\", features = [\"train\"] }\n");
+        assert_eq!(burn_era_near(&file), BurnEra::FitReturnsInference);
+        write("", "[dependencies]\nburn-autodiff = \"=0.16.1\"\nserde = \"1\"\n");
+        assert_eq!(burn_era_near(&file), BurnEra::OneGraph);
+        write("[workspace.dependencies]\nburn = \"0.20\"\n", "[dependencies]\nburn.workspace = true\n");
+        assert_eq!(burn_era_near(&file), BurnEra::TypedBackends);
+        // No burn, an unreadable requirement, or no manifest: the newest era.
+        write("", "[dependencies]\nserde = \"1\"\n");
+        assert_eq!(burn_era_near(&file), BurnEra::Components);
+        write("", "[dependencies]\nburn = \"not a version\"\n");
+        assert_eq!(burn_era_near(&file), BurnEra::Components);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(burn_era_near(&file), BurnEra::Components);
+    }
+
+    #[test]
     fn a_burn_requirement_is_in_the_era_every_release_it_allows_is_in() {
         let era = |req: &str| burn_era(&cargo_metadata::semver::VersionReq::parse(req).unwrap());
         assert_eq!(era("0.12.1"), BurnEra::BeforeGraphStore);
@@ -486,7 +554,9 @@ mod tests {
         assert_eq!(era("0.13"), BurnEra::OneGraph);
         assert_eq!(era("=0.18.0"), BurnEra::OneGraph);
         assert_eq!(era(">=0.15, <0.19"), BurnEra::OneGraph);
-        assert_eq!(era("0.19"), BurnEra::TypedBackends);
+        assert_eq!(era("0.19"), BurnEra::FitReturnsInference);
+        assert_eq!(era("~0.19.1"), BurnEra::FitReturnsInference);
+        assert_eq!(era("0.20"), BurnEra::TypedBackends);
         assert_eq!(era("=0.21.0"), BurnEra::TypedBackends);
         assert_eq!(era(">=0.19, <0.22"), BurnEra::TypedBackends);
         assert_eq!(era("0.22"), BurnEra::Components);

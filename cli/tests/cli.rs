@@ -405,3 +405,21 @@ fn burn_before_its_graph_store_has_no_forward_without_backward_hazard() {
     assert_eq!(run(">=0.10"), 1, "a requirement that allows 0.13 or later keeps the rule on");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A repository whose package lies in a folder, with no `Cargo.toml` at its root, linted by path
+/// from the root (no workspace loads there): the version still comes from the package's
+/// manifest.
+#[test]
+fn the_burn_version_of_a_package_linted_by_path_comes_from_its_manifest() {
+    let dir = std::env::temp_dir().join(format!("memlint-cli-burnnested-{}", std::process::id()));
+    let run = |req: &str| {
+        let _ = std::fs::remove_dir_all(&dir);
+        burn_rollout_package(&dir.join("models/rollout"), req);
+        let out = memlint(&["--message-format", "short", "models"], &dir);
+        assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("autodiff_forward_without_backward")).count()
+    };
+    assert_eq!(run("0.12.1"), 0);
+    assert_eq!(run("0.13"), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -19,6 +19,12 @@ pub(super) static SPEC_ONE_GRAPH: Spec = Spec { untrained_graphs_kept: false, au
 /// burn 0.19 to 0.21: the store of 0.22, with backends named in types and no `device.autodiff()`.
 pub(super) static SPEC_TYPED_BACKENDS: Spec = Spec { autodiff_device_method: None, ..BURN };
 
+/// burn 0.19: as 0.20 and 0.21, and burn-train's `learner.fit(train, valid)` returns a
+/// `TrainingResult` whose `model` is the inference module (`LC::InnerModel`; up to 0.18 `fit`
+/// returned the trained autodiff model, and from 0.20 on `launch` does what it did).
+pub(super) static SPEC_FIT_RETURNS_INFERENCE: Spec =
+    Spec { autodiff_device_method: None, frozen_methods: &["fit"], ..BURN };
+
 const BURN: Spec = Spec {
     name: "burn",
     crate_names: &["burn", "burn_core", "burn_tensor", "burn_autodiff", "burn_train", "burn_optim"],

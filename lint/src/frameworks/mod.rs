@@ -32,6 +32,9 @@ pub enum BurnEra {
     BeforeGraphStore,
     /// 0.13 to 0.18: one store for every graph, cleared as a whole by any backward.
     OneGraph,
+    /// 0.19 only: as [`BurnEra::TypedBackends`], and burn-train's `learner.fit(..)` returns a
+    /// `TrainingResult` that holds the trained model as the inference module.
+    FitReturnsInference,
     /// 0.19 to 0.21: graphs kept per connected component, as below; backends are types
     /// (`Autodiff<NdArray>`), and devices have no `autodiff()`.
     TypedBackends,
@@ -75,6 +78,7 @@ impl Framework {
         match era {
             BurnEra::BeforeGraphStore => Framework(&burn::SPEC_BEFORE_GRAPH_STORE),
             BurnEra::OneGraph => Framework(&burn::SPEC_ONE_GRAPH),
+            BurnEra::FitReturnsInference => Framework(&burn::SPEC_FIT_RETURNS_INFERENCE),
             BurnEra::TypedBackends => Framework(&burn::SPEC_TYPED_BACKENDS),
             BurnEra::Components => self,
         }
@@ -269,8 +273,11 @@ pub struct Spec {
     /// declared with it (`vm: &VarMap`) hands out variables (`vm.data().lock()`, `all_vars()`),
     /// and an operation on them records a graph.
     pub variable_store_type: Option<&'static str>,
-    /// Library methods that load a model's weights from files as plain tensors (candle
-    /// transformers' `sd_config.build_unet(path, ..)`): frozen, as [`Spec::frozen_constructors`].
+    /// Library methods that return a model that records no graph: one whose weights they load
+    /// from files as plain tensors (candle transformers' `sd_config.build_unet(path, ..)`), or
+    /// the inference module of a trained one (burn-train 0.19's `learner.fit(..)`, whose
+    /// `TrainingResult` holds it). Frozen, as [`Spec::frozen_constructors`]; not a method of
+    /// that name that the crate defines.
     pub frozen_methods: &'static [&'static str],
     /// Cutting the graph changes the value's type (dfdx's tape parameter): a detach fix is never
     /// machine-applicable.

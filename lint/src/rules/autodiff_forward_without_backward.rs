@@ -136,7 +136,7 @@ write of which is an untracked model (`Self { backbone: load(..).no_grad(), .. }
 burn 0.22, a model built on the plain device in a function that also makes `device.autodiff()`
 (`Mlp::new(.., &device)`; `.fork(&ad)` makes it tracked). A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`, and burn-train 0.20's
-`training.launch(learner).model`, the inference module) stays untracked in the functions it
+`training.launch(learner).model`, the inference module, as 0.19's `learner.fit(..).model` is) stays untracked in the functions it
 reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter, a local or a struct field whose type names the inner backend (`model:
 &Lm<B::InnerBackend>`). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
@@ -3991,6 +3991,43 @@ fn score<B: Backend>(model: &Model<B>, device: &B::Device, items: &[Item]) -> f3
         // The autodiff model itself, scored the same way, is reported (at the call).
         let tracked = LAUNCHED.replace("TRAINED", "model");
         assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
+    }
+
+    /// burn-train 0.19: `learner.fit(train, valid)` returns a `TrainingResult` whose `model` is
+    /// the inference module; up to 0.18 it returned the trained autodiff model.
+    const FITTED: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub fn train<B: AutodiffBackend>(device: B::Device, test: Loader) -> f64 {
+    let learner = LearnerBuilder::new(ARTIFACTS).num_epochs(4).build(Net::<B>::new(&device), adam(), 1e-3);
+    let result = learner.fit(train_loader(), valid_loader());
+    let scored = MODEL;
+    let mut correct = 0.0;
+    for batch in test.iter() {
+        let out = scored.forward(batch.images);
+        correct += out.argmax(1).into_scalar().to_f64();
+    }
+    correct
+}
+"#;
+
+    #[test]
+    fn a_fitted_learner_hands_back_the_inference_module_in_burn_0_19() {
+        use crate::BurnEra::{FitReturnsInference, OneGraph, TypedBackends};
+        let fitted = FITTED.replace("MODEL", "&result.model");
+        let count_in =
+            |src: &str, era| crate::rules::testing::count_in_era("autodiff_forward_without_backward", src, era);
+        assert_eq!(count_in(&fitted, FitReturnsInference), 0);
+        // Up to 0.18, `fit` returned the trained autodiff model.
+        let returned = FITTED.replace("MODEL", "result");
+        assert_eq!(count_in(&returned, OneGraph), 1);
+        // A `fit` the crate defines is its own, whatever it returns.
+        let own = fitted.clone()
+            + "pub struct Coach;\nimpl Coach {\n    pub fn fit<B: AutodiffBackend>(&self, a: Loader, b: Loader) -> Fitted<B> { todo!() }\n}\n";
+        assert_eq!(count_in(&own, FitReturnsInference), 1);
+        // The model that went into the learner is still the autodiff one.
+        let before = FITTED.replace("MODEL", "Net::<B>::new(&device)");
+        assert_eq!(count_in(&before, FitReturnsInference), 1);
+        assert_eq!(count_in(&fitted, TypedBackends), 1, "0.20 on has no `Learner::fit`");
     }
 
     /// Knowledge distillation: a teacher the crate builds apart and never trains again, run in
