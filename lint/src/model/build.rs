@@ -3810,7 +3810,11 @@ impl Builder<'_> {
         let receiver_dyn_all = receiver_dyn
             && !self.dyn_elements.is_empty()
             && receiver_binding().is_some_and(|b| self.dyn_elements.contains(&b));
+        let inner_result = self.crate_fns.inner_returns.contains(&name);
         let result = self.call_site(name, None, true, receiver, receiver_self, Some(recv), args, span);
+        if inner_result {
+            self.inner_result();
+        }
         self.note_bool_literals(m.args.iter());
         self.note_mut_refs(m.args.iter());
         let turbofish_autodiff = m.turbofish.as_ref().and_then(|t| self.generic_args_autodiff(t));
@@ -3835,6 +3839,18 @@ impl Builder<'_> {
             site.receiver_dyn_all = receiver_dyn_all;
         }
         result
+    }
+
+    /// The result of the call site just recorded is declared on the inner backend (see
+    /// `CrateNames::inner_returns`): an untracked model, or data of one.
+    fn inner_result(&mut self) {
+        if self.g.spec.autodiff_by_type
+            && let Some(site) = self.g.call_sites.last()
+        {
+            let result = site.result;
+            self.g.inert_seeds.push(result);
+            self.g.untracks_models = true;
+        }
     }
 
     /// `&mut Freeze`, `&mut Freeze::new()`, `&mut freeze` (a local of that type): one of the
@@ -4136,7 +4152,21 @@ impl Builder<'_> {
                 // returns what training made of its arguments (set by the crate-level pass).
                 let in_loop = self.cur_loop();
                 let call_span = self.between(first_token(&c.func), c.paren_token.span.close());
-                let args = self.exprs(c.args.iter(), true);
+                // What each argument reads (as `combine` joins them): the crate-level pass asks
+                // whether every call hands the closure an untracked model there.
+                let mut arg_reads: Vec<Reads> = Vec::with_capacity(c.args.len());
+                for a in &c.args {
+                    let (v, part) = (self.expr(a), self.cheap(a));
+                    if v.producer == Producer::Derived && !v.op {
+                        arg_reads.push(v.reads);
+                    } else {
+                        arg_reads.push(self.materialize(v, part).into_iter().collect());
+                    }
+                }
+                let mut reads: Vec<NodeIndex> = arg_reads.iter().flatten().copied().collect();
+                reads.sort_unstable();
+                reads.dedup();
+                let args = Val { reads: reads.into(), producer: Producer::Derived, op: true };
                 let result = self.value_node(args, span);
                 self.g.param_calls.push(super::graph::ParamCall {
                     param: index,
@@ -4144,6 +4174,7 @@ impl Builder<'_> {
                     span: call_span,
                     path: self.path.clone(),
                     result,
+                    arg_reads,
                 });
                 return Val { reads: smallvec::smallvec![result], producer: Producer::Derived, op: false };
             }
@@ -4326,6 +4357,9 @@ impl Builder<'_> {
         };
         let plain_device_only = self.devices.is_some() && self.hands_only_plain_device(c.args.iter());
         let result = self.call_site(last.to_string(), qualifier, false, None, false, None, args, span);
+        if self.crate_fns.inner_returns.contains(last) {
+            self.inner_result();
+        }
         if let Some(site) = self.g.call_sites.last_mut() {
             site.type_param_dispatch = dispatched;
             site.plain_device_only = plain_device_only;

@@ -838,6 +838,8 @@ pub struct ParamCall {
     pub(super) path: Vec<usize>,
     /// The value node of the call's result.
     pub(super) result: NodeIndex,
+    /// The nodes each argument reads, in order.
+    pub(super) arg_reads: Vec<smallvec::SmallVec<[NodeIndex; 2]>>,
 }
 
 /// A call that may reach one of the crate's own functions.

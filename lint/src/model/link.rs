@@ -1391,8 +1391,36 @@ fn follow_inert_models(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
                 }
             }
         }
-        if returns_inert.is_empty() && handed.is_empty() {
+        // A closure handed to a function of the crate that calls it with an inert model in some
+        // place on every call (`on_epoch(epoch, loss, &self.model.valid())` for `|epoch, loss,
+        // eval_model| ..`): that parameter of the closure holds an inert model.
+        let mut closure_seeds: Vec<(FnId, NodeIndex)> = Vec::new();
+        for (caller, ci, callees) in resolved {
+            let g = &files[caller.0].1[caller.1];
+            for &(k, closure) in &g.call_sites[*ci].closure_args {
+                let Some(scope) = g.closures.get(closure) else { continue };
+                for (j, param) in scope.params.iter().enumerate() {
+                    let Some(param) = *param else { continue };
+                    let inert = !callees.is_empty()
+                        && callees.iter().all(|c| {
+                            let callee = &files[c.0].1[c.1];
+                            let mut calls = callee.param_calls.iter().filter(|p| p.param == k).peekable();
+                            calls.peek().is_some()
+                                && calls
+                                    .all(|p| p.arg_reads.get(j).is_some_and(|r| r.iter().any(|&n| is_inert(callee, n))))
+                        });
+                    if inert && !g.inert_seeds.contains(&param) {
+                        closure_seeds.push((*caller, param));
+                    }
+                }
+            }
+        }
+        if returns_inert.is_empty() && handed.is_empty() && closure_seeds.is_empty() {
             return;
+        }
+        for (caller, param) in closure_seeds {
+            files[caller.0].1[caller.1].inert_seeds.push(param);
+            dirty.push(caller);
         }
         let candidates: BTreeSet<FnId> = handed.keys().map(|k| k.0).collect();
         for (caller, ci, callees) in resolved {
@@ -2008,6 +2036,10 @@ pub struct CrateNames {
     /// `Result<..>`/`Option<..>` and paths: `fn build(&self) -> Result<t5::T5Model>` gives
     /// `T5Model`): what a call of one makes.
     pub(super) return_types: HashMap<String, String>,
+    /// burn: functions whose every definition in the crate declares a result on the inner
+    /// backend and no other backend (`fn fit<B: AutodiffBackend>(..) -> Option<(f32,
+    /// Net<B::InnerBackend>)>`): what a call of one hands back records no graph.
+    pub(super) inner_returns: HashSet<String>,
     /// Functions whose declared result names an autodiff backend (`fn train(..) ->
     /// WindowMlp<Ad>` with `type Ad = Autodiff<Wgpu>;`), in every definition that names generic
     /// arguments: a local bound to a call of one holds an autodiff model.
@@ -2355,6 +2387,50 @@ fn return_type(text: &str, from: usize) -> Option<&str> {
     }
     let ret = &sig[arrow?..];
     Some(ret.split(" where").next().unwrap_or(ret).trim())
+}
+
+/// Whether a declared result names burn's inner backend and no other backend (words only, not a
+/// parse): `Net<B::InnerBackend>`, `Option<(f32, Net<<B as AutodiffBackend>::InnerBackend>)>`,
+/// `Result<M::InnerModule>`; not `(Net<B>, Net<B::InnerBackend>)`, whose bare `B` may be
+/// autodiff. For `Result<T, E>` only `T` counts.
+fn inner_return(ret: &str) -> bool {
+    let ret = unwrapped(ret);
+    if !(ret.contains("InnerBackend") || ret.contains("InnerModule")) {
+        return false;
+    }
+    // Every generic argument that is a bare name (`B`, `Ad`, `MyBackend`, not `B::InnerBackend`,
+    // `f32`, `2`) may be a backend: then not only the inner one.
+    let bytes = ret.as_bytes();
+    let mut open: Vec<u8> = Vec::new();
+    let mut start = None;
+    for (k, &c) in bytes.iter().enumerate() {
+        if matches!(c, b'<' | b'(' | b'[' | b',' | b'>' | b')' | b']') {
+            if let Some(s) = start.take()
+                && open.last() == Some(&b'<')
+                && c != b'<'
+            {
+                let piece = ret[s..k].trim();
+                let bare = !piece.is_empty()
+                    && piece.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && !piece.bytes().all(|b| b.is_ascii_digit())
+                    && !super::rust::is_host_type(piece);
+                if bare {
+                    return false;
+                }
+            }
+            match c {
+                b'<' | b'(' | b'[' => open.push(c),
+                b'>' | b')' | b']' => {
+                    open.pop();
+                }
+                _ => {}
+            }
+            if matches!(c, b'<' | b'(' | b'[' | b',') {
+                start = Some(k + 1);
+            }
+        }
+    }
+    true
 }
 
 /// A return type without its `Result<..>`/`Option<..>` wrappers (for `Result<T, E>` only
@@ -2741,6 +2817,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     // `None`: definitions that return different types, or none the text names. Borrowed from
     // the texts: most names are never asked about.
     let mut return_types: HashMap<&'a str, Option<&'a str>> = HashMap::default();
+    // Whether every definition of a name declares an inner-backend result (see `inner_return`).
+    let mut inner_rets: HashMap<&'a str, bool> = HashMap::default();
     // Declared results with generic arguments (`WindowMlp<Ad>`), read once the aliases are known.
     // With the right-hand sides of the file's top-level shorthand aliases the result names
     // (`type B = Autodiff<Wgpu>;` and `fn train(..) -> Cnn<B>` beside it).
@@ -2812,6 +2890,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     };
                     generic_rets.push((name, r, aliased));
                 }
+                let inner = ret.is_some_and(inner_return);
+                inner_rets.entry(name).and_modify(|all| *all &= inner).or_insert(inner);
                 let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
                     Some(known) if *known != head => *known = None,
@@ -3059,6 +3139,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         .collect();
     let return_types =
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
+    let inner_returns = inner_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
     let host_array_fields = host_arrays.difference(&not_host_arrays).cloned().collect();
     CrateNames {
         host_array_fields,
@@ -3067,6 +3148,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         rnn_fields,
         host_structs,
         return_types,
+        inner_returns,
         autodiff_fns,
         fns,
         plain_fields,

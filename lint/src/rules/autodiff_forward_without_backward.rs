@@ -137,8 +137,11 @@ burn 0.22, a model built on the plain device in a function that also makes `devi
 (`Mlp::new(.., &device)`; `.fork(&ad)` makes it tracked). A model handed over untracked (`model.valid()`,
 `AutodiffModule::valid(&model)`, `.map(Module::no_grad)`, and burn-train 0.20's
 `training.launch(learner).model`, the inference module, as 0.19's `learner.fit(..).model` is) stays untracked in the functions it
-reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`), and so does a parameter, a local or a struct field whose type names the inner backend (`model:
-&Lm<B::InnerBackend>`). A model's own methods that return what they compute
+reaches and in the closures it is handed to (rayon's `map_with(model.valid(), |model, i| ..)`,
+a callback of the caller's that a trainer of the crate calls with `&self.model.valid()` on every
+call), and so does a parameter, a local or a struct field whose type names the inner backend
+(`model: &Lm<B::InnerBackend>`), and what a call of a crate function returns whose declared result
+does (`-> Option<(f32, Net<B::InnerBackend>)>`, and no other backend). A model's own methods that return what they compute
 (blocks run in turn) are part of a forward pass and are left to their callers; a loss module's
 `forward` is not a model's.
 
@@ -4028,6 +4031,93 @@ pub fn train<B: AutodiffBackend>(device: B::Device, test: Loader) -> f64 {
         let before = FITTED.replace("MODEL", "Net::<B>::new(&device)");
         assert_eq!(count_in(&before, FitReturnsInference), 1);
         assert_eq!(count_in(&fitted, TypedBackends), 1, "0.20 on has no `Learner::fit`");
+    }
+
+    /// A trainer that hands each epoch's untracked model to a callback of its caller
+    /// (`on_epoch(epoch, &self.net.valid())`): the closure's parameter holds the inner model.
+    const EPOCH_CALLBACK: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+type Ad = Autodiff<NdArray>;
+pub struct Trainer<B: AutodiffBackend> { net: Net<B>, lr: f64 }
+impl<B: AutodiffBackend> Trainer<B> {
+    pub fn run(&mut self, epochs: usize, mut on_epoch: impl FnMut(usize, &Net<B::InnerBackend>)) {
+        let mut optim = AdamConfig::new().init();
+        for epoch in 0..epochs {
+            let loss = self.net.forward(batch()).mean();
+            let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+            self.net = optim.step(self.lr, self.net.clone(), grads);
+            on_epoch(epoch, HANDED);
+        }
+    }
+}
+pub fn score<B: Backend>(net: &Net<B>, rows: &[Row]) -> f32 {
+    rows.iter().map(|r| net.forward(r.tensor()).into_scalar().elem::<f32>()).sum()
+}
+fn main() {
+    let rows = holdout();
+    let mut trainer = Trainer::<Ad> { net: Net::new(&Default::default()), lr: 1e-3 };
+    trainer.run(100, |epoch, model| {
+        let val = score(model, &rows);
+        println!("{epoch} {val}");
+    });
+}
+"#;
+
+    #[test]
+    fn a_callback_handed_the_untracked_model_runs_no_graph() {
+        let valid = EPOCH_CALLBACK.replace("HANDED", "&self.net.valid()");
+        assert_eq!(count("autodiff_forward_without_backward", None, &valid), 0);
+        // Handed the trained model itself, the callback's validation loop is on autodiff.
+        let tracked = EPOCH_CALLBACK
+            .replace("HANDED", "&self.net")
+            .replace("impl FnMut(usize, &Net<B::InnerBackend>)", "impl FnMut(usize, &Net<B>)");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![18]);
+        // Untracked at one call and not at another: not every call hands an inert model.
+        let mixed = EPOCH_CALLBACK.replace("HANDED", "&self.net.valid());\n            on_epoch(epoch, &self.net");
+        assert_eq!(count("autodiff_forward_without_backward", None, &mixed), 1);
+    }
+
+    /// A crate function whose declared result is on the inner backend (`-> Option<(f32,
+    /// Net<B::InnerBackend>)>`, the best snapshot of an early stopper): what it hands back records
+    /// no graph, however it was made.
+    const INNER_RESULT: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+pub fn fit<B: AutodiffBackend>(net: Net<B>, steps: usize) -> RESULT {
+    let mut keeper = Keeper::default();
+    let mut net = net;
+    for step in 0..steps {
+        net = train_step(net);
+        keeper.offer(step as f32, || net.valid());
+    }
+    keeper.best
+}
+pub fn score<B: Backend>(net: &Net<B>, rows: &[Row]) -> f32 {
+    rows.iter().map(|r| net.forward(r.tensor()).into_scalar().elem::<f32>()).sum()
+}
+fn main() {
+    type Ad = Autodiff<NdArray>;
+    let best = fit(Net::<Ad>::new(&Default::default()), 500);
+    if let Some((_, net)) = best {
+        println!("{}", score(&net, &holdout()));
+    }
+}
+"#;
+
+    #[test]
+    fn a_result_declared_on_the_inner_backend_is_untracked() {
+        let inner = INNER_RESULT.replace("RESULT", "Option<(f32, Net<B::InnerBackend>)>");
+        assert_eq!(count("autodiff_forward_without_backward", None, &inner), 0);
+        let qualified = INNER_RESULT.replace("RESULT", "Option<(f32, Net<<B as AutodiffBackend>::InnerBackend>)>");
+        assert_eq!(count("autodiff_forward_without_backward", None, &qualified), 0);
+        // Declared on the autodiff backend, or beside a model that may be: the forward is tracked.
+        let tracked = INNER_RESULT.replace("RESULT", "Option<(f32, Net<B>)>");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &tracked), vec![14]);
+        let both = INNER_RESULT
+            .replace("RESULT", "Option<(Net<B>, Net<B::InnerBackend>)>")
+            .replace("if let Some((_, net)) = best", "if let Some((net, _)) = best");
+        assert_eq!(count("autodiff_forward_without_backward", None, &both), 1);
     }
 
     /// Knowledge distillation: a teacher the crate builds apart and never trains again, run in
