@@ -135,6 +135,11 @@ impl Linter {
         let field_types = type_graph::field_types(decls.iter().chain(&context_decls));
         model::link(&mut linked, &fields, &modules, &field_types, &crate_fns);
         let linked = &linked[..files.len()];
+        for (file, gs) in linked {
+            for g in gs {
+                g.debug_nodes(&file.text);
+            }
+        }
         let reach = reach::Reach::new(&all, self.binary);
         let per_file: Vec<(Vec<Finding>, Vec<Finding>)> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs, &reach)).collect();

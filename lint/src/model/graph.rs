@@ -2058,6 +2058,43 @@ impl FnModel {
         }
     }
 
+    pub fn debug_nodes(&self, text: &str) {
+        let Ok(want) = std::env::var("MEMLINT_NODES") else { return };
+        if self.name() != want {
+            return;
+        }
+        eprintln!(
+            "== nodes of {} seeds={:?} autodiff={} self_trainable={}",
+            self.name(),
+            self.trainable_seeds,
+            self.autodiff,
+            self.self_trainable
+        );
+        for n in self.graph.node_indices() {
+            let nd = &self.graph[n];
+            let t: String = text.get(nd.span.clone()).unwrap_or("?").chars().take(60).collect();
+            eprintln!("  {:?} {:?} loop={:?} taint={:?} `{}`", n, nd.kind, nd.in_loop, nd.taint, t.replace('\n', " "));
+        }
+        for e in self.graph.edge_indices() {
+            let (a, b) = self.graph.edge_endpoints(e).unwrap();
+            eprintln!("  edge {:?}->{:?} {:?}", a, b, self.graph[e]);
+        }
+        for c in &self.call_sites {
+            eprintln!(
+                "  call {} result={:?} recv={:?} self={} args_returned={:b} loop={:?}",
+                c.name, c.result, c.receiver, c.receiver_self, c.args_returned, c.in_loop
+            );
+        }
+        for s in &self.state_calls {
+            eprintln!(
+                "  state_call {} fresh={} always={} always_in={:?}",
+                s.callee, s.fresh_each_iteration, s.always, s.always_in
+            );
+        }
+        eprintln!("  keeps={:?}", self.keeps_graph_state());
+        eprintln!("  returns={:?} result_backpropagated={}", self.returns, self.result_backpropagated);
+    }
+
     /// Where the function keeps a graph-carrying value built from what that place held before
     /// (a key/value cache, `self.k = Some(Tensor::cat(&[prev, &k], 2)?)`; a recurrent state,
     /// `self.h = self.cell.forward(x, &self.h)?`): in `self`, in parameters. Each call chains
@@ -2273,12 +2310,16 @@ impl FnModel {
     fn self_fields_without_graph(&self, afresh: bool) -> Vec<String> {
         let mut given: Vec<BindingId> = Vec::new();
         let mut kept: Vec<BindingId> = Vec::new();
-        for (_, value, target, how, _) in self.stores() {
+        for (edge, value, target, how, _) in self.stores() {
             let Some(b) = self.binding_of(target) else { continue };
             if self.bindings[b].kind != BindingKind::SelfField {
                 continue;
             }
-            if self.taint(value).has(Taint::GRAPH) || (afresh && self.continues(value, b, target)) {
+            // A method of `self` this one calls folds what it is handed into the field
+            // (`self.next_token(lm, ..)` running `self.usage = (&self.usage * 0.98 + p)?`): the
+            // old value goes on, whatever the argument carries here; neither a cut nor a reset.
+            let folded_by_a_call = how == Store::Fold && self.through(edge).is_some();
+            if self.taint(value).has(Taint::GRAPH) || folded_by_a_call || (afresh && self.continues(value, b, target)) {
                 kept.push(b);
             } else if matches!(how, Store::Assign | Store::Fold)
                 && self.whole_write(target)

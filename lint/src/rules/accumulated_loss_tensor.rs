@@ -1315,6 +1315,46 @@ pub fn fit<O: Optimizer>(model: &mut Forecaster, opt: &mut O, chunks: &[(Tensor,
         assert!(lines("model.reset_state();").is_empty());
     }
 
+    /// A helper (not the model) that keeps a running average of the model's outputs, updated by
+    /// a method it calls on itself (`self.observe(net, x)` from `probe`), probed once per training
+    /// step.
+    const PROBE_THROUGH_SELF: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{Linear, Optimizer, VarBuilder, VarMap};
+pub struct Drift { mean: Tensor }
+impl Drift {
+    fn observe(&mut self, net: &Linear, x: &Tensor) -> Result<f32> {
+        let y = net.forward(x)?;
+        self.mean = ((&self.mean * 0.9)? + (y * 0.1)?)?CUT;
+        self.mean.sum_all()?.to_scalar::<f32>()
+    }
+    pub fn probe(&mut self, net: &Linear, x: &Tensor) -> Result<f32> {
+        let shifted = (x + 1.0)?;
+        self.observe(net, &shifted)
+    }
+}
+pub fn fit(vm: &VarMap, batches: &[(Tensor, Tensor)], dev: &Device) -> Result<()> {
+    let net = candle_nn::linear(4, 4, VarBuilder::from_varmap(vm, DType::F32, dev))?;
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    let mut drift = Drift { mean: Tensor::zeros((1, 4), DType::F32, dev)? };
+    for (x, y) in batches {
+        let loss = (net.forward(x)? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        println!("{}", drift.probe(&net, x)?);
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_folded_by_a_method_the_called_method_calls_on_itself_chains() {
+        let lines = |cut: &str| {
+            crate::rules::testing::lines("accumulated_loss_tensor", &PROBE_THROUGH_SELF.replace("CUT", cut))
+        };
+        assert_eq!(lines(""), vec![23]);
+        assert!(lines(".detach()").is_empty());
+    }
+
     /// `model.cell.step(..)` is the library's recurrent cell (`cell: LSTM`), not the crate's
     /// `Trainer::step` of the same name and arity: the inner loop runs no backward.
     const LIBRARY_STEP: &str = r#"
