@@ -1187,14 +1187,34 @@ fn follow_trainable_models(
             }
             // `sampler.sample(..)` with `sampler` built around a trainable model, and
             // `self.step(..)` in a method whose `self` holds one.
-            if site.method
-                && (site.receiver.is_some_and(|r| trainable(g, r)) || (site.receiver_self && g.self_trainable))
-            {
+            let on_trainable = site.method
+                && (site.receiver.is_some_and(|r| trainable(g, r)) || (site.receiver_self && g.self_trainable));
+            if on_trainable {
                 for c in callees {
                     for &n in &files[c.0].1[c.1].self_fields {
                         seeds.push((*c, n, from()));
                     }
                     selves.push((*c, from()));
+                }
+            }
+            // What such a method hands back from its receiver (`trainer.into_model()` returning
+            // `self.net`), and a value built around a model handed back so (`Filter { net: &net
+            // }`, `Enhancer::new(&net)`), as the first pass follows them.
+            if !trainable(g, site.result) {
+                let hands_back = |c: &FnId| {
+                    let callee = &files[c.0].1[c.1];
+                    callee.self_trainable && callee.returns.iter().any(|&n| trainable(callee, n))
+                };
+                let handed = holds(g) && site.args.iter().any(|a| a.reads.iter().any(|&n| trainable(g, n)));
+                let built = handed
+                    && callees.iter().all(|c| {
+                        let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
+                        site.args.iter().enumerate().any(|(i, a)| {
+                            mask.get(i).copied().unwrap_or(false) && a.reads.iter().any(|&n| trainable(g, n))
+                        })
+                    });
+                if (on_trainable && callees.iter().any(hands_back)) || built {
+                    seeds.push((*caller, site.result, None));
                 }
             }
         }

@@ -26,8 +26,9 @@ training or not: a frozen copy sampled for previews is not reported. Not when th
 mutably (`install_lora(&mut unet, ..)`): adapters put into it may be trainable variables.
 
 Outside training, the same loop is reported when its model is built from trainable variables:
-from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `Var::new(..)`, or a
-function of the crate that returns such a builder or model, in the function or in a caller that
+from a `VarBuilder::from_varmap(..)` (weights loaded with `varmap.load(..)`), `Var::new(..)`, a
+function of the crate that returns such a builder or model, or a method that hands back the one
+its receiver holds (`trainer.into_model()` after training), in the function or in a caller that
 hands it the model, also inside a struct built around it (`Sampler { net: &net }.sample(..)`
 stepping `x = self.step(&x)?` through a method that runs the forward pass, or through a
 function of the crate handed the model, `x = langevin_step(net, &x, sigma)?`, or through a
@@ -1210,5 +1211,64 @@ fn main() -> Result<()> {
             );
         assert_ne!(fresh, leak);
         assert_eq!(count("sampling_loop_chains_graph", None, &fresh), 0);
+    }
+
+    /// A trainer that owns the model built from a `VarMap` and hands it back when training ends
+    /// (`trainer.into_model()` returning `self.net`), then a streaming filter built around it.
+    const HANDED_BACK: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, Linear, Optimizer, VarBuilder, VarMap};
+pub struct Net { fc: Linear }
+impl Net {
+    pub fn fresh(dev: &Device) -> Result<(Self, VarMap)> {
+        let vm = VarMap::new();
+        let fc = linear(8, 4, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+        Ok((Self { fc }, vm))
+    }
+    pub fn smooth(&self, x: &Tensor, prev: &Tensor) -> Result<Tensor> {
+        self.fc.forward(&Tensor::cat(&[x, prev], 1)?)
+    }
+}
+pub struct Trainer { net: Net, opt: candle_nn::SGD }
+impl Trainer {
+    pub fn new(net: Net, vm: VarMap) -> Result<Self> {
+        Ok(Self { opt: candle_nn::SGD::new(vm.all_vars(), 0.01)?, net })
+    }
+    pub fn step(&mut self, x: &Tensor, prev: &Tensor) -> Result<()> {
+        let loss = self.net.smooth(x, prev)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)
+    }
+    pub fn into_model(self) -> Net { self.net }
+}
+pub struct Filter<'a> { net: &'a Net, last: Tensor }
+impl<'a> Filter<'a> {
+    pub fn feed(&mut self, x: &Tensor) -> Result<f32> {
+        let y = self.net.smooth(x, &self.last)?;
+        let level = y.mean_all()?.to_scalar::<f32>()?;
+        self.last = yCUT;
+        Ok(level)
+    }
+}
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let (net, vm) = Net::fresh(&dev)?;
+    let mut trainer = Trainer::new(net, vm)?;
+    for _ in 0..100 {
+        trainer.step(&Tensor::zeros((2, 4), DType::F32, &dev)?, &Tensor::zeros((2, 4), DType::F32, &dev)?)?;
+    }
+    let net = trainer.into_model();
+    let mut filter = Filter { net: &net, last: Tensor::zeros((2, 4), DType::F32, &dev)? };
+    for _ in 0..10_000 {
+        println!("{}", filter.feed(&Tensor::zeros((2, 4), DType::F32, &dev)?)?);
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_model_a_trainer_hands_back_keeps_its_trainable_weights() {
+        let leak = HANDED_BACK.replace("CUT", "");
+        assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &leak), vec![45]);
+        assert_eq!(count("sampling_loop_chains_graph", None, &HANDED_BACK.replace("CUT", ".detach()")), 0);
     }
 }
