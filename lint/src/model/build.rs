@@ -694,6 +694,7 @@ impl Builder<'_> {
                 self_fields: Vec::new(),
                 forward_sites: Vec::new(),
                 state_calls: Vec::new(),
+                disabled_caches: Vec::new(),
                 resets: Vec::new(),
                 named_resets: Vec::new(),
                 field_cuts: Vec::new(),
@@ -822,6 +823,13 @@ impl Builder<'_> {
             };
             let fresh = in_loop.is_some_and(|l| self.g.loop_within(self.g.bindings[state].decl_loop, l))
                 || self.g.resets.iter().any(|&(b, l)| b == state && l == in_loop);
+            // A cache the caller lends (`cache: &mut Cache`): judged by what the callers hand.
+            let lent_param = lent.filter(|&b| self.g.bindings[b].kind == BindingKind::Param).and_then(|b| {
+                self.g
+                    .params
+                    .iter()
+                    .position(|p| p.is_some_and(|p| matches!(self.g.graph[p].kind, NodeKind::Version(v) if v == b)))
+            });
             self.g.state_calls.push(super::graph::StateCall {
                 span,
                 in_loop,
@@ -835,8 +843,10 @@ impl Builder<'_> {
                 kept_fields: Vec::new(),
                 fresh_each_iteration: fresh,
                 receiver_self: false,
+                lent_param,
             });
         }
+        self.g.disabled_caches = std::mem::take(&mut self.disabled_caches);
         self.g.propagate();
         self.g
     }

@@ -620,6 +620,8 @@ pub struct FnModel {
     /// Calls of functions that keep a graph-carrying value in their state (see
     /// [`FnModel::keeps_graph_state`]), set by the crate-level pass.
     pub(super) state_calls: Vec<StateCall>,
+    /// Locals made as caches that keep nothing (`let mut cache = Cache::new(false, ..)?`).
+    pub(super) disabled_caches: Vec<BindingId>,
     /// `model.reset_cache()`, `model.clear_kv_cache()`: the binding, and the loop it is in.
     pub(super) resets: Vec<(BindingId, Option<LoopId>)>,
     /// The resets made by a method call of a reset's name (`net.clear_buffers()`): (index into
@@ -1113,6 +1115,10 @@ pub struct StateCall {
     /// A call on `self` (`self.unroll(..)` in `fn run(&mut self)`): the state is kept in the
     /// caller's own receiver.
     pub(super) receiver_self: bool,
+    /// A library model's cache lent from a parameter of the function (`model.forward(&x, 0,
+    /// cache)` with `cache: &mut Cache`): its index. A cache that every caller makes disabled
+    /// (`Cache::new(false, ..)`) keeps nothing.
+    pub(super) lent_param: Option<usize>,
 }
 
 impl StateCall {

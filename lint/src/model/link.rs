@@ -293,6 +293,37 @@ pub fn link(
         let forwards = resolve_sites(files, &index, |g| &g.forward_sites, |_, _| {});
         mark_field_resets(files, &resolved);
         mark_stateful_calls(files, &index, &resolved, &forwards);
+        mark_disabled_lent_caches(files, &resolved);
+    }
+}
+
+/// A library model's cache lent from a parameter (`fn valid_loss(.., cache: &mut Cache)` running
+/// `model.forward(&x, 0, cache)`) that every call of the crate hands a cache made disabled
+/// (`let mut cache = Cache::new(false, ..)?; valid_loss(.., &mut cache)`): it keeps nothing, so
+/// the calls that lend it keep no state.
+fn mark_disabled_lent_caches(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
+    let lends = |g: &FnModel| g.state_calls.iter().any(|c| c.lent_param.is_some() && !c.fresh_each_iteration);
+    if !files.iter().any(|(_, graphs)| graphs.iter().any(lends)) {
+        return;
+    }
+    // Per callee and parameter: whether every call hands a disabled cache there.
+    let mut disabled: HashMap<(FnId, usize), bool> = HashMap::default();
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        for c in callees {
+            for k in files[c.0].1[c.1].state_calls.iter().filter_map(|s| s.lent_param) {
+                let off = site.args.get(k).and_then(|a| a.mut_ref).is_some_and(|b| g.disabled_caches.contains(&b));
+                *disabled.entry((*c, k)).or_insert(true) &= off;
+            }
+        }
+    }
+    for ((c, k), off) in disabled {
+        if off {
+            for s in files[c.0].1[c.1].state_calls.iter_mut().filter(|s| s.lent_param == Some(k)) {
+                s.fresh_each_iteration = true;
+            }
+        }
     }
 }
 
@@ -973,8 +1004,21 @@ fn mark_stateful_calls(
         };
         // `model` of `model.decoder().forward(..)` too: a getter lends a part of it.
         let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
-        let chains = (callee.in_self && (site.receiver_self || receiver.is_some_and(lasting)))
-            || bits(callee.params).any(|k| site.args.get(k).and_then(|a| a.mut_ref).is_some_and(lasting));
+        let in_receiver = callee.in_self && (site.receiver_self || receiver.is_some_and(lasting));
+        let chains =
+            in_receiver || bits(callee.params).any(|k| site.args.get(k).and_then(|a| a.mut_ref).is_some_and(lasting));
+        // Kept only in what a parameter of this function lends (`model.forward(&x, 0, cache)`
+        // with `cache: &mut Cache`): judged by what this function's callers hand it.
+        let lent_param = if in_receiver {
+            None
+        } else {
+            bits(callee.params).find_map(|k| {
+                let b = site.args.get(k)?.mut_ref?;
+                g.params
+                    .iter()
+                    .position(|p| p.is_some_and(|p| matches!(g.graph[p].kind, NodeKind::Version(v) if v == b)))
+            })
+        };
         // The name of a candidate that keeps it.
         let named = callees.iter().find(|c| state.get(c).is_some_and(|s| s.any())).unwrap_or(&callees[0]);
         let c = &files[named.0].1[named.1];
@@ -995,6 +1039,7 @@ fn mark_stateful_calls(
                 kept_by_push: callees.iter().find_map(|c| kept_at.get(c)).is_some_and(|(_, pushed)| *pushed),
                 kept_fields: callees.iter().find_map(|c| kept_fields.get(c)).cloned().unwrap_or_default(),
                 receiver_self: site.receiver_self,
+                lent_param,
             },
         ));
     }

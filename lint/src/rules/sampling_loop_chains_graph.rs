@@ -40,7 +40,8 @@ it kept before (also in a function the training loop calls with the model it tra
 generator): a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, also behind a
 `Mutex` or in a `&mut Cache` argument), found through the model's layers; for a library's
 model (candle-transformers), a cache lent to its forward (`llama.forward(&x, pos, &mut cache)`,
-not one made with `Cache::new(false, ..)`) or one the function resets (`model.clear_kv_cache()`). A cache made afresh
+not one made with `Cache::new(false, ..)`, here or by every caller that lends it: `valid_loss(..,
+&mut cache)`) or one the function resets (`model.clear_kv_cache()`). A cache made afresh
 on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
 layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A
 recurrent cell of `candle_nn::rnn` stepped on its own state (`state = cell.step(&x, &state)?`)
@@ -1270,5 +1271,61 @@ fn main() -> Result<()> {
         let leak = HANDED_BACK.replace("CUT", "");
         assert_eq!(crate::rules::testing::lines("sampling_loop_chains_graph", &leak), vec![45]);
         assert_eq!(count("sampling_loop_chains_graph", None, &HANDED_BACK.replace("CUT", ".detach()")), 0);
+    }
+
+    /// A validation helper that lends its caller's cache to the model (`valid_loss(.., &mut
+    /// cache)`), as candle's llama2-c training example does: the caller makes it
+    /// `Cache::new(false, ..)`, which keeps nothing.
+    const LENT_CACHE: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, Linear, Optimizer, VarBuilder, VarMap};
+pub struct Cache { use_kv_cache: bool, kvs: Option<Tensor> }
+impl Cache {
+    pub fn new(use_kv_cache: bool) -> Result<Self> { Ok(Self { use_kv_cache, kvs: None }) }
+}
+pub struct Lm { fc: Linear }
+impl Lm {
+    pub fn forward(&self, x: &Tensor, cache: &mut Cache) -> Result<Tensor> {
+        let mut k = self.fc.forward(x)?;
+        if cache.use_kv_cache {
+            if let Some(prev) = &cache.kvs {
+                k = Tensor::cat(&[prev, &k], 0)?;
+            }
+            cache.kvs = Some(k.clone());
+        }
+        Ok(k)
+    }
+}
+fn valid_loss(model: &Lm, xs: &[Tensor], cache: &mut Cache) -> Result<f32> {
+    let mut total = 0f32;
+    for x in xs {
+        total += model.forward(x, cache)?.mean_all()?.to_scalar::<f32>()?;
+    }
+    Ok(total)
+}
+pub fn run(xs: &[Tensor], dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let model = Lm { fc: linear(4, 4, VarBuilder::from_varmap(&vm, DType::F32, dev))? };
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    let mut cache = Cache::new(FLAG)?;
+    for (i, x) in xs.iter().enumerate() {
+        let loss = model.forward(x, &mut Cache::new(false)?)?.mean_all()?;
+        opt.backward_step(&loss)?;
+        if i % 100 == 0 {
+            println!("{}", valid_loss(&model, xs, &mut cache)?);
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_cache_every_caller_makes_disabled_keeps_nothing() {
+        assert_eq!(count("sampling_loop_chains_graph", None, &LENT_CACHE.replace("FLAG", "false")), 0);
+        // Made to keep its keys and values, the lent cache chains every step's graph.
+        assert_eq!(
+            crate::rules::testing::lines("sampling_loop_chains_graph", &LENT_CACHE.replace("FLAG", "true")),
+            vec![24]
+        );
     }
 }
