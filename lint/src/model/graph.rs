@@ -1928,7 +1928,11 @@ impl FnModel {
     /// and that is bound outside loop `l` (`chain.advance(&net)` with `net` from a `VarMap`):
     /// the model's span.
     pub fn trainable_arg_of(&self, span: &Span, l: LoopId) -> Option<&Span> {
-        let site = self.call_sites.iter().find(|c| c.span == *span)?;
+        self.trainable_arg(self.call_sites.iter().find(|c| c.span == *span)?, l)
+    }
+
+    /// The trainable model call `site` is handed, bound outside loop `l`: its span.
+    fn trainable_arg(&self, site: &CallSite, l: LoopId) -> Option<&Span> {
         site.args.iter().flat_map(|a| a.reads.iter()).find_map(|&r| {
             let v = self.receiver_root(r)?;
             (self.taint(v).has(Taint::TRAINABLE)
@@ -1966,12 +1970,7 @@ impl FnModel {
             // handed (`x = langevin_step(net, &x, ..)?` with `net` the model): that model.
             NodeKind::Value(Producer::Forward { receiver: None }) if self.loop_within(self.graph[n].in_loop, l) => {
                 let site = self.call_sites.iter().find(|c| c.result == n && !c.method)?;
-                site.args.iter().flat_map(|a| a.reads.iter()).find_map(|&r| {
-                    let v = self.receiver_root(r)?;
-                    (self.taint(v).has(Taint::TRAINABLE)
-                        && self.binding_of(v).is_some_and(|b| !self.loop_within(self.bindings[b].decl_loop, l)))
-                    .then(|| (&self.graph[v].span, false))
-                })
+                self.trainable_arg(site, l).map(|span| (span, false))
             }
             _ => None,
         })

@@ -1188,13 +1188,8 @@ fn follow_trainable_models(
                 continue;
             }
             let site = &g.call_sites[*ci];
-            let built_from = |c: &FnId, returned: &mut HashMap<FnId, Vec<bool>>| {
-                let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
-                site.args
-                    .iter()
-                    .enumerate()
-                    .any(|(i, a)| mask.get(i).copied().unwrap_or(false) && a.reads.iter().any(|&n| trainable(g, n)))
-            };
+            let built_from =
+                |c: &FnId, returned: &mut HashMap<FnId, Vec<bool>>| built_from_trainable(files, g, site, c, returned);
             let handed = holds(g) && site.args.iter().any(|a| a.reads.iter().any(|&n| trainable(g, n)));
             if callees.iter().any(|c| returns.contains(c))
                 || (handed && callees.iter().all(|c| built_from(c, &mut returned)))
@@ -1251,13 +1246,7 @@ fn follow_trainable_models(
                     callee.self_trainable && callee.returns.iter().any(|&n| trainable(callee, n))
                 };
                 let handed = holds(g) && site.args.iter().any(|a| a.reads.iter().any(|&n| trainable(g, n)));
-                let built = handed
-                    && callees.iter().all(|c| {
-                        let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
-                        site.args.iter().enumerate().any(|(i, a)| {
-                            mask.get(i).copied().unwrap_or(false) && a.reads.iter().any(|&n| trainable(g, n))
-                        })
-                    });
+                let built = handed && callees.iter().all(|c| built_from_trainable(files, g, site, c, &mut returned));
                 if (on_trainable && callees.iter().any(hands_back)) || built {
                     seeds.push((*caller, site.result, None));
                 }
@@ -1281,6 +1270,21 @@ fn follow_trainable_models(
         followed = true;
     }
     followed
+}
+
+/// Whether callee `c` builds its result from a trainable value `site` of `g` hands it (`Net::new(vb)`,
+/// `Filter { net: &net }`); `returned` memoizes which parameters each callee returns.
+fn built_from_trainable(
+    files: &[(Arc<SourceFile>, Vec<FnModel>)],
+    g: &FnModel,
+    site: &super::graph::CallSite,
+    c: &FnId,
+    returned: &mut HashMap<FnId, Vec<bool>>,
+) -> bool {
+    let mask = returned.entry(*c).or_insert_with(|| files[c.0].1[c.1].params_returned());
+    site.args.iter().enumerate().any(|(i, a)| {
+        mask.get(i).copied().unwrap_or(false) && a.reads.iter().any(|&n| g.graph[n].taint.has(Taint::TRAINABLE))
+    })
 }
 
 /// Fields of the crate's structs written only where a struct literal builds them, and changed by
