@@ -443,6 +443,10 @@ impl Items<'_> {
             b.looped(header, |s| tail = Some(s.block(block)));
             tail.unwrap_or_else(Val::plain)
         } else {
+            b.ret_tuples = returned_tuples(sig, block);
+            if !b.ret_tuples.is_empty() {
+                b.g.return_elems = vec![Vec::new(); declared_tuple_arity(&sig.output).unwrap_or(0)];
+            }
             b.block(block)
         };
         if !mapper_params.is_empty() {
@@ -495,6 +499,9 @@ struct Builder<'c> {
     /// For each closure being walked, the closure its body ends with (null: none), compared by
     /// address to tell a returned closure from one that is run.
     closure_tails: Vec<*const syn::ExprClosure>,
+    /// The tuple literals the function returns, compared by address (see
+    /// `FnModel::return_elems`); empty when some return is not written as one.
+    ret_tuples: Vec<*const syn::ExprTuple>,
     /// The value the next closure walked gets as its first parameter (`map_with(model, |m, i|
     /// ..)`), taken by that closure.
     closure_state: Option<Val>,
@@ -680,6 +687,8 @@ impl Builder<'_> {
                 has_self: false,
                 params: Vec::new(),
                 returns: Vec::new(),
+                return_elems: Vec::new(),
+                graph_cuts: Vec::new(),
                 call_sites: Vec::new(),
                 seeds: Vec::new(),
                 inert_seeds: Vec::new(),
@@ -768,6 +777,7 @@ impl Builder<'_> {
             loop_stack: Vec::new(),
             closure_stack: Vec::new(),
             closure_tails: Vec::new(),
+            ret_tuples: Vec::new(),
             closure_state: None,
             devices: None,
             grad_locals: Vec::new(),
@@ -1990,7 +2000,14 @@ impl Builder<'_> {
         };
         // No label shows a `let`'s value: skip computing its span.
         let span = 0..0;
+        let single = (val.producer == Producer::Derived && !val.op && val.reads.len() == 1).then(|| val.reads[0]);
         let value = self.materialize(val, span.clone());
+        // `let (next, onsets) = state.step(beta, gamma);` with `fn step(..) -> (Self, Tensor<B,
+        // 2>)`: each name binds its element of the result.
+        let elems = match (single, init) {
+            (Some(result), Some(init)) => self.tuple_elems(&local.pat, &init.expr, result),
+            _ => Vec::new(),
+        };
         // The forward passes of the initialiser: their result is (part of) what is bound.
         if let Some(value) = value {
             for i in calls_before..self.g.vocab_calls.len() {
@@ -2063,7 +2080,11 @@ impl Builder<'_> {
                             .and_then(|types| types.iter().find(|(name, _)| *name == ident))
                             .map(|(_, t)| t),
                     ));
-            let value = if host_elem || whole_host_struct { None } else { value };
+            let value = if host_elem || whole_host_struct {
+                None
+            } else {
+                elems.iter().find(|(i, _)| *i == ident).map(|&(_, n)| n).or(value)
+            };
             self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
             if disabled_cache {
                 self.disabled_caches.push(self.g.bindings.len() - 1);
@@ -2113,6 +2134,39 @@ impl Builder<'_> {
                 }
             }
         }
+    }
+
+    /// The names a tuple pattern binds to the elements of a call of a crate function that
+    /// returns a tuple of its size, each with the node of its element (see `CallSite::elems`).
+    fn tuple_elems<'p>(&mut self, pat: &'p Pat, init: &Expr, result: NodeIndex) -> Vec<(&'p syn::Ident, NodeIndex)> {
+        let Pat::Tuple(t) = strip_pat_type(pat) else { return Vec::new() };
+        if self.crate_fns.tuple_arity.is_empty() || t.elems.iter().any(|p| matches!(p, Pat::Rest(_))) {
+            return Vec::new();
+        }
+        let name = match strip_try(init) {
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                _ => None,
+            },
+            Expr::MethodCall(m) => Some(m.method.to_string()),
+            _ => None,
+        };
+        if name.and_then(|n| self.crate_fns.tuple_arity.get(&n).copied()) != Some(t.elems.len()) {
+            return Vec::new();
+        }
+        let Some(ci) = self.g.call_sites.iter().rposition(|c| c.result == result) else { return Vec::new() };
+        let mut out = Vec::new();
+        for p in &t.elems {
+            let span = self.g.graph[result].span.clone();
+            let read = |n| Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
+            let cut = self.value_node(read(result), span.clone());
+            let elem = self.value_node(read(cut), span);
+            self.g.call_sites[ci].elems.push((cut, elem));
+            let mut names = Vec::new();
+            pat_idents(p, &mut names);
+            out.extend(names.into_iter().map(|i| (i, elem)));
+        }
+        out
     }
 
     /// The identifiers a tuple pattern binds to host-typed elements of a call to a crate
@@ -2312,6 +2366,7 @@ impl Builder<'_> {
                 Val::plain()
             }
             Expr::Closure(c) => self.closure(c),
+            Expr::Tuple(t) if self.ret_tuples.contains(&(t as *const _)) => self.returned_tuple(t),
             Expr::Tuple(t) => self.exprs(t.elems.iter(), false),
             Expr::Array(a) => self.exprs(a.elems.iter(), false),
             Expr::Repeat(r) => self.expr(&r.expr),
@@ -4084,8 +4139,29 @@ impl Builder<'_> {
             no_grad: self.no_grad > 0,
             host_result: false,
             args_returned: 0,
+            elems: Vec::new(),
+            elem_gates: Vec::new(),
         });
         Val { reads: smallvec::smallvec![result], producer: Producer::Derived, op: false }
+    }
+
+    /// A tuple the function returns (see `returned_tuples`): each element gets a node of its
+    /// own, kept in `FnModel::return_elems`.
+    fn returned_tuple(&mut self, t: &syn::ExprTuple) -> Val {
+        let mut reads = smallvec::SmallVec::new();
+        for (i, e) in t.elems.iter().enumerate() {
+            let v = self.expr(e);
+            let span = self.cheap(e);
+            if let Some(n) = self.materialize(v, span) {
+                if let Some(elem) = self.g.return_elems.get_mut(i) {
+                    elem.push(n);
+                }
+                reads.push(n);
+            }
+        }
+        reads.sort_unstable();
+        reads.dedup();
+        Val { reads, producer: Producer::Derived, op: false }
     }
 
     /// A value the function returns.
@@ -5157,6 +5233,101 @@ fn counters_in(body: &Block, out: &mut Vec<String>) {
             k += 1;
         }
     }
+}
+
+/// The number of elements of a declared tuple result (`-> (Self, Tensor<B, 2>)`, `->
+/// Result<(Tensor, f32)>`, `-> Option<(A, B)>`).
+fn declared_tuple_arity(output: &syn::ReturnType) -> Option<usize> {
+    let syn::ReturnType::Type(_, ty) = output else { return None };
+    let mut ty = &**ty;
+    loop {
+        ty = match ty {
+            syn::Type::Paren(p) => &p.elem,
+            syn::Type::Group(g) => &g.elem,
+            syn::Type::Path(p) => {
+                let last = p.path.segments.last()?;
+                if !matches!(last.ident.to_string().as_str(), "Result" | "Option") {
+                    return None;
+                }
+                let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return None };
+                match a.args.first()? {
+                    syn::GenericArgument::Type(t) => t,
+                    _ => return None,
+                }
+            }
+            syn::Type::Tuple(t) if t.elems.len() >= 2 => return Some(t.elems.len()),
+            _ => return None,
+        };
+    }
+}
+
+/// The tuple literals a function with a declared tuple result returns, when every value it
+/// returns is written as one (`Ok((next, onsets))`, in each branch, and every `return`): what
+/// each element carries is then followed on its own. Empty otherwise.
+fn returned_tuples(sig: &syn::Signature, block: &Block) -> Vec<*const syn::ExprTuple> {
+    struct Returns<'a> {
+        arity: usize,
+        out: Vec<&'a syn::ExprTuple>,
+        ok: bool,
+    }
+    impl<'a> Returns<'a> {
+        fn leaves(&mut self, e: &'a Expr) -> bool {
+            match e {
+                Expr::Paren(p) => self.leaves(&p.expr),
+                Expr::Group(g) => self.leaves(&g.expr),
+                Expr::Block(b) => self.block(&b.block),
+                Expr::Unsafe(u) => self.block(&u.block),
+                Expr::If(i) => {
+                    self.block(&i.then_branch) && i.else_branch.as_ref().is_some_and(|(_, e)| self.leaves(e))
+                }
+                Expr::Match(m) => m.arms.iter().all(|a| self.leaves(&a.body)),
+                Expr::Call(c) if c.args.len() == 1 => {
+                    matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Ok" || s.ident == "Some"))
+                        && self.leaves(&c.args[0])
+                }
+                Expr::Tuple(t) if t.elems.len() == self.arity => {
+                    self.out.push(t);
+                    true
+                }
+                // Diverges: what it returns, if anything, is found with the other `return`s.
+                Expr::Return(_) => true,
+                Expr::Macro(m) => m.mac.path.segments.last().is_some_and(|s| {
+                    matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "todo" | "unimplemented")
+                }),
+                _ => false,
+            }
+        }
+        fn block(&mut self, b: &'a Block) -> bool {
+            match b.stmts.last() {
+                Some(Stmt::Expr(e, None)) => self.leaves(e),
+                Some(Stmt::Expr(Expr::Return(_), Some(_))) => true,
+                Some(Stmt::Macro(m)) => m.mac.path.segments.last().is_some_and(|s| {
+                    matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "todo" | "unimplemented")
+                }),
+                _ => false,
+            }
+        }
+    }
+    impl<'a> syn::visit::Visit<'a> for Returns<'a> {
+        fn visit_expr_return(&mut self, r: &'a syn::ExprReturn) {
+            self.ok &= r.expr.as_deref().is_some_and(|e| self.leaves(e));
+            syn::visit::visit_expr_return(self, r);
+        }
+        // Their `return`s are theirs.
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'a syn::ExprAsync) {}
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let Some(arity) = declared_tuple_arity(&sig.output) else { return Vec::new() };
+    let mut r = Returns { arity, out: Vec::new(), ok: true };
+    r.ok = r.block(block);
+    if r.ok {
+        syn::visit::Visit::visit_block(&mut r, block);
+    }
+    if !r.ok {
+        return Vec::new();
+    }
+    r.out.into_iter().map(|t| t as *const _).collect()
 }
 
 /// `a..b`, `(a..b).rev()`, `(a..=b).step_by(k)`: a range, however it is walked.

@@ -475,6 +475,13 @@ pub struct FnModel {
     pub(super) params: Vec<Option<NodeIndex>>,
     /// Value nodes the function returns (tail expression and `return`s).
     pub(super) returns: Vec<NodeIndex>,
+    /// Where its declared result is a tuple and every value it returns is written as one
+    /// (`Ok((next, onsets))`): the value nodes of each element, across the returns. Empty when
+    /// unknown.
+    pub(super) return_elems: Vec<Vec<NodeIndex>>,
+    /// Value nodes that pass on what their inputs carry except a graph: an element of a call's
+    /// tuple result that the callee computes without one (see [`CallSite::elems`]).
+    pub(super) graph_cuts: Vec<NodeIndex>,
     /// Calls that may reach the crate's own functions, for the crate-level pass.
     pub(super) call_sites: Vec<CallSite>,
     /// Calls of the framework vocabulary, by kind.
@@ -910,6 +917,14 @@ pub struct CallSite {
     /// The arguments (bit `k`: argument `k`) every function the call may reach computes its
     /// result from. Set by the crate-level pass where a cache can chain graphs (candle).
     pub(super) args_returned: u64,
+    /// `let (next, onsets) = state.step(beta, gamma)` with a crate function that returns a
+    /// tuple: for each element, a node reading the result that the crate-level pass may make
+    /// drop its graph (in [`FnModel::graph_cuts`]), and the node the element's names bind, which
+    /// the pass makes read the arguments that element is computed from.
+    pub(super) elems: Vec<(NodeIndex, NodeIndex)>,
+    /// The nodes through which an element reads an argument (`Some(j)`) or the receiver, made
+    /// by the crate-level pass: (element, source, node).
+    pub(super) elem_gates: Vec<(usize, Option<usize>, NodeIndex)>,
     /// Made inside a no-grad region of the caller (`tch::no_grad(|| self.bootstrap(obs))`, after
     /// `let _g = tch::no_grad_guard();`).
     pub(super) no_grad: bool,
@@ -2214,13 +2229,21 @@ impl FnModel {
     /// The parameters (a bit each) `value` is computed from along values that keep a graph (not
     /// through a cut).
     pub(super) fn params_feeding(&self, value: NodeIndex) -> u64 {
+        self.sources_feeding(value).0
+    }
+
+    /// [`FnModel::params_feeding`], and whether `value` is also computed from fields of `self`
+    /// (`(next, self.e.clone().mul_scalar(SIGMA))` in `fn step(self, ..)`).
+    pub(super) fn sources_feeding(&self, value: NodeIndex) -> (u64, bool) {
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![value];
         let mut mask = 0u64;
+        let mut of_self = false;
         while let Some(n) = stack.pop() {
             if seen.len() > 256 || !seen.insert(n) {
                 continue;
             }
+            of_self |= self.binding_of(n).is_some_and(|b| self.bindings[b].kind == BindingKind::SelfField);
             if let Some(k) = self.params.iter().position(|p| *p == Some(n))
                 && k < 64
             {
@@ -2236,7 +2259,7 @@ impl FnModel {
             }
             stack.extend(self.graph.edges_directed(n, Direction::Incoming).map(|e| e.source()));
         }
-        mask
+        (mask, of_self)
     }
 
     /// The fields of `self` this method leaves empty on some path: emptied (`self.sum.take()`,
@@ -2889,6 +2912,10 @@ impl FnModel {
         for &n in &self.op_values {
             is_op[n.index()] = true;
         }
+        let mut is_cut = vec![false; if self.graph_cuts.is_empty() { 0 } else { self.graph.node_count() }];
+        for &n in &self.graph_cuts {
+            is_cut[n.index()] = true;
+        }
         // A model lent mutably (`install_lora(&mut unet, ..)`) may have trainable variables put
         // into it: what was inert about it before is no longer known. Nor is a model moved to an
         // autodiff device (`model.fork(&ad)`, burn 0.22).
@@ -2917,6 +2944,9 @@ impl FnModel {
                         if is_op[n.index()] && incoming.has(Taint::PARAM) && !self.grad_off =>
                     {
                         node.taint.union(Taint(incoming.0 & !Taint::PARAM.0)).union(Taint::GRAPH)
+                    }
+                    NodeKind::Value(Producer::Derived) if is_cut.get(n.index()).copied().unwrap_or(false) => {
+                        node.taint.union(Taint(incoming.0 & !Taint::GRAPH.0))
                     }
                     NodeKind::Value(Producer::Derived) => node.taint.union(incoming),
                     NodeKind::Value(Producer::Plain) => node.taint,

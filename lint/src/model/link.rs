@@ -97,6 +97,22 @@ pub struct Summary {
     /// Fields of `self` it empties on some path (`self.sum.take()`, `self.buf.clear()`,
     /// directly or through a method it calls on `self`), by name (`self.sum`).
     empties: Vec<String>,
+    /// What each element of the tuple it returns carries, where every return is written as a
+    /// tuple (see [`FnModel::return_elems`]).
+    elems: Option<Vec<ElemSummary>>,
+}
+
+/// What one element of a returned tuple carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct ElemSummary {
+    /// A graph of the callee's own (the output of a forward pass it runs), or what computes on
+    /// trainable weights or parameter values.
+    graph: bool,
+    /// The parameters (a bit each) it is computed from along values that keep a graph: what a
+    /// caller hands there, it hands back.
+    params: u64,
+    /// Computed from fields of the receiver likewise.
+    receiver: bool,
 }
 
 /// A parameter a function stores where it outlives the call.
@@ -156,6 +172,19 @@ impl Summary {
                 .copied()
                 .collect(),
             param_ops: self.param_ops & other.param_ops,
+            elems: match (&self.elems, &other.elems) {
+                (Some(a), Some(b)) if a.len() == b.len() => Some(
+                    a.iter()
+                        .zip(b)
+                        .map(|(a, b)| ElemSummary {
+                            graph: a.graph && b.graph,
+                            params: a.params | b.params,
+                            receiver: a.receiver || b.receiver,
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            },
             stores: self
                 .stores
                 .iter()
@@ -2101,6 +2130,10 @@ pub struct CrateNames {
     /// usize)>`), with which of its elements have host types: `let (ctx, step) = f()?` binds
     /// `step` to a host number whatever `ctx` holds.
     pub(super) tuple_fns: HashMap<String, Vec<bool>>,
+    /// Functions whose every definition in the crate returns a tuple of one size (`-> (Self,
+    /// Tensor<B, 2>)`): its size. A `let` that destructures a call of one follows each element
+    /// (see `CallSite::elems`).
+    pub(super) tuple_arity: HashMap<String, usize>,
     /// Functions whose every definition in the crate returns one named type (through
     /// `Result<..>`/`Option<..>` and paths: `fn build(&self) -> Result<t5::T5Model>` gives
     /// `T5Model`): what a call of one makes.
@@ -3198,6 +3231,14 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         .first()
         .map(|rhs| names_autodiff(rhs))
         .filter(|&first| backends.iter().all(|rhs| names_autodiff(rhs) == first));
+    let tuple_arity = tuple_rets
+        .iter()
+        .filter_map(|(&name, rets)| {
+            let mut sizes = rets.as_ref()?.iter().map(|r| tuple_host_mask(r, &host_structs).map(|m| m.len()));
+            let first = sizes.next()??;
+            sizes.all(|n| n == Some(first)).then(|| (name.to_string(), first))
+        })
+        .collect();
     let tuple_fns = tuple_rets
         .into_iter()
         .filter_map(|(name, rets)| {
@@ -3234,6 +3275,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         plain_aliases,
         macros,
         tuple_fns,
+        tuple_arity,
         alias_names,
         vocab_owners,
         vocab_fields,
@@ -3785,6 +3827,31 @@ fn summarize(g: &FnModel, file: &Arc<SourceFile>) -> Summary {
         param_ops: g.param_ops,
         stores,
         empties,
+        elems: (!g.return_elems.is_empty() && !g.returns_plain).then(|| {
+            // A function that trains returns what training made of its arguments, not them.
+            let passes = !runs_backward && !steps;
+            g.return_elems
+                .iter()
+                .map(|nodes| {
+                    let (params, receiver) = if passes {
+                        nodes.iter().fold((0, false), |(m, r), &n| {
+                            let (m2, r2) = g.sources_feeding(n);
+                            (m | m2, r || r2)
+                        })
+                    } else {
+                        (0, false)
+                    };
+                    // What computes on trainable weights or parameter values (candle's
+                    // `self.rnn.step(&x, &st)` on a trainable model) makes a graph in callers
+                    // that hand it trainable ones: not cut.
+                    let graph_like = |n: NodeIndex| {
+                        let t = g.graph[n].taint;
+                        t.has(Taint::GRAPH) || t.has(Taint::TRAINABLE) || t.has(Taint::PARAM)
+                    };
+                    ElemSummary { graph: nodes.iter().any(|&n| graph_like(n)), params, receiver }
+                })
+                .collect()
+        }),
     }
 }
 
@@ -3928,6 +3995,10 @@ fn apply(g: &mut FnModel, ci: usize, s: &Summary, callee: &str, callee_file: &Ar
     });
     if !s.returns_graph {
         g.seeds.retain(|&n| n != site.result);
+    }
+    if !site.elems.is_empty() {
+        let elems = s.elems.as_deref().filter(|e| e.len() == site.elems.len());
+        apply_elems(g, &mut site, elems);
     }
     // A generic callee's forward runs on an autodiff model when this (autodiff) caller hands it
     // one: not when the receiver or an argument is a model made inert (`model.valid()`).
@@ -4107,6 +4178,56 @@ fn apply_empties(g: &mut FnModel, site: &super::graph::CallSite, s: &Summary) {
                 binding: b,
                 in_loop: site.in_loop,
             });
+        }
+    }
+}
+
+/// Each element a `let` binds of a call's tuple result carries what the callee's element does:
+/// a graph only where the callee's has one of its own, and what the arguments (or receiver) it
+/// is computed from carry. Unknown elements carry what the whole result does.
+/// Summaries change from round to round: each (element, source) pair gets a node once, which
+/// passes its source on only while the summary says so.
+fn apply_elems(g: &mut FnModel, site: &mut super::graph::CallSite, elems: Option<&[ElemSummary]>) {
+    for (i, &(cut, elem)) in site.elems.iter().enumerate() {
+        let e = elems.map(|e| e[i]);
+        let cut_graph = e.is_some_and(|e| !e.graph);
+        match g.graph_cuts.iter().position(|&n| n == cut) {
+            Some(k) if !cut_graph => {
+                g.graph_cuts.swap_remove(k);
+            }
+            None if cut_graph => g.graph_cuts.push(cut),
+            _ => {}
+        }
+        let e = e.unwrap_or_default();
+        // Argument `j`, or the receiver (`None`).
+        let wanted = (0..site.args.len().min(64))
+            .map(|j| (Some(j), e.params & (1 << j) != 0))
+            .chain(std::iter::once((None, e.receiver && site.receiver.is_some())));
+        for (source, wanted) in wanted {
+            let gate = site.elem_gates.iter().find(|&&(k, s, _)| k == i && s == source).map(|&(_, _, n)| n);
+            let gate = match gate {
+                Some(n) => n,
+                None if wanted => {
+                    let from = match source {
+                        Some(j) => arg_node(g, site, j),
+                        None => site.receiver,
+                    };
+                    let Some(from) = from else { continue };
+                    let n = g.graph.add_node(super::graph::Node {
+                        kind: NodeKind::Value(super::graph::Producer::Derived),
+                        span: site.span.clone(),
+                        in_loop: site.in_loop,
+                        taint: Taint::NONE,
+                    });
+                    g.graph.add_edge(from, n, Edge::DerivedFrom);
+                    g.graph.add_edge(n, elem, Edge::DerivedFrom);
+                    site.elem_gates.push((i, source, n));
+                    n
+                }
+                None => continue,
+            };
+            g.graph[gate].kind =
+                NodeKind::Value(if wanted { super::graph::Producer::Derived } else { super::graph::Producer::Plain });
         }
     }
 }

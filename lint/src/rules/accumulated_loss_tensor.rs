@@ -1315,6 +1315,56 @@ pub fn fit<O: Optimizer>(model: &mut Forecaster, opt: &mut O, chunks: &[(Tensor,
         assert!(lines("model.reset_state();").is_empty());
     }
 
+    /// The same carried state, stepped by the model's own method that returns the window's
+    /// predictions and its last state as a tuple; the trainer keeps the state for the next call.
+    const CARRIED_THROUGH_TUPLE: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{rnn::{LSTMState, RNN}, Linear, Module, Optimizer, VarBuilder, VarMap, LSTM};
+pub struct Net { lstm: LSTM, head: Linear }
+impl Net {
+    pub fn new(vm: &VarMap, dev: &Device) -> Result<Self> {
+        let vb = VarBuilder::from_varmap(vm, DType::F32, dev);
+        Ok(Self { lstm: candle_nn::lstm(3, 16, Default::default(), vb.pp("lstm"))?, head: candle_nn::linear(16, 1, vb.pp("head"))? })
+    }
+    pub fn run(&self, chunk: &Tensor, init: &LSTMState) -> Result<(Tensor, LSTMState)> {
+        let (_, steps, _) = chunk.dims3()?;
+        let mut s = init.clone();
+        let mut hs = Vec::new();
+        for t in 0..steps {
+            s = self.lstm.step(&chunk.narrow(1, t, 1)?.squeeze(1)?, &s)?;
+            hs.push(self.head.forward(s.h())?);
+        }
+        Ok((Tensor::stack(&hs, 1)?, s))
+    }
+}
+pub struct Trainer { net: Net, carry: Option<LSTMState>, batch: usize }
+impl Trainer {
+    pub fn step<O: Optimizer>(&mut self, opt: &mut O, x: &Tensor, y: &Tensor) -> Result<f32> {
+        let init = match self.carry.take() { Some(s) => s, None => self.net.lstm.zero_state(self.batch)? };
+        let (pred, last) = self.net.run(x, &init)?;
+        let loss = (pred - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        self.carry = Some(KEPT);
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn fit<O: Optimizer>(vm: &VarMap, opt: &mut O, windows: &[(Tensor, Tensor)], dev: &Device) -> Result<()> {
+    let mut trainer = Trainer { net: Net::new(vm, dev)?, carry: None, batch: 8 };
+    for (x, y) in windows {
+        trainer.step(opt, x, y)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_a_trainable_cell_returns_in_a_tuple_chains_when_kept() {
+        let src = |kept: &str| CARRIED_THROUGH_TUPLE.replace("KEPT", kept);
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src("last")), vec![28]);
+        let detached = src("LSTMState::new(last.h().detach(), last.c().detach())");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
     /// A helper (not the model) that keeps a running average of the model's outputs, updated by
     /// a method it calls on itself (`self.observe(net, x)` from `probe`), probed once per training
     /// step.

@@ -4752,4 +4752,55 @@ fn main() {
         // Played once: a handful of forwards, left alone.
         assert_eq!(count("autodiff_forward_without_backward", None, &ARENA.replace("ROUNDS", "play_round(&t);")), 0);
     }
+
+    /// A differentiable rollout: a helper threads a state through a method that returns a tuple
+    /// (`(next, onsets)`), keeps one element per step and returns them; the caller's loss is
+    /// computed from what it returns.
+    const THREADED_ROLLOUT: &str = r#"
+use burn::tensor::backend::{AutodiffBackend, Backend};
+impl<B: Backend> RateNet<B> {
+    pub fn rates(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.fc.forward(x) }
+}
+pub struct State<B: Backend> { s: Tensor<B, 2>, e: Tensor<B, 2> }
+impl<B: Backend> State<B> {
+    fn step(self, beta: Tensor<B, 2>) -> (Self, Tensor<B, 2>) {
+        let onsets = self.e.clone() * 0.25;
+        let next = Self { s: self.s - beta.clone(), e: self.e + beta - onsets.clone() };
+        (next, onsets)
+    }
+}
+pub fn simulate<B: Backend>(net: &RateNet<B>, init: State<B>, covs: &[Tensor<B, 2>]) -> Vec<Tensor<B, 2>> {
+    let mut state = init;
+    let mut out = Vec::new();
+    for cov in covs {
+        let beta = net.rates(cov.clone());
+        let (next, onsets) = state.step(beta);
+        out.push(onsets);
+        state = next;
+    }
+    out
+}
+pub fn train<B: AutodiffBackend>(mut net: RateNet<B>, covs: &[Tensor<B, 2>], optim: &mut Adam) {
+    for _ in 0..100 {
+        let season = simulate(&net, State::seeded(), covs);
+        let loss = LOSS;
+        let grads = GradientsParams::from_grads(loss.backward(), &net);
+        net = optim.step(1e-3, net, grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_rollout_threading_its_state_through_a_tuple_result_is_judged_at_its_backpropagating_caller() {
+        let src = |loss: &str| THREADED_ROLLOUT.replace("LOSS", loss);
+        // The kept element is computed from the threaded state, which carries the rates' graph:
+        // the caller's backward sweeps every step's forward.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("Tensor::cat(season, 0).mean()")), 0);
+        // The caller backpropagates something else: the rollout's forwards pile up in its loop.
+        let lines = crate::rules::testing::lines(
+            "autodiff_forward_without_backward",
+            &src("net.rates(covs[0].clone()).mean()"),
+        );
+        assert_eq!(lines, vec![18]);
+    }
 }

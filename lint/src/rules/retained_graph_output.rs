@@ -461,4 +461,36 @@ impl Trainer {
         let chained = WINDOW_CARRY.replace("START", "self.state.take().unwrap()");
         assert_eq!(count("accumulated_loss_tensor", None, &chained), 1);
     }
+
+    /// A policy's method returns the sampled action (host data made into a tensor) beside the
+    /// logits its forward made; the loop keeps one of them.
+    const ACT_TUPLE: &str = r#"
+use tch::{nn, nn::Module, Kind, Tensor};
+struct Policy { net: nn::Linear }
+impl Policy {
+    fn act(&self, obs: &Tensor) -> (Tensor, Tensor) {
+        let logits = self.net.forward(obs);
+        let action = Tensor::from_slice(&[sample(&Vec::<f32>::try_from(&logits).unwrap())]);
+        (action, logits)
+    }
+}
+fn train(policy: &Policy, env: &mut Env, opt: &mut nn::Optimizer) -> Vec<Tensor> {
+    let mut history = Vec::new();
+    for _ in 0..1000 {
+        let (action, logits) = policy.act(&env.obs());
+        env.step(&action);
+        let loss = logits.mean(Kind::Float);
+        opt.backward_step(&loss);
+        history.push(KEPT);
+    }
+    history
+}
+"#;
+
+    #[test]
+    fn each_element_of_a_returned_tuple_carries_what_the_callee_put_there() {
+        // The logits carry the forward's graph; the action was made from host numbers.
+        assert_eq!(count("retained_graph_output", None, &ACT_TUPLE.replace("KEPT", "logits")), 1);
+        assert_eq!(count("retained_graph_output", None, &ACT_TUPLE.replace("KEPT", "action")), 0);
+    }
 }
