@@ -5785,6 +5785,15 @@ fn constructed_type(init: &Expr) -> Option<String> {
     };
     let n = path.segments.len();
     let ty = path.segments.iter().nth(n.checked_sub(2)?)?.ident.to_string();
+    // `Rc::new(RefCell::new(RunLogger::new(..)))`: the methods called on it (through `Deref`,
+    // `borrow_mut()`, `lock()`) are the inner value's, as for a declared `Rc<RefCell<RunLogger>>`.
+    if let Expr::Call(c) = e
+        && c.args.len() == 1
+        && path.segments.last().is_some_and(|s| s.ident == "new")
+        && rust::TRANSPARENT_WRAPPERS.contains(&ty.as_str())
+    {
+        return constructed_type(&c.args[0]);
+    }
     ty.starts_with(char::is_uppercase).then_some(ty)
 }
 

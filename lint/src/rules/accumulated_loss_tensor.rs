@@ -19,7 +19,8 @@ Finds a value that carries an autograd graph (a loss, a model output) folded int
 lives longer than one iteration of the loop that runs backward: `total = (total + &loss)?`,
 `total += &loss`, `total = total.add(&loss)?`, `running = running + loss`, a sum kept in an
 `Option` (`total = Some(match total { Some(t) => t + loss, None => loss })`), also through a method
-of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&self.total + loss)?`),
+of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&self.total + loss)?`,
+also on a value shared behind `Rc<RefCell<..>>` or `Arc<Mutex<..>>`: `log.borrow_mut().record(..)`),
 a closure bound before the loop that the loop calls (`let mut record = |l: &Tensor| total =
 (&total + l)?; .. record(&loss)?`), and an entry of a map (`*metrics.entry("loss")
 .or_insert_with(..) += &loss`).
@@ -3418,5 +3419,52 @@ fn train(model: &Net, acc: &mut Accum, data: &[(Tensor, Tensor)]) -> Result<()> 
             .replace("let total = self.pending.take().unwrap();", "let total = self.pending.clone().unwrap();");
         assert_ne!(kept, FLUSHING_ACCUMULATOR);
         assert!(count("accumulated_loss_tensor", None, &kept) >= 1);
+    }
+
+    /// A run logger shared behind `Rc<RefCell<..>>` (a closure keeps another handle) that sums a
+    /// metric of each step's predictions as a tensor.
+    const SHARED_LOGGER: &str = r#"
+use std::{cell::RefCell, rc::Rc};
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{Module, Optimizer, VarBuilder, VarMap};
+pub struct RunLog { hits: Option<Tensor>, steps: usize }
+impl RunLog {
+    pub fn record(&mut self, logits: &Tensor, target: &Tensor) -> Result<()> {
+        let hit = candle_nn::ops::sigmoid(logits)?.mul(target)?.mean_all()?KEPT;
+        self.hits = Some(match self.hits.take() { Some(acc) => (acc + hit)?, None => hit });
+        self.steps += 1;
+        Ok(())
+    }
+}
+pub fn fit<O: Optimizer>(vm: &VarMap, opt: &mut O, data: &[(Tensor, Tensor)], dev: &Device) -> Result<()> {
+    let net = candle_nn::linear(8, 1, VarBuilder::from_varmap(vm, DType::F32, dev))?;
+    let log = Rc::new(RefCell::new(RunLog { hits: None, steps: 0 }));
+    let report = { let log = Rc::clone(&log); move || log.borrow().steps };
+    for (x, y) in data {
+        let logits = net.forward(x)?;
+        let loss = candle_nn::loss::binary_cross_entropy_with_logit(&logits, y)?;
+        opt.backward_step(&loss)?;
+        log.borrow_mut().record(&logits, y)?;
+    }
+    println!("{}", report());
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_behind_a_shared_cell_is_the_inner_types() {
+        let lines = crate::rules::testing::lines("accumulated_loss_tensor", &SHARED_LOGGER.replace("KEPT", ""));
+        assert_eq!(lines, vec![22]);
+        let detached = SHARED_LOGGER.replace("KEPT", ".detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+        // The same behind `Arc<Mutex<..>>`.
+        let locked = SHARED_LOGGER
+            .replace("use std::{cell::RefCell, rc::Rc};", "use std::sync::{Arc, Mutex};")
+            .replace("Rc::new(RefCell::new(", "Arc::new(Mutex::new(")
+            .replace("Rc::clone", "Arc::clone")
+            .replace("log.borrow().steps", "log.lock().unwrap().steps")
+            .replace("log.borrow_mut().record", "log.lock().unwrap().record")
+            .replace("KEPT", "");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &locked), vec![22]);
     }
 }
