@@ -682,6 +682,7 @@ impl Builder<'_> {
                 owner_host: false,
                 element_owners: Vec::new(),
                 self_cuts: Vec::new(),
+                entry_resets: Vec::new(),
                 trait_impl: false,
                 trait_default: false,
                 has_self: false,
@@ -4986,6 +4987,26 @@ impl<'n> AutodiffNames<'n> {
 }
 
 impl<'a> syn::visit::Visit<'a> for AutodiffNames<'_> {
+    // `burn::backend::Wgpu<f32, i32>` names burn's own type, whatever alias the crate calls
+    // `Wgpu` elsewhere (`type Wgpu = Autodiff<burn::backend::Wgpu>;` in another module): only
+    // burn's autodiff names count in it, and the crate's names in its generic arguments.
+    fn visit_path(&mut self, p: &'a syn::Path) {
+        let framework =
+            p.segments.len() > 1 && p.segments.first().is_some_and(|s| s.ident.to_string().starts_with("burn"));
+        if !framework {
+            return syn::visit::visit_path(self, p);
+        }
+        for s in &p.segments {
+            if crate::frameworks::common::is_autodiff_name(&s.ident.to_string()) {
+                self.found = true;
+            }
+            if self.found {
+                return;
+            }
+            syn::visit::visit_path_arguments(self, &s.arguments);
+        }
+    }
+
     fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
         // `AutodiffBackend`, and crate traits extending it (`GaeAutodiffBackend`).
         let name = s.ident.to_string();

@@ -466,6 +466,11 @@ pub struct FnModel {
     /// detaching `self.state` and taking `self.window_loss` once a window is full): the field's
     /// binding and the call's loop. Set by the crate-level pass.
     pub(super) self_cuts: Vec<(BindingId, Option<LoopId>)>,
+    /// Fields of `self` a call of one of the type's own methods starts afresh on every path
+    /// (`self.reset()?` with `self.state = self.lstm.zero_state(1)?`), made outside loops,
+    /// branches and closures: (field, where the call starts). What the method writes into them
+    /// after that does not continue an earlier call's value.
+    pub(super) entry_resets: Vec<(BindingId, usize)>,
     /// Defined in `impl Trait for Type` (method calls prefer inherent methods).
     pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
@@ -2138,6 +2143,9 @@ impl FnModel {
                 continue;
             }
             let Some(b) = self.binding_of(target) else { continue };
+            if self.entry_resets.iter().any(|&(r, at)| r == b && at < span.start) {
+                continue;
+            }
             if !self.taint(value).has(Taint::GRAPH) {
                 // A running statistic of what the caller hands in (`self.running = ..z..`).
                 if self.bindings[b].kind == BindingKind::SelfField

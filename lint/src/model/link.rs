@@ -565,6 +565,32 @@ fn mark_field_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[
     for (caller, cut) in self_cuts {
         files[caller.0].1[caller.1].self_cuts.push(cut);
     }
+    // `self.reset()?` at the top of `fn forward(&mut self, ..)`: what the method keeps in those
+    // fields after it starts from nothing on every call.
+    let mut entry: Vec<(FnId, (super::graph::BindingId, usize))> = Vec::new();
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        if !site.method
+            || !site.receiver_self
+            || callees.is_empty()
+            || site.in_loop.is_some()
+            || !site.path.is_empty()
+            || site.closure.is_some()
+            || callees.iter().any(|c| files[c.0].1[c.1].owner != g.owner)
+        {
+            continue;
+        }
+        for field in fields_of_every(files, callees, &mut resets, FnModel::fields_reset) {
+            let name = format!("self.{field}");
+            if let Some(b) = g.bindings.iter().position(|b| b.kind == BindingKind::SelfField && b.name == name) {
+                entry.push((*caller, (b, site.span.start)));
+            }
+        }
+    }
+    for (caller, reset) in entry {
+        files[caller.0].1[caller.1].entry_resets.push(reset);
+    }
 }
 
 /// The fields `of` names for every one of `callees` (memoized per callee in `memo`).

@@ -42,7 +42,8 @@ call (`self.h = self.cell.step(x, &self.h)?` in `fn forward_chunk(&mut self, ..)
 the states `self.lstm.seq_init(&chunk, &init)?` runs a candle cell over a chunk from), called once
 per training iteration on a model that outlives it (also through fields of the crate's types,
 `self.layer.run(x)` reaching `self.cell.step(x)`): reported at the call, unless the method cuts
-the state first (`self.h = self.h.detach()`), the loop resets it (`model.reset_state()`) or cuts
+the state first (`self.h = self.h.detach()`, or calls a method of its own type that starts it
+afresh on every path, `self.reset()?` with `self.state = self.lstm.zero_state(1)?`), the loop resets it (`model.reset_state()`) or cuts
 the field it is kept in (`model.h = model.h.detach()`; a state kept in several fields, such as a
 two-rate net's `fast` and `slow` tiers, only when every one of them is cut). So does a training-step method that
 carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
@@ -3466,5 +3467,50 @@ pub fn fit<O: Optimizer>(vm: &VarMap, opt: &mut O, data: &[(Tensor, Tensor)], de
             .replace("log.borrow_mut().record", "log.lock().unwrap().record")
             .replace("KEPT", "");
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &locked), vec![22]);
+    }
+
+    /// A predictor whose forward steps its LSTM over a sequence from the state kept in `self`,
+    /// first calling a method of its own (RESET).
+    const RESET_FIRST: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{rnn::{LSTMState, RNN}, Linear, Module, Optimizer, VarBuilder, VarMap, LSTM};
+pub struct Predictor { lstm: LSTM, head: Linear, state: LSTMState }
+impl Predictor {
+    pub fn new(vm: &VarMap, dev: &Device) -> Result<Self> {
+        let vb = VarBuilder::from_varmap(vm, DType::F32, dev);
+        let lstm = candle_nn::lstm(4, 16, Default::default(), vb.pp("lstm"))?;
+        Ok(Self { state: lstm.zero_state(1)?, lstm, head: candle_nn::linear(16, 1, vb.pp("head"))? })
+    }
+    fn reset(&mut self) -> Result<()> {
+        self.state = self.lstm.zero_state(1)?;
+        Ok(())
+    }
+    fn forward(&mut self, inputs: &[Tensor], first: bool) -> Result<Tensor> {
+        RESET
+        for i in 0..inputs.len() {
+            let x = (&inputs[i] * 0.5)?.unsqueeze(0)?;
+            self.state = self.lstm.step(&x, &self.state)?;
+        }
+        self.head.forward(self.state.h())
+    }
+}
+pub fn fit<O: Optimizer>(vm: &VarMap, opt: &mut O, data: &[(Vec<Tensor>, Tensor)], dev: &Device) -> Result<()> {
+    let mut model = Predictor::new(vm, dev)?;
+    for (xs, y) in data {
+        let loss = (model.forward(xs, false)? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_a_method_starts_afresh_before_stepping_it_chains_nothing() {
+        let lines =
+            |reset: &str| crate::rules::testing::lines("accumulated_loss_tensor", &RESET_FIRST.replace("RESET", reset));
+        assert!(lines("self.reset()?;").is_empty());
+        // Without it, or only on some calls, each call continues the last one's state.
+        assert_eq!(lines(""), vec![27]);
+        assert_eq!(lines("if first { self.reset()?; }"), vec![27]);
     }
 }

@@ -72,9 +72,10 @@ beside the loop over the batches) when only host data leaves it (`to_f64(&val_lo
 epoch's first backward. A forward beside the backward of its own loop (`act()` between `learn()`s,
 a preview every few steps) is swept within the iteration and is not reported, nor is one whose
 output reaches the backward through a helper's tuple, a detached target or a value kept past the
-iteration. Nor is a loop with a small literal bound in a
-training iteration whose backward does not wait for a warm-up (`for i in 0..3 { preview(..) }`
-once an epoch): that backward sweeps its few forwards. In the training loop itself, a backward that
+iteration. Nor is a loop with a small literal bound (a literal
+or constant of at most 32, as for a warm-up's short wait below) in a training iteration whose
+backward does not wait for a warm-up (`for i in 0..3 { preview(..) }` once an epoch, a PPO
+rollout of `T_HORIZON = 20` steps before each update): that backward sweeps its few forwards. In the training loop itself, a backward that
 waits for a warm-up (`if memory.len() > learning_starts { train() }`, `if buffer.len() < n { return; }`
 before it, or a test of the crate that compares a length: `if !agent.can_learn() { return }`,
 `let Some(batch) = memory.sample() else { return }`, `if let Some(batch) = memory.sample(n) { .. }`
@@ -97,7 +98,8 @@ accumulation over micro-batches): each wait starts from empty, and its backward 
 forwards.
 
 The backend is read from types across the crate: type aliases (`type TrainingBackend =
-Autodiff<Wgpu>;`; one named `Backend`, like burn's trait, only where it is declared or imported
+Autodiff<Wgpu>;`, each in its own module: `type Wgpu = burn::backend::Wgpu<f32, i32>;` is burn's
+plain backend, whatever another module calls `Wgpu`; one named `Backend`, like burn's trait, only where it is declared or imported
 from the crate's own module: `use backend::{Backend, Device};`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
 `Net::<Ad>::new(&d).load_file(..)`), the declared result of a crate function a local is bound to
 (`let model = train(..);` with `fn train(..) -> Net<Ad>`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
@@ -615,8 +617,9 @@ fn add_places(report: &mut Report, f: &FnModel, e: Option<&crate::model::VocabCa
 pub(crate) const TEST_LOOP_MAX: u64 = 256;
 
 /// The most iterations a literally bounded loop nested in a training iteration may run and be
-/// left alone: its forward passes are swept by the iteration's backward.
-const SWEPT_LOOP_MAX: u64 = 16;
+/// left alone: its forward passes are swept by the iteration's backward. The same handful as a
+/// warm-up's short wait (`SHORT_WAIT_MAX`): at most that many forwards wait for a backward.
+const SWEPT_LOOP_MAX: u64 = 32;
 
 /// A forward pass of a finding: where, and its label.
 type Call<'a> = (&'a Span, String, Option<(&'a std::path::Path, usize)>, Option<(&'a std::path::Path, usize)>);
@@ -4802,5 +4805,81 @@ pub fn train<B: AutodiffBackend>(mut net: RateNet<B>, covs: &[Tensor<B, 2>], opt
             &src("net.rates(covs[0].clone()).mean()"),
         );
         assert_eq!(lines, vec![18]);
+    }
+
+    /// Two modules each name their own backend `Wgpu`: the trainer's is autodiff, the
+    /// evaluator thread's is burn's plain `Wgpu`.
+    const SAME_ALIAS_TWICE: &str = r#"
+mod optimizer {
+    type Wgpu = burn::backend::Autodiff<burn::backend::Wgpu<f32, i32>>;
+    pub fn train(mut model: Model<Wgpu>, batches: &[Batch], optim: &mut Adam) -> Model<Wgpu> {
+        for b in batches {
+            let loss = model.forward(b.x.clone()).mean();
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(1e-3, model, grads);
+        }
+        model
+    }
+}
+mod selfplay {
+    type Wgpu = EVAL_BACKEND;
+    pub fn evaluator(inbox: Receiver<Msg>) {
+        let device = Default::default();
+        let model: Model<Wgpu> = ModelConfig::new().init(&device);
+        loop {
+            let req = inbox.recv().unwrap();
+            req.reply(model.forward(req.x(&device)).into_data());
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn an_alias_of_burns_own_backend_is_not_another_modules_alias_of_the_same_name() {
+        let src = |b: &str| SAME_ALIAS_TWICE.replace("EVAL_BACKEND", b);
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("burn::backend::Wgpu<f32, i32>")), 0);
+        // The evaluator on the autodiff backend: reported.
+        let autodiff = src("burn::backend::Autodiff<burn::backend::Wgpu<f32, i32>>");
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &autodiff), vec![20]);
+    }
+
+    /// A PPO rollout of a constant horizon, each step's output read as host data, then the
+    /// update's backward.
+    const HORIZON_ROLLOUT: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+const T_HORIZON: usize = HORIZON;
+pub fn run(env: &mut Env, mut model: Ppo<Autodiff<NdArray>>, device: &NdArrayDevice) {
+    for _episode in 0..10_000 {
+        let mut done = false;
+        while !done {
+            for _ in 0..T_HORIZON {
+                let p = model.pi(env.state(device));
+                let a = sample(&p.into_data().to_vec::<f32>().unwrap());
+                done = env.step(a);
+                model.put_data(a);
+                if done {
+                    break;
+                }
+            }
+            model.train_net();
+        }
+    }
+}
+impl<B: AutodiffBackend> Ppo<B> {
+    pub fn pi(&self, x: Tensor<B, 2>) -> Tensor<B, 2> { self.fc.forward(x) }
+    pub fn train_net(&mut self) {
+        let loss = self.pi(self.batch()).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.fc);
+        self.fc = self.optim.step(1e-3, self.fc.clone(), grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_rollout_of_a_handful_of_steps_is_swept_by_the_update() {
+        let src = |h: &str| HORIZON_ROLLOUT.replace("HORIZON", h);
+        // 20 forwards wait for the update's backward, as a warm-up of at most 32 may.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("20")), 0);
+        assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src("2048")), vec![9]);
     }
 }
