@@ -5793,8 +5793,19 @@ fn tuple_element_types<'p>(pat: &'p Pat, init: &Expr) -> Vec<(&'p syn::Ident, St
 /// The type an expression constructs, where its text says: `Net::new(..)?`, `Net { .. }`.
 fn constructed_type(init: &Expr) -> Option<String> {
     let mut e = init;
-    while let Expr::Try(t) = e {
-        e = &t.expr;
+    // Through `?`, `.unwrap()`, `.expect(..)` and the adapters that hand on a `Result`'s value
+    // (`Model::<B>::from_dir(..).context("params")?`).
+    loop {
+        e = match e {
+            Expr::Try(t) => &t.expr,
+            Expr::MethodCall(m)
+                if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
+                    || rust::is_pass_on(&m.method.to_string()) =>
+            {
+                &m.receiver
+            }
+            _ => break,
+        };
     }
     let path = match e {
         Expr::Struct(s) => return s.path.segments.last().map(|s| s.ident.to_string()),

@@ -2192,9 +2192,10 @@ pub struct CrateNames {
     /// define such a method (`impl RunningLoss { fn push(&mut self, loss: &Tensor) }`). A call of
     /// it on a value of such a type is the crate's own method, not `Vec::push`.
     pub(super) store_owners: HashMap<&'static str, HashSet<String>>,
-    /// For the additive tensor-method names (`add`, `sub`, `lerp`): the crate's types that define a method of that
-    /// name (`impl EpochStats { fn add(&mut self, l: Tensor<B, 1>) }`). A call of it on a value of
-    /// such a type is the crate's method, not a tensor operation.
+    /// For tensor-method names (`add`, `sub`, `lerp`, `select`): the crate's types that define a
+    /// method of that name (`impl EpochStats { fn add(&mut self, l: Tensor<B, 1>) }`, `impl
+    /// PseudoLabeler { fn select(&mut self, model: &Net, u: Tensor<2>) }`). A call of it on a value
+    /// of such a type is the crate's method, not a tensor operation.
     pub(super) tensor_name_owners: HashMap<String, HashSet<String>>,
 }
 
@@ -3060,7 +3061,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     }
                     module_mappers.insert(owner.to_string());
                 }
-                if crate::frameworks::common::ADDITIVE_METHODS.contains(&name)
+                if (crate::frameworks::common::ADDITIVE_METHODS.contains(&name)
+                    || crate::frameworks::common::is_tensor_method(name))
                     && let Some(owner) = impl_self_type(text, at)
                 {
                     tensor_name_owners.entry(name.to_string()).or_default().insert(owner.to_string());

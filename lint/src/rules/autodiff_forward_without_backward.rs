@@ -103,7 +103,8 @@ plain backend, whatever another module calls `Wgpu`; one named `Backend`, like b
 from the crate's own module: `use backend::{Backend, Device};`), generic arguments (`Agent::<Ad> { .. }`, `config.init::<Ad>(&d)`,
 `Net::<Ad>::new(&d).load_file(..)`), the declared result of a crate function a local is bound to
 (`let model = train(..);` with `fn train(..) -> Net<Ad>`), struct field types (`self.policy.act(..)` with `policy: Greedy<B>` calls
-`Greedy::act`), a function's parameter types and the bounds of their type parameters (not a
+`Greedy::act`; `labeler.select(&model, u)` on a `Labeler` calls the crate's `Labeler::select`, not
+the tensor operation of that name), a function's parameter types and the bounds of their type parameters (not a
 configuration parameter's: `S: ModelSpec<MyBackend, MyAutodiffBackend>` with no value of type
 `S` names both backends and makes nothing autodiff), and a function generic over the backend (`fn rollout<B: Backend>`) counts as
 autodiff when one of the crate's calls instantiates it with an autodiff backend (an autodiff
@@ -3719,6 +3720,14 @@ fn main() {
             .replace("WEIGHTS", "Tensor<B, 2>")
             .replace("fn main() {", "fn main() {\n    let w = w().require_grad();");
         assert_eq!(count("autodiff_forward_without_backward", None, &tracked), 1);
+        // Built by a loader whose `Result` is handed on with a context (`anyhow`), unannotated.
+        let loaded = PLAIN_TENSORS.replace("WEIGHTS", "Tensor<B, 2>").replace(
+            "let model: Gpt<Backend> = load_exploded(&Default::default());",
+            "let model = Gpt::<Backend>::from_dir(dir()).context(\"params\").unwrap();",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &loaded), 0);
+        let loaded_param = loaded.replace("pub weights: Tensor<B, 2>,", "pub weights: Param<Tensor<B, 2>>,");
+        assert_eq!(count("autodiff_forward_without_backward", None, &loaded_param), 1);
     }
 
     /// burn 0.22: a reference model on the plain device beside a student on `device.autodiff()`,
@@ -4881,5 +4890,39 @@ impl<B: AutodiffBackend> Ppo<B> {
         // 20 forwards wait for the update's backward, as a warm-up of at most 32 may.
         assert_eq!(count("autodiff_forward_without_backward", None, &src("20")), 0);
         assert_eq!(crate::rules::testing::lines("autodiff_forward_without_backward", &src("2048")), vec![9]);
+    }
+
+    /// A pseudo-labeller whose method is named like a tensor operation (`select`) keeps a running
+    /// confidence of the model's outputs.
+    const TENSOR_NAMED_METHOD: &str = r#"
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+pub struct Labeler<B: Backend> { total: Option<Tensor<B, 1>> }
+impl<B: Backend> Labeler<B> {
+    pub fn select(&mut self, model: &Net<B>, u: Tensor<B, 2>) -> Tensor<B, 2> {
+        let conf = model.forward(u.clone()).max_dim(1).mean()KEPT;
+        self.total = Some(match self.total.take() { Some(t) => t + conf, None => conf });
+        u
+    }
+}
+pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[(Tensor<B, 2>, Tensor<B, 2>)], optim: &mut Adam) {
+    let mut labeler = Labeler { total: None };
+    for (x, u) in data {
+        let picked = labeler.select(&model, u.clone());
+        let loss = model.forward(x.clone()).mean() + model.forward(picked).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-3, model, grads);
+    }
+}
+"#;
+
+    #[test]
+    fn a_method_named_like_a_tensor_operation_is_the_types_own() {
+        // burn: the outputs kept in the labeller are never backpropagated (the rule for burn's
+        // kept forwards reports it).
+        let rule = "autodiff_forward_without_backward";
+        assert_eq!(crate::rules::testing::lines(rule, &TENSOR_NAMED_METHOD.replace("KEPT", "")), vec![15]);
+        let detached = TENSOR_NAMED_METHOD.replace("KEPT", ".detach()");
+        assert_eq!(count(rule, None, &detached), 0);
     }
 }
