@@ -443,7 +443,10 @@ impl Items<'_> {
             b.looped(header, |s| tail = Some(s.block(block)));
             tail.unwrap_or_else(Val::plain)
         } else {
-            b.ret_tuples = returned_tuples(sig, block);
+            // Only a function whose calls a `let` may destructure (see `CrateNames::tuple_arity`).
+            if self.crate_fns.tuple_arity.contains_key(&b.g.ident) {
+                b.ret_tuples = returned_tuples(sig, block);
+            }
             if !b.ret_tuples.is_empty() {
                 b.g.return_elems = vec![Vec::new(); declared_tuple_arity(&sig.output).unwrap_or(0)];
             }
@@ -5791,6 +5794,23 @@ fn tuple_element_types<'p>(pat: &'p Pat, init: &Expr) -> Vec<(&'p syn::Ident, St
 }
 
 /// The type an expression constructs, where its text says: `Net::new(..)?`, `Net { .. }`.
+/// `.unwrap()`, `.expect(..)` and the `Result` adapters of [`rust::is_pass_on`]: what the call
+/// before them made is what they hand on.
+const PASS_ON_METHODS: &[&str] = &[
+    "unwrap",
+    "expect",
+    "map_err",
+    "context",
+    "with_context",
+    "wrap_err",
+    "wrap_err_with",
+    "ok",
+    "ok_or",
+    "ok_or_else",
+    "inspect",
+    "inspect_err",
+];
+
 fn constructed_type(init: &Expr) -> Option<String> {
     let mut e = init;
     // Through `?`, `.unwrap()`, `.expect(..)` and the adapters that hand on a `Result`'s value
@@ -5798,12 +5818,8 @@ fn constructed_type(init: &Expr) -> Option<String> {
     loop {
         e = match e {
             Expr::Try(t) => &t.expr,
-            Expr::MethodCall(m)
-                if matches!(m.method.to_string().as_str(), "unwrap" | "expect")
-                    || rust::is_pass_on(&m.method.to_string()) =>
-            {
-                &m.receiver
-            }
+            // Compared without making the name a `String`: this runs for every `let`.
+            Expr::MethodCall(m) if PASS_ON_METHODS.iter().any(|n| m.method == n) => &m.receiver,
             _ => break,
         };
     }

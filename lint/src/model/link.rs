@@ -3061,8 +3061,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     }
                     module_mappers.insert(owner.to_string());
                 }
+                // A method (with a receiver): finding the `impl` around it scans back through the
+                // file, which free functions named like tensor operations (`fn softmax(..)`)
+                // need not pay for.
                 if (crate::frameworks::common::ADDITIVE_METHODS.contains(&name)
-                    || crate::frameworks::common::is_tensor_method(name))
+                    || (crate::frameworks::common::is_tensor_method(name) && takes_self(text, name_end)))
                     && let Some(owner) = impl_self_type(text, at)
                 {
                     tensor_name_owners.entry(name.to_string()).or_default().insert(owner.to_string());
@@ -3343,6 +3346,16 @@ const TRAINING_CALL_NAMES: &[&str] = &["step", "update", "train_step"];
 /// The self type of the `impl` block whose body holds the `fn` at byte `at` of `text`
 /// (`impl<B: Backend> Trainer<B> {` → `Trainer`, `impl Step for Trainer {` → `Trainer`); None
 /// when the function is not in an `impl` block (a free function, a trait's declaration).
+/// Whether the function whose name ends at byte `name_end` of `text` takes `self` first
+/// (`fn select(&mut self, ..)`, `fn mean<B>(self)`).
+fn takes_self(text: &str, name_end: usize) -> bool {
+    let rest = &text[name_end..];
+    let Some(open) = memchr::memchr(b'(', rest.as_bytes()) else { return false };
+    let params = &rest[open + 1..];
+    let first = &params[..params.find([',', ')']).unwrap_or(params.len())];
+    first.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "self")
+}
+
 fn impl_self_type(text: &str, at: usize) -> Option<&str> {
     let before = &text[..at];
     let bytes = before.as_bytes();
