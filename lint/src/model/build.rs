@@ -2682,7 +2682,16 @@ impl Builder<'_> {
         }
         let method = self.g.spec.autodiff_device_method?;
         let mut m = Mentions { devices, method, plain: false, autodiff: false };
-        m.visit_expr(e);
+        // What the call is handed, not the call itself: `AlertLog::default()` makes no device.
+        match strip_try(e) {
+            Expr::Call(c) => c.args.iter().for_each(|a| m.visit_expr(a)),
+            Expr::MethodCall(c) => {
+                m.autodiff |= c.method == method && c.args.is_empty();
+                m.visit_expr(&c.receiver);
+                c.args.iter().for_each(|a| m.visit_expr(a));
+            }
+            _ => {}
+        }
         Some((m.plain, m.autodiff))
     }
 

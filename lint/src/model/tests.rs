@@ -209,3 +209,36 @@ fn step(model: &mut Net, opt: &mut Adam<Net, f32, Cpu>, dev: &Cpu, xs: &[Tensor<
     assert!(carries("traced") && carries("loss"));
     assert!(!carries("plain"), "the tape travels in the input: an untraced forward records nothing");
 }
+
+#[test]
+fn burn_022_a_value_made_with_default_is_not_built_on_the_plain_device() {
+    let src = r#"
+use burn::prelude::*;
+fn main() {
+    let device = Device::default().autodiff();
+    let model = Net::new(&device);
+    let reference = Net::new(&Device::default());
+    let mut stats = Stats::default();
+    stats.check(&model);
+    stats.check(&reference);
+}
+"#;
+    let names = super::link::crate_names([src]);
+    let file = syn::parse_file(src).expect("snippet parses");
+    let spec = Framework::from_name("burn").expect("registered").spec();
+    let gs = function_graphs(&file, spec, true, 0, &names);
+    let g = &gs[0];
+    let inert = |name: &str| {
+        let b = binding(g, name);
+        g.graph.node_indices().any(|n| {
+            g.binding_of(n) == Some(b)
+                && g.graph
+                    .neighbors_directed(n, petgraph::Direction::Incoming)
+                    .any(|m| matches!(g.graph[m].kind, NodeKind::Value(super::graph::Producer::InertModel)))
+        })
+    };
+    assert!(inert("reference"), "built on `Device::default()`: the plain device");
+    assert!(!inert("model"), "built on the autodiff device");
+    // `Stats::default()` is handed no device: it is not a model made on the plain one.
+    assert!(!inert("stats"));
+}

@@ -4925,4 +4925,45 @@ pub fn train<B: AutodiffBackend>(mut model: Net<B>, data: &[(Tensor<B, 2>, Tenso
         let detached = TENSOR_NAMED_METHOD.replace("KEPT", ".detach()");
         assert_eq!(count(rule, None, &detached), 0);
     }
+
+    /// burn 0.22: after training on the autodiff device, a statistics struct the caller made
+    /// (with `Default::default()` or a literal) evaluates the model it is handed.
+    const STATS_BESIDE_MODEL: &str = r#"
+use burn::prelude::*;
+#[derive(Default)]
+pub struct Stats { seen: usize, hits: usize }
+impl Stats {
+    fn evaluate(&mut self, model: &Net, xs: &[Tensor<2>]) {
+        for x in xs {
+            let p = model.forward(x.clone()).argmax(1).into_scalar::<i64>();
+            self.seen += 1;
+            self.hits += (p == 0) as usize;
+        }
+    }
+}
+fn main() {
+    let device = Device::default().autodiff();
+    let mut model = Net::new(&device);
+    let mut opt = AdamConfig::new().init();
+    for (x, t) in batches(&device) {
+        let loss = (model.forward(x) - t).powf_scalar(2.0).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = opt.step(1e-3, model, grads);
+    }
+    let mut stats = STATS;
+    stats.evaluate(&model, &holdout(&device));
+}
+"#;
+
+    #[test]
+    fn an_evaluation_by_a_stats_struct_handed_the_autodiff_model_is_reported() {
+        let lines = |stats: &str| {
+            crate::rules::testing::lines(
+                "autodiff_forward_without_backward",
+                &STATS_BESIDE_MODEL.replace("STATS", stats),
+            )
+        };
+        assert_eq!(lines("Stats::default()"), vec![8]);
+        assert_eq!(lines("Stats { seen: 0, hits: 0 }"), vec![8]);
+    }
 }
