@@ -858,6 +858,7 @@ impl Builder<'_> {
                 fresh_each_iteration: fresh,
                 receiver_self: false,
                 lent_param,
+                receiver_param: None,
             });
         }
         self.g.disabled_caches = std::mem::take(&mut self.disabled_caches);
@@ -2048,6 +2049,24 @@ impl Builder<'_> {
                 && matches!(&*c.func, Expr::Path(p) if p.path.segments.len() >= 2
                     && p.path.segments.iter().nth_back(1).is_some_and(|s| s.ident.to_string().ends_with("Cache"))))
         });
+        // `let model = Llama::load(vb, &cache, config)?` with that cache disabled: the model's
+        // forward keeps nothing in it either.
+        let disabled_cache = disabled_cache
+            || (!self.disabled_caches.is_empty()
+                && init.is_some_and(|i| {
+                    let args = match strip_try(&i.expr) {
+                        Expr::Call(c) => &c.args,
+                        Expr::MethodCall(m) => &m.args,
+                        _ => return false,
+                    };
+                    args.iter().any(|a| {
+                        let Expr::Path(p) = strip_place(a) else { return false };
+                        p.path
+                            .get_ident()
+                            .and_then(|id| self.lookup(&id.to_string()))
+                            .is_some_and(|slot| self.disabled_caches.contains(&self.env[slot].0))
+                    })
+                }));
         let guessed = stated.is_none().then(|| init.and_then(|i| config_init_type(&i.expr))).flatten();
         let ty_guessed = guessed.is_some();
         let ty = stated

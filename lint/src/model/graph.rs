@@ -1139,6 +1139,9 @@ pub struct StateCall {
     /// cache)` with `cache: &mut Cache`): its index. A cache that every caller makes disabled
     /// (`Cache::new(false, ..)`) keeps nothing.
     pub(super) lent_param: Option<usize>,
+    /// The receiver is a parameter of the function (`model.forward(&x, 0)` with `model: &Llama`):
+    /// its index. A model that every caller built around a disabled cache keeps nothing.
+    pub(super) receiver_param: Option<usize>,
 }
 
 impl StateCall {

@@ -331,7 +331,9 @@ pub fn link(
 /// (`let mut cache = Cache::new(false, ..)?; valid_loss(.., &mut cache)`): it keeps nothing, so
 /// the calls that lend it keep no state.
 fn mark_disabled_lent_caches(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: &[(FnId, usize, Vec<FnId>)]) {
-    let lends = |g: &FnModel| g.state_calls.iter().any(|c| c.lent_param.is_some() && !c.fresh_each_iteration);
+    let lends = |g: &FnModel| {
+        g.state_calls.iter().any(|c| (c.lent_param.is_some() || c.receiver_param.is_some()) && !c.fresh_each_iteration)
+    };
     if !files.iter().any(|(_, graphs)| graphs.iter().any(lends)) {
         return;
     }
@@ -347,9 +349,30 @@ fn mark_disabled_lent_caches(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], reso
             }
         }
     }
+    // Likewise a model handed by reference that every call builds around a disabled cache.
+    let mut disabled_models: HashMap<(FnId, usize), bool> = HashMap::default();
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        for c in callees {
+            for k in files[c.0].1[c.1].state_calls.iter().filter_map(|s| s.receiver_param) {
+                let off = site.args.get(k).is_some_and(|a| {
+                    matches!(a.reads.as_slice(), [n] if g.binding_of(*n).is_some_and(|b| g.disabled_caches.contains(&b)))
+                });
+                *disabled_models.entry((*c, k)).or_insert(true) &= off;
+            }
+        }
+    }
     for ((c, k), off) in disabled {
         if off {
             for s in files[c.0].1[c.1].state_calls.iter_mut().filter(|s| s.lent_param == Some(k)) {
+                s.fresh_each_iteration = true;
+            }
+        }
+    }
+    for ((c, k), off) in disabled_models {
+        if off {
+            for s in files[c.0].1[c.1].state_calls.iter_mut().filter(|s| s.receiver_param == Some(k)) {
                 s.fresh_each_iteration = true;
             }
         }
@@ -1074,6 +1097,13 @@ fn mark_stateful_calls(
                     .position(|p| p.is_some_and(|p| matches!(g.graph[p].kind, NodeKind::Version(v) if v == b)))
             })
         };
+        // `model.forward(&inp, 0)` with `model` built around a disabled cache (`Llama::load(vb,
+        // &Cache::new(false, ..)?, cfg)`): what its forward would keep, it keeps only when asked.
+        let disabled_receiver =
+            in_receiver && !callee.self_always && receiver.is_some_and(|b| g.disabled_caches.contains(&b));
+        let receiver_param = receiver.filter(|&b| g.bindings[b].kind == BindingKind::Param).and_then(|b| {
+            g.params.iter().position(|p| p.is_some_and(|p| matches!(g.graph[p].kind, NodeKind::Version(v) if v == b)))
+        });
         // The name of a candidate that keeps it.
         let named = callees.iter().find(|c| state.get(c).is_some_and(|s| s.any())).unwrap_or(&callees[0]);
         let c = &files[named.0].1[named.1];
@@ -1084,7 +1114,7 @@ fn mark_stateful_calls(
                 in_loop: site.in_loop,
                 receiver: site.receiver,
                 callee: c.owner.as_ref().map_or(c.ident.clone(), |o| format!("{o}::{}", c.ident)),
-                fresh_each_iteration: !chains,
+                fresh_each_iteration: !chains || disabled_receiver,
                 always: callee.self_always,
                 always_in: bits(callee.params_always)
                     .filter_map(|k| site.args.get(k).and_then(|a| a.mut_ref))
@@ -1095,6 +1125,7 @@ fn mark_stateful_calls(
                 kept_fields: callees.iter().find_map(|c| kept_fields.get(c)).cloned().unwrap_or_default(),
                 receiver_self: site.receiver_self,
                 lent_param,
+                receiver_param: receiver_param.filter(|_| in_receiver && !callee.self_always),
             },
         ));
     }

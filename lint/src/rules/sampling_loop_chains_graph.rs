@@ -41,7 +41,10 @@ generator): a key/value cache (`self.kv = Some(Tensor::cat(&[prev, &k], 2)?)`, a
 `Mutex` or in a `&mut Cache` argument), found through the model's layers; for a library's
 model (candle-transformers), a cache lent to its forward (`llama.forward(&x, pos, &mut cache)`,
 not one made with `Cache::new(false, ..)`, here or by every caller that lends it: `valid_loss(..,
-&mut cache)`) or one the function resets (`model.clear_kv_cache()`). A cache made afresh
+&mut cache)`) or one the function resets (`model.clear_kv_cache()`). A model of the crate
+that keeps its cache only behind a flag (`if self.cache.use_kv_cache { .. }`) keeps nothing when
+it was built around a cache made with `Cache::new(false, ..)` (`Llama::load(vb, &cache, cfg)`),
+here or by every caller that hands it over (`valid_loss(&dataset, &model, ..)`). A cache made afresh
 on every iteration, or reset there (`model.reset_cache()`), is not. A loop over layers (`for
 layer in layers { x = layer.forward(&x)? }`) is one forward pass, not a sampling loop. A
 recurrent cell of `candle_nn::rnn` stepped on its own state (`state = cell.step(&x, &state)?`)
@@ -1326,6 +1329,64 @@ pub fn run(xs: &[Tensor], dev: &Device) -> Result<()> {
         assert_eq!(
             crate::rules::testing::lines("sampling_loop_chains_graph", &LENT_CACHE.replace("FLAG", "true")),
             vec![24]
+        );
+    }
+
+    /// The same, with the cache built into the model (`Lm::load(vb, &cache)`, as a copy of the
+    /// llama2-c example keeps it) and the validation helper handed the model.
+    const HELD_CACHE: &str = r#"
+use std::sync::{Arc, Mutex};
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, Linear, Optimizer, VarBuilder, VarMap};
+#[derive(Clone)]
+pub struct Cache { use_kv_cache: bool, kvs: Arc<Mutex<Option<Tensor>>> }
+impl Cache {
+    pub fn new(use_kv_cache: bool) -> Result<Self> { Ok(Self { use_kv_cache, kvs: Arc::new(Mutex::new(None)) }) }
+}
+pub struct Lm { fc: Linear, cache: Cache }
+impl Lm {
+    pub fn load(vb: VarBuilder, cache: &Cache) -> Result<Self> { Ok(Self { fc: linear(4, 4, vb)?, cache: cache.clone() }) }
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut k = self.fc.forward(x)?;
+        if self.cache.use_kv_cache {
+            let mut kvs = self.cache.kvs.lock().unwrap();
+            if let Some(prev) = &*kvs {
+                k = Tensor::cat(&[prev, &k], 0)?;
+            }
+            *kvs = Some(k.clone());
+        }
+        Ok(k)
+    }
+}
+fn valid_loss(model: &Lm, xs: &[Tensor]) -> Result<f32> {
+    let mut total = 0f32;
+    for x in xs {
+        total += model.forward(x)?.mean_all()?.to_scalar::<f32>()?;
+    }
+    Ok(total)
+}
+pub fn run(xs: &[Tensor], dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let cache = Cache::new(FLAG)?;
+    let model = Lm::load(VarBuilder::from_varmap(&vm, DType::F32, dev), &cache)?;
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    for (i, x) in xs.iter().enumerate() {
+        let loss = model.forward(x)?.mean_all()?;
+        opt.backward_step(&loss)?;
+        if i % 100 == 0 {
+            println!("{}", valid_loss(&model, xs)?);
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_model_every_caller_builds_around_a_disabled_cache_keeps_nothing() {
+        assert_eq!(count("sampling_loop_chains_graph", None, &HELD_CACHE.replace("FLAG", "false")), 0);
+        assert_eq!(
+            crate::rules::testing::lines("sampling_loop_chains_graph", &HELD_CACHE.replace("FLAG", "true")),
+            vec![28]
         );
     }
 }
