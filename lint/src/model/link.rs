@@ -337,42 +337,35 @@ fn mark_disabled_lent_caches(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], reso
     if !files.iter().any(|(_, graphs)| graphs.iter().any(lends)) {
         return;
     }
-    // Per callee and parameter: whether every call hands a disabled cache there.
-    let mut disabled: HashMap<(FnId, usize), bool> = HashMap::default();
+    // Per callee and parameter: whether every call hands a disabled cache there, lent (`&mut
+    // cache`, `lent` true) or built into the model it hands (`&model` with `Llama::load(vb,
+    // &cache, cfg)`).
+    let mut disabled: HashMap<(FnId, usize, bool), bool> = HashMap::default();
     for (caller, ci, callees) in resolved {
         let g = &files[caller.0].1[caller.1];
         let site = &g.call_sites[*ci];
+        let off = |k: usize, lent: bool| {
+            let Some(a) = site.args.get(k) else { return false };
+            let b = if lent {
+                a.mut_ref
+            } else {
+                a.reads.first().filter(|_| a.reads.len() == 1).and_then(|&n| g.binding_of(n))
+            };
+            b.is_some_and(|b| g.disabled_caches.contains(&b))
+        };
         for c in callees {
-            for k in files[c.0].1[c.1].state_calls.iter().filter_map(|s| s.lent_param) {
-                let off = site.args.get(k).and_then(|a| a.mut_ref).is_some_and(|b| g.disabled_caches.contains(&b));
-                *disabled.entry((*c, k)).or_insert(true) &= off;
+            for s in &files[c.0].1[c.1].state_calls {
+                for (k, lent) in s.lent_param.map(|k| (k, true)).into_iter().chain(s.receiver_param.map(|k| (k, false)))
+                {
+                    *disabled.entry((*c, k, lent)).or_insert(true) &= off(k, lent);
+                }
             }
         }
     }
-    // Likewise a model handed by reference that every call builds around a disabled cache.
-    let mut disabled_models: HashMap<(FnId, usize), bool> = HashMap::default();
-    for (caller, ci, callees) in resolved {
-        let g = &files[caller.0].1[caller.1];
-        let site = &g.call_sites[*ci];
-        for c in callees {
-            for k in files[c.0].1[c.1].state_calls.iter().filter_map(|s| s.receiver_param) {
-                let off = site.args.get(k).is_some_and(|a| {
-                    matches!(a.reads.as_slice(), [n] if g.binding_of(*n).is_some_and(|b| g.disabled_caches.contains(&b)))
-                });
-                *disabled_models.entry((*c, k)).or_insert(true) &= off;
-            }
-        }
-    }
-    for ((c, k), off) in disabled {
+    for ((c, k, lent), off) in disabled {
         if off {
-            for s in files[c.0].1[c.1].state_calls.iter_mut().filter(|s| s.lent_param == Some(k)) {
-                s.fresh_each_iteration = true;
-            }
-        }
-    }
-    for ((c, k), off) in disabled_models {
-        if off {
-            for s in files[c.0].1[c.1].state_calls.iter_mut().filter(|s| s.receiver_param == Some(k)) {
+            let at = |s: &super::graph::StateCall| if lent { s.lent_param } else { s.receiver_param };
+            for s in files[c.0].1[c.1].state_calls.iter_mut().filter(|s| at(s) == Some(k)) {
                 s.fresh_each_iteration = true;
             }
         }
