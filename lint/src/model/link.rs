@@ -683,7 +683,15 @@ fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
             }
             fields.sort_unstable();
             fields.dedup();
-            if known && !fields.is_empty() {
+            // A method of a reset's name that does nothing (`fn reset_filter(&mut self) { /* keep
+            // the filter warm */ }`) starts no field afresh.
+            // Not one that hands a function on (`self.layers.iter_mut().for_each(Layer::clear)`):
+            // its body reads nothing at all.
+            let does_nothing = g.call_sites.is_empty()
+                && g.vocab_calls.is_empty()
+                && g.cleared.is_empty()
+                && g.graph.edge_count() == 0;
+            if known && (!fields.is_empty() || does_nothing) {
                 out = Some(fields);
             }
         }

@@ -59,7 +59,8 @@ in the arm of one variant of a mode (`match mode { Mode::Train => self.bn.forwar
 in a method of a type that defines `step` is that method, not an optimizer's. States kept one per layer may be cut
 element by element (`for h in self.hs.iter_mut() { *h = h.detach(); }`, an index loop over
 `0..hs.len()`, `hs.iter().map(|h| h.detach()).collect()`), or started afresh by a method of
-any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`). Also reported at
+any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`); a method named like
+a reset that does nothing (`fn reset_filter(&mut self) {}`) starts nothing afresh. Also reported at
 the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`; also
 through a method of that struct, `log.record(logits)` in `fn step_loss(&self, .., log: &mut Log)`,
 unless the function resets it first), and a
@@ -3512,5 +3513,50 @@ pub fn fit<O: Optimizer>(vm: &VarMap, opt: &mut O, data: &[(Vec<Tensor>, Tensor)
         // Without it, or only on some calls, each call continues the last one's state.
         assert_eq!(lines(""), vec![27]);
         assert_eq!(lines("if first { self.reset()?; }"), vec![27]);
+    }
+
+    /// A policy that low-pass filters its commands in a field, with a method of a reset's name
+    /// whose body is RESET_BODY, called at the end of every lap.
+    const NAMED_RESET: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, Linear, Optimizer, VarBuilder, VarMap};
+pub struct Policy { head: Linear, smoothed: Option<Tensor> }
+impl Policy {
+    pub fn act(&mut self, x: &Tensor) -> Result<Vec<f32>> {
+        let raw = self.head.forward(x)?;
+        let cmd = match self.smoothed.take() {
+            Some(prev) => ((prev * 0.9)? + (&raw * 0.1)?)?,
+            None => raw,
+        };
+        let host = cmd.flatten_all()?.to_vec1::<f32>()?;
+        self.smoothed = Some(cmd);
+        Ok(host)
+    }
+    pub fn reset_filter(&mut self) {
+        RESET_BODY
+    }
+}
+pub fn fly(vm: &VarMap, xs: &[(Tensor, Tensor)], dev: &Device) -> Result<()> {
+    let mut policy = Policy { head: linear(4, 2, VarBuilder::from_varmap(vm, DType::F32, dev))?, smoothed: None };
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    for (tick, (x, y)) in xs.iter().enumerate() {
+        let _cmd = policy.act(x)?;
+        if tick % 50 == 49 {
+            policy.reset_filter();
+        }
+        let loss = (policy.head.forward(x)? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_method_of_a_resets_name_that_does_nothing_resets_nothing() {
+        let src = |body: &str| NAMED_RESET.replace("RESET_BODY", body);
+        let rule = "accumulated_loss_tensor";
+        assert_eq!(crate::rules::testing::lines(rule, &src("// keep the filter warm across laps")), vec![24]);
+        // Started afresh at the end of each lap: a chain of at most one lap.
+        assert_eq!(count(rule, None, &src("self.smoothed = None;")), 0);
     }
 }
