@@ -690,7 +690,7 @@ fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
             let does_nothing = g.call_sites.is_empty()
                 && g.vocab_calls.is_empty()
                 && g.cleared.is_empty()
-                && g.graph.edge_count() == 0;
+                && g.graph.node_count() == 0;
             if known && (!fields.is_empty() || does_nothing) {
                 out = Some(fields);
             }

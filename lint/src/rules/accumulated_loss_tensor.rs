@@ -3558,5 +3558,7 @@ pub fn fly(vm: &VarMap, xs: &[(Tensor, Tensor)], dev: &Device) -> Result<()> {
         assert_eq!(crate::rules::testing::lines(rule, &src("// keep the filter warm across laps")), vec![24]);
         // Started afresh at the end of each lap: a chain of at most one lap.
         assert_eq!(count(rule, None, &src("self.smoothed = None;")), 0);
+        // A body that hands a function on (`for_each(Layer::clear)`) may start anything afresh.
+        assert_eq!(count(rule, None, &src("[&mut self.smoothed].into_iter().for_each(Option::take);")), 0);
     }
 }
