@@ -2166,15 +2166,7 @@ impl Builder<'_> {
         if self.crate_fns.tuple_arity.is_empty() || t.elems.iter().any(|p| matches!(p, Pat::Rest(_))) {
             return Vec::new();
         }
-        let name = match strip_try(init) {
-            Expr::Call(c) => match &*c.func {
-                Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
-                _ => None,
-            },
-            Expr::MethodCall(m) => Some(m.method.to_string()),
-            _ => None,
-        };
-        if name.and_then(|n| self.crate_fns.tuple_arity.get(&n).copied()) != Some(t.elems.len()) {
+        if called_name(init).and_then(|n| self.crate_fns.tuple_arity.get(&n).copied()) != Some(t.elems.len()) {
             return Vec::new();
         }
         let Some(ci) = self.g.call_sites.iter().rposition(|c| c.result == result) else { return Vec::new() };
@@ -2196,24 +2188,7 @@ impl Builder<'_> {
     /// function that returns a tuple (see `CrateNames::tuple_fns`).
     fn tuple_host_elems<'p>(&self, pat: &'p Pat, init: &Expr) -> Option<Vec<&'p syn::Ident>> {
         let Pat::Tuple(t) = strip_pat_type(pat) else { return None };
-        let mut e = init;
-        loop {
-            e = match e {
-                Expr::Try(t) => &t.expr,
-                Expr::Await(a) => &a.base,
-                Expr::Paren(p) => &p.expr,
-                _ => break,
-            };
-        }
-        let name = match e {
-            Expr::Call(c) => match &*c.func {
-                Expr::Path(p) => p.path.segments.last()?.ident.to_string(),
-                _ => return None,
-            },
-            Expr::MethodCall(m) => m.method.to_string(),
-            _ => return None,
-        };
-        let mask = self.crate_fns.tuple_fns.get(&name)?;
+        let mask = self.crate_fns.tuple_fns.get(&called_name(init)?)?;
         if mask.len() != t.elems.len() {
             return None;
         }
@@ -5287,6 +5262,36 @@ fn counters_in(body: &Block, out: &mut Vec<String>) {
     }
 }
 
+/// The name of the function or method a call calls (`f` of `f(x)?`, `step` of
+/// `state.step(b).await`), through `?`, `.await` and parentheses.
+fn called_name(init: &Expr) -> Option<String> {
+    let mut e = init;
+    loop {
+        e = match e {
+            Expr::Try(t) => &t.expr,
+            Expr::Await(a) => &a.base,
+            Expr::Paren(p) => &p.expr,
+            _ => break,
+        };
+    }
+    match e {
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) => Some(p.path.segments.last()?.ident.to_string()),
+            _ => None,
+        },
+        Expr::MethodCall(m) => Some(m.method.to_string()),
+        _ => None,
+    }
+}
+
+/// A macro that never returns (`panic!`, `unreachable!`, `todo!`, `unimplemented!`).
+fn diverging_macro(mac: &syn::Macro) -> bool {
+    mac.path
+        .segments
+        .last()
+        .is_some_and(|s| matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "todo" | "unimplemented"))
+}
+
 /// The number of elements of a declared tuple result (`-> (Self, Tensor<B, 2>)`, `->
 /// Result<(Tensor, f32)>`, `-> Option<(A, B)>`).
 fn declared_tuple_arity(output: &syn::ReturnType) -> Option<usize> {
@@ -5343,9 +5348,7 @@ fn returned_tuples(sig: &syn::Signature, block: &Block) -> Vec<*const syn::ExprT
                 }
                 // Diverges: what it returns, if anything, is found with the other `return`s.
                 Expr::Return(_) => true,
-                Expr::Macro(m) => m.mac.path.segments.last().is_some_and(|s| {
-                    matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "todo" | "unimplemented")
-                }),
+                Expr::Macro(m) => diverging_macro(&m.mac),
                 _ => false,
             }
         }
@@ -5353,9 +5356,7 @@ fn returned_tuples(sig: &syn::Signature, block: &Block) -> Vec<*const syn::ExprT
             match b.stmts.last() {
                 Some(Stmt::Expr(e, None)) => self.leaves(e),
                 Some(Stmt::Expr(Expr::Return(_), Some(_))) => true,
-                Some(Stmt::Macro(m)) => m.mac.path.segments.last().is_some_and(|s| {
-                    matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "todo" | "unimplemented")
-                }),
+                Some(Stmt::Macro(m)) => diverging_macro(&m.mac),
                 _ => false,
             }
         }
