@@ -133,7 +133,8 @@ impl Linter {
         let fields = type_graph::autodiff_fields(decls.iter().chain(&context_decls));
         let modules = type_graph::module_types(decls.iter().chain(&context_decls));
         let field_types = type_graph::field_types(decls.iter().chain(&context_decls));
-        model::link(&mut linked, &fields, &modules, &field_types, &crate_fns);
+        let generic_fields = type_graph::generic_fields(decls.iter().chain(&context_decls));
+        model::link(&mut linked, &fields, &modules, &field_types, &generic_fields, &crate_fns);
         let linked = &linked[..files.len()];
         for (file, gs) in linked {
             for g in gs {
@@ -159,7 +160,7 @@ impl Linter {
                 // Stores of graphs only matter to the crate's types where the type says autodiff.
                 graphs
                     .iter()
-                    .filter(|g| g.framework_known() && g.spec().autodiff_by_type)
+                    .filter(|g| g.framework_known() && g.spec().autodiff_by_type && !g.is_instance())
                     .flat_map(move |g| g.graph_field_stores(file))
             })
             .collect();
@@ -272,6 +273,13 @@ impl Linter {
                     dead.extend(cx.take_since(mark));
                 }
             }
+        }
+        // An instance of generic code (`link::specialize`) repeats what its original reports:
+        // one finding per rule and place.
+        if graphs.iter().any(model::FnModel::is_instance) {
+            let mut seen = std::collections::HashSet::new();
+            findings.retain(|f| seen.insert((f.rule, f.primary.span.clone())));
+            dead.retain(|f| seen.insert((f.rule, f.primary.span.clone())));
         }
         (findings, dead)
     }

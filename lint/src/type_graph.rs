@@ -262,6 +262,78 @@ pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(St
     out
 }
 
+/// Fields that tie a generic type of the crate to its type arguments (see [`generic_fields`]).
+#[derive(Debug, Default)]
+pub struct GenericFields {
+    /// (owner, field, k): a field typed by its struct's k-th type parameter (`agent: A` in
+    /// `struct Session<E, A>` is 1), sorted.
+    pub params: Vec<(String, String, usize)>,
+    /// (owner, field, type, arguments): a field of a generic type with the type name of each of
+    /// its type arguments (`session: Session<E, DqnAgent<B>>` gives `[None, Some("DqnAgent")]`: a
+    /// type parameter of the owner names no type), sorted.
+    pub args: Vec<(String, String, String, Vec<Option<String>>)>,
+}
+
+/// The crate's fields typed by a type parameter of their struct, and those whose generic type
+/// names a concrete type argument: a method of `Session<E, A>` calling `self.agent.act(..)`
+/// reaches `DqnAgent::act` when it is called on a `session: Session<E, DqnAgent<B>>`.
+/// Owners are keyed as in [`field_types`]. Through the same wrappers.
+pub fn generic_fields<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> GenericFields {
+    fn unwrapped(shape: &Shape) -> Option<(&str, &[Shape])> {
+        match shape {
+            Shape::Named { name, args }
+                if matches!(
+                    name.as_str(),
+                    "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option" | "Vec" | "VecDeque"
+                ) =>
+            {
+                args.first().and_then(unwrapped)
+            }
+            Shape::Named { name, args } => Some((name, args)),
+            _ => None,
+        }
+    }
+    let decls: Vec<&TypeDecl> = decls.into_iter().collect();
+    let mut names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
+    names.sort_unstable();
+    let declared_once = |n: &str| {
+        let from = names.partition_point(|m| *m < n);
+        names[from..].iter().take_while(|m| **m == n).count() == 1
+    };
+    let mut out = GenericFields::default();
+    for d in &decls {
+        let key = |owner: &str| {
+            if declared_once(&d.name) { owner.to_string() } else { format!("{owner}@{}", d.file.path().display()) }
+        };
+        for f in &d.fields {
+            let Some((owner, field)) = f.field.split_once('.') else { continue };
+            if owner.contains("::") || field.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Some((ty, args)) = unwrapped(&f.ty) else { continue };
+            if let Some(k) = d.generics.iter().position(|g| g == ty) {
+                out.params.push((key(owner), field.to_string(), k));
+                continue;
+            }
+            let heads: Vec<Option<String>> = args
+                .iter()
+                .map(|a| match a {
+                    Shape::Named { name, .. } if !d.generics.contains(name) => Some(name.clone()),
+                    _ => None,
+                })
+                .collect();
+            if heads.iter().any(Option::is_some) {
+                out.args.push((key(owner), field.to_string(), ty.to_string(), heads));
+            }
+        }
+    }
+    out.params.sort_unstable();
+    out.params.dedup();
+    out.args.sort_unstable();
+    out.args.dedup();
+    out
+}
+
 /// The crate's types declared as modules (`#[derive(Module)]`).
 pub fn module_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<String> {
     let mut out: Vec<String> = decls.into_iter().filter(|d| d.module).map(|d| d.name.clone()).collect();

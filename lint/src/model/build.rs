@@ -688,6 +688,7 @@ impl Builder<'_> {
                 entry_resets: Vec::new(),
                 trait_impl: false,
                 trait_default: false,
+                instance: false,
                 has_self: false,
                 params: Vec::new(),
                 returns: Vec::new(),

@@ -427,7 +427,7 @@ pub enum TrainingCallKind {
 }
 
 /// The reference graph of one function.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FnModel {
     /// The function's signature span (`fn name(...)`).
     pub(super) sig: Span,
@@ -475,6 +475,9 @@ pub struct FnModel {
     pub(super) trait_impl: bool,
     /// A default method body in a `trait` (reachable from any type implementing it).
     pub(super) trait_default: bool,
+    /// A copy made for one instantiation of generic code (see `link::specialize`): its findings
+    /// are the original's where both report, and its own where only it does.
+    pub(super) instance: bool,
     pub(super) has_self: bool,
     /// The first version of each typed parameter, in order (`self` excluded).
     pub(super) params: Vec<Option<NodeIndex>>,
@@ -2084,6 +2087,11 @@ impl FnModel {
             }
             at => matches!(self.iteration_of(at), Some(Iteration::Loop(_))),
         }
+    }
+
+    /// Whether this is a copy made for one instantiation of generic code (see `link::specialize`).
+    pub fn is_instance(&self) -> bool {
+        self.instance
     }
 
     pub fn debug_nodes(&self, text: &str) {

@@ -210,6 +210,7 @@ pub fn link(
     autodiff_fields: &[(String, String)],
     module_types: &[String],
     field_types: &[(String, String, String)],
+    generic_fields: &crate::type_graph::GenericFields,
     alias_names: &HashSet<String>,
 ) {
     mark_autodiff_fields(files, autodiff_fields);
@@ -272,15 +273,23 @@ pub fn link(
     follow_inert_fields(files);
     mark_grad_off(files, &resolved);
     instantiate_autodiff(files, &resolved);
+    // Methods of a generic type called on a field that names its type arguments (`self.session
+    // .act(..)` with `session: Session<E, DqnAgent<B>>`): an instance of each, whose calls through
+    // the type parameter reach the named type's impl. Summaries flow through the instance
+    // (`for_summaries`); marks reach both (`for_marks`). The rules read instances too, and keep
+    // what only an instance reports (see `Linter::check_functions`).
+    let (for_summaries, for_marks) = specialize(files, &index, &resolved, generic_fields);
+    let resolved_all = for_marks.as_deref().unwrap_or(&resolved);
+    let sum_rows = for_summaries.as_deref().unwrap_or(&resolved);
 
     // Only callees need summaries; only callers of a changed summary need re-propagation.
-    let mut callees: Vec<FnId> = resolved.iter().flat_map(|r| r.2.iter().copied()).collect();
+    let mut callees: Vec<FnId> = sum_rows.iter().flat_map(|r| r.2.iter().copied()).collect();
     callees.sort_unstable();
     callees.dedup();
     // Summaries beside `callees` (sorted): looked up by binary search, no hashing.
     let mut summaries: Vec<Option<Summary>> = vec![None; callees.len()];
     // Calls handing a closure or a function to a function that calls a parameter (usually none).
-    let callback_sites: Vec<usize> = resolved
+    let callback_sites: Vec<usize> = sum_rows
         .iter()
         .enumerate()
         .filter(|(_, (caller, ci, candidates))| {
@@ -289,16 +298,16 @@ pub fn link(
         })
         .map(|(k, _)| k)
         .collect();
-    settle_summaries(files, &resolved, &callees, &mut summaries, &callback_sites);
-    mark_kept_for_good(files, &resolved, |c| callees.binary_search(c).ok().and_then(|k| summaries[k].as_ref()));
+    settle_summaries(files, sum_rows, &callees, &mut summaries, &callback_sites);
+    mark_kept_for_good(files, sum_rows, |c| callees.binary_search(c).ok().and_then(|k| summaries[k].as_ref()));
     // After the summaries: a loop whose backward runs inside a call (`agent.update(..)`) is a
     // training loop too, and what it calls runs once per step.
-    mark_per_step(files, &resolved);
-    mark_per_iteration(files, &resolved);
+    mark_per_step(files, resolved_all);
+    mark_per_iteration(files, resolved_all);
     // Models made trainable through calls (`langevin_step(net, &x, ..)` handed the trainable
     // model `main` built) make what those functions return graph-carrying: summarize again.
-    if follow_trainable_models(files, &resolved) {
-        settle_summaries(files, &resolved, &callees, &mut summaries, &callback_sites);
+    if follow_trainable_models(files, resolved_all) {
+        settle_summaries(files, sum_rows, &callees, &mut summaries, &callback_sites);
     }
     // After the summaries: what a push keeps is graph-carrying once calls of the crate are known.
     mark_pushed_logs(files);
@@ -324,6 +333,210 @@ pub fn link(
         mark_stateful_calls(files, &index, &resolved, &forwards);
         mark_disabled_lent_caches(files, &resolved);
     }
+}
+
+/// How deep instances of instances go (`self.session.act(..)` → `self.inner.act(..)` → ..).
+const INSTANCE_DEPTH: usize = 3;
+
+/// What an instance knows of its type parameters: the crate type behind a field of `self`
+/// typed by one (`agent` of `Session<E, A>` is `DqnAgent`), or behind a parameter typed by one
+/// (`agent: &mut A` of `fn run<A: Agent>` handed a `DqnAgent`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Named {
+    fields: Vec<(String, String)>,
+    params: Vec<(usize, String)>,
+}
+
+/// Instances of generic code for calls that name its type arguments: a copy of the callee,
+/// appended to its file's functions, whose calls through a type parameter reach only the named
+/// type's impls (the crate's other impls of the trait are not behind it).
+/// - a method of a generic type called on a field whose declared type names the arguments
+///   (`self.session.act(&obs)` with `session: Session<E, DqnAgent<B>>`, where `Session::act`
+///   calls `self.agent.act(obs)` on `agent: A`);
+/// - a generic function handed a value of a known type where a parameter is typed by its type
+///   parameter (`run(&mut agent, ..)` with `let mut agent = DqnAgent::new(..)` and `fn
+///   run<A: Agent>(agent: &mut A, ..)` calling `agent.act(..)`).
+///
+/// Returns the rows for summaries (the call resolved to the instance, and the instance's own
+/// calls) and for marks (the original rows, the call's row to the instance, and the instance's
+/// rows); `None` when nothing is instantiated.
+#[allow(clippy::type_complexity)]
+fn specialize(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    index: &Index,
+    resolved: &[(FnId, usize, Vec<FnId>)],
+    generic: &crate::type_graph::GenericFields,
+) -> (Option<Vec<(FnId, usize, Vec<FnId>)>>, Option<Vec<(FnId, usize, Vec<FnId>)>>) {
+    // The field of `owner` typed by its k-th type parameter, and the arguments a field names.
+    let param_of = |owner: &str, field: &str| {
+        let from = generic.params.partition_point(|(o, _, _)| o.as_str() < owner);
+        generic.params[from..].iter().take_while(|(o, _, _)| o == owner).find(|(_, f, _)| f == field).map(|e| e.2)
+    };
+    let args_of = |owner: &str, field: &str| {
+        let from = generic.args.partition_point(|(o, _, _, _)| o.as_str() < owner);
+        generic.args[from..]
+            .iter()
+            .take_while(|(o, _, _, _)| o == owner)
+            .find(|(_, f, _, _)| f == field)
+            .map(|(_, _, ty, args)| (ty.as_str(), args.as_slice()))
+    };
+    // The parameter a call through a type parameter is made on (`agent.act(..)` with `agent:
+    // &mut A`, `A: Agent` a trait of the crate; or `agent: &mut impl Agent`).
+    let generic_param = |g: &FnModel, site: &super::graph::CallSite| {
+        if !(site.method && (site.receiver_generic || site.receiver_dyn)) {
+            return None;
+        }
+        let b = g.binding_of(site.receiver?)?;
+        g.params.iter().position(|q| q.and_then(|q| g.binding_of(q)) == Some(b))
+    };
+    // The type named for `site`'s receiver in an instance of `ty` that knows `named`.
+    let narrowed = |g: &FnModel, ty: Option<&str>, site: &super::graph::CallSite, named: &Named| -> Option<String> {
+        if let (Some(ty), Some(f)) = (ty, site.receiver_field.as_deref())
+            && site.method
+            && site.receiver_field_owner.is_none()
+            && !named.fields.is_empty()
+            && param_of(ty, f).is_some()
+        {
+            return named.fields.iter().find(|(nf, _)| nf == f).map(|(_, t)| t.clone());
+        }
+        let p = generic_param(g, site)?;
+        named.params.iter().find(|(np, _)| *np == p).map(|(_, t)| t.clone())
+    };
+    // What a call names of its single callee's type parameters.
+    let named_by =
+        |files: &[(Arc<SourceFile>, Vec<FnModel>)], caller: FnId, ci: usize, callee: FnId| -> Option<Named> {
+            let g = &files[caller.0].1[caller.1];
+            let site = &g.call_sites[ci];
+            let c = &files[callee.0].1[callee.1];
+            let mut named = Named { fields: Vec::new(), params: Vec::new() };
+            // `self.session.act(..)` with `session: Session<E, DqnAgent<B>>`.
+            if site.method
+                && !site.receiver_self
+                && let Some(owner) = site.receiver_field_owner.as_deref().or(g.owner.as_deref())
+                && let Some(field) = site.receiver_field.as_deref()
+                && let Some((ty, args)) = args_of(owner, field)
+                && c.owner.as_deref() == Some(ty)
+            {
+                for s in &c.call_sites {
+                    if let Some(f) =
+                        s.receiver_field.as_deref().filter(|_| s.method && s.receiver_field_owner.is_none())
+                        && let Some(k) = param_of(ty, f)
+                        && let Some(Some(t)) = args.get(k)
+                        && !named.fields.iter().any(|(nf, _)| nf == f)
+                    {
+                        named.fields.push((f.to_string(), t.clone()));
+                    }
+                }
+            }
+            // `run(&mut agent, ..)` with `agent: DqnAgent<B>` and `fn run<A: Agent>(agent: &mut A)`.
+            for s in &c.call_sites {
+                let Some(p) = generic_param(c, s) else { continue };
+                if named.params.iter().any(|(np, _)| *np == p) {
+                    continue;
+                }
+                let Some(arg) = site.args.get(p) else { continue };
+                let [read] = arg.reads.as_slice() else { continue };
+                let Some(b) = g.binding_of(*read) else { continue };
+                let binding = &g.bindings[b];
+                let ty = match (&binding.ty, binding.kind) {
+                    (Some(t), _) if !binding.ty_guessed => Some(t.clone()),
+                    (_, super::graph::BindingKind::SelfField) => g
+                        .owner
+                        .as_deref()
+                        .and_then(|o| index.declared_field_type(files, caller, o, &binding.name))
+                        .filter(|t| *t != crate::type_graph::TYPE_PARAM)
+                        .map(str::to_string),
+                    _ => None,
+                };
+                if let Some(t) = ty {
+                    named.params.push((p, t));
+                }
+            }
+            if named.fields.is_empty() && named.params.is_empty() {
+                return None;
+            }
+            named.fields.sort_unstable();
+            named.params.sort_unstable();
+            Some(named)
+        };
+    let mut instances: Vec<((FnId, Named), FnId)> = Vec::new();
+    let mut redirect: Vec<((FnId, usize), FnId)> = Vec::new();
+    let mut own_rows: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
+    // (caller, call, callee, what it names, depth) still to instantiate.
+    let mut work: Vec<(FnId, usize, FnId, Named, usize)> = resolved
+        .iter()
+        .filter_map(|(caller, ci, callees)| match callees.as_slice() {
+            [callee] => named_by(files, *caller, *ci, *callee).map(|n| (*caller, *ci, *callee, n, 0)),
+            _ => None,
+        })
+        .collect();
+    while let Some((caller, ci, callee, named, depth)) = work.pop() {
+        if let Some((_, inst)) = instances.iter().find(|((c, n), _)| *c == callee && *n == named) {
+            redirect.push(((caller, ci), *inst));
+            continue;
+        }
+        let ty = files[callee.0].1[callee.1].owner.clone();
+        let mut copy = files[callee.0].1[callee.1].clone();
+        copy.instance = true;
+        let inst = (callee.0, files[callee.0].1.len());
+        files[callee.0].1.push(copy);
+        instances.push(((callee, named.clone()), inst));
+        redirect.push(((caller, ci), inst));
+        let g = &files[inst.0].1[inst.1];
+        for (k, site) in g.call_sites.iter().enumerate() {
+            let mut callees = index.resolve(files, inst, site);
+            // `self.agent.act(..)` on `agent: A`, `agent.act(..)` on `agent: &mut A`: the named
+            // type's impls only.
+            if let Some(t) = narrowed(g, ty.as_deref(), site, &named) {
+                let own: Vec<FnId> = callees
+                    .iter()
+                    .copied()
+                    .filter(|c| files[c.0].1[c.1].owner.as_deref() == Some(t.as_str()))
+                    .collect();
+                if !own.is_empty() {
+                    callees = own;
+                }
+            }
+            // `self.helper(..)` of the same type, which may call through the parameter in turn.
+            if let [one] = callees.as_slice()
+                && depth + 1 < INSTANCE_DEPTH
+                && site.receiver_self
+                && !named.fields.is_empty()
+                && files[one.0].1[one.1].owner == ty
+            {
+                let fields = Named { fields: named.fields.clone(), params: Vec::new() };
+                work.push((inst, k, *one, fields, depth + 1));
+            } else if let [one] = callees.as_slice()
+                && depth + 1 < INSTANCE_DEPTH
+                && let Some(more) = named_by(files, inst, k, *one)
+            {
+                work.push((inst, k, *one, more, depth + 1));
+            }
+            if !callees.is_empty() {
+                own_rows.push((inst, k, callees));
+            }
+        }
+    }
+    if instances.is_empty() {
+        return (None, None);
+    }
+    redirect.sort_unstable();
+    let to =
+        |caller: FnId, ci: usize| redirect.binary_search_by(|(k, _)| k.cmp(&(caller, ci))).ok().map(|i| redirect[i].1);
+    let mut sums: Vec<(FnId, usize, Vec<FnId>)> = resolved
+        .iter()
+        .map(|(caller, ci, callees)| (*caller, *ci, to(*caller, *ci).map_or_else(|| callees.clone(), |i| vec![i])))
+        .collect();
+    let mut marks: Vec<(FnId, usize, Vec<FnId>)> = resolved.to_vec();
+    for ((caller, ci), inst) in &redirect {
+        marks.push((*caller, *ci, vec![*inst]));
+    }
+    // An instance's call to a further instance is redirected too.
+    for (caller, ci, callees) in &own_rows {
+        sums.push((*caller, *ci, to(*caller, *ci).map_or_else(|| callees.clone(), |i| vec![i])));
+        marks.push((*caller, *ci, callees.clone()));
+    }
+    (Some(sums), Some(marks))
 }
 
 /// A library model's cache lent from a parameter (`fn valid_loss(.., cache: &mut Cache)` running

@@ -45,11 +45,12 @@ pub fn link(
     autodiff_fields: &[(String, String)],
     module_types: &[String],
     field_types: &[(String, String, String)],
+    generic_fields: &crate::type_graph::GenericFields,
     names: &CrateNames,
 ) {
     let aliases = &names.alias_names;
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        link::link(files, autodiff_fields, module_types, field_types, aliases)
+        link::link(files, autodiff_fields, module_types, field_types, generic_fields, aliases)
     }))
     .is_err()
     {

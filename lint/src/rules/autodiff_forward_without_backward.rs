@@ -124,7 +124,12 @@ literal bound above 256 iterations (timing loops)
 `PROMPTS.iter()`). A
 call through a type parameter (`self.agent.update(batch)` with `agent: A`) reaches the trait's
 methods only, and when no type of the crate implements the method (a library's trainer, whose
-users write the agents), its loop is left alone: their `update` may run backward. A parameter (or
+users write the agents), its loop is left alone: their `update` may run backward. Called on a
+field whose type names the argument (`self.session.act(..)` with `session: Session<E,
+DqnAgent<B>>`), a method of the generic type reaches that type's impl only (`DqnAgent::act`, not
+what every agent of the crate does); so does a generic function handed a value of a known type
+(`run(&mut agent, ..)` with `let mut agent = DqnAgent::new(..)` and `fn run<A: Agent>(agent: &mut
+A, ..)`), whose loop is then reported for that call. A parameter (or
 an annotated local) of a trait object or `impl Trait` type (`mover: &mut dyn Agent`) reaches the
 trait's methods the same way, and its function takes its backend from the caller as a generic
 one does; a method of the crate's trait it does not implement is a library's (`out: &mut dyn
@@ -2134,6 +2139,109 @@ pub fn evaluate<B: Backend, A: Agent<B>>(agent: &mut A, env: &mut Env) -> f32 {
             count("autodiff_forward_without_backward", None, &GENERIC_RECEIVER.replace("BODY", "obs.len() % 4")),
             0
         );
+    }
+
+    /// A session generic over its agent (`struct Session<E, A> { agent: A }`) held in a field that
+    /// names the agent (`session: Session<E, Greedy<B>>`): its calls through the type parameter
+    /// reach that agent's impl, not the meet of every impl of the trait (a second agent here
+    /// acts on the inner backend, so the meet runs no forward).
+    const NAMED_TYPE_ARGUMENT: &str = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub trait Agent {
+    fn act(&mut self, obs: &[f32]) -> usize;
+    fn observe(&mut self, obs: Vec<f32>, reward: f32);
+}
+pub struct Greedy<B: AutodiffBackend> { net: QNet<B>, memory: Vec<(Vec<f32>, f32)>, optim: Adam, warmup: usize }
+pub struct Planner<B: AutodiffBackend> { net: QNet<B>, memory: Vec<(Vec<f32>, f32)>, optim: Adam, warmup: usize }
+impl<B: AutodiffBackend> Agent for Greedy<B> {
+    fn act(&mut self, obs: &[f32]) -> usize {
+        self.net.forward(to_tensor(obs)).argmax(1).into_scalar() as usize
+    }
+    fn observe(&mut self, obs: Vec<f32>, reward: f32) {
+        self.memory.push((obs, reward));
+        if self.memory.len() >= self.warmup {
+            let loss = self.net.forward(batch(&self.memory)).mean();
+            let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+            self.net = self.optim.step(1e-3, self.net.clone(), grads);
+        }
+    }
+}
+impl<B: AutodiffBackend> Agent for Planner<B> {
+    fn act(&mut self, obs: &[f32]) -> usize {
+        self.net.valid().forward(to_tensor(obs).inner()).argmax(1).into_scalar() as usize
+    }
+    fn observe(&mut self, obs: Vec<f32>, reward: f32) {
+        self.memory.push((obs, reward));
+        if self.memory.len() >= self.warmup {
+            let loss = self.net.forward(batch(&self.memory)).mean();
+            let grads = GradientsParams::from_grads(loss.backward(), &self.net);
+            self.net = self.optim.step(1e-3, self.net.clone(), grads);
+        }
+    }
+}
+pub struct Session<E, A> { agent: A, env: E, steps: usize }
+impl<E: Env, A: Agent> Session<E, A> {
+    pub fn act(&mut self, obs: &[f32]) -> usize {
+        self.steps += 1;
+        self.agent.act(obs)
+    }
+    pub fn observe(&mut self, obs: Vec<f32>, reward: f32) {
+        self.agent.observe(obs, reward)
+    }
+}
+pub struct Trainer<E, B: AutodiffBackend> { session: Session<E, AGENT<B>>, env: E }
+impl<E: Env, B: AutodiffBackend> Trainer<E, B> {
+    pub fn train(&mut self, steps: usize) {
+        let mut obs = self.env.reset();
+        for _ in 0..steps {
+            let action = self.session.act(&obs);
+            let (next, reward) = self.env.step(action);
+            self.session.observe(obs, reward);
+            obs = next;
+        }
+    }
+}
+"#;
+
+    /// The same agents handed to a generic function (`fn run<A: Agent>(agent: &mut A, ..)`) as a
+    /// value of a known type (`let mut agent = Greedy::new(..)`): the function's calls through
+    /// `A` reach that type's impl, and its loop is reported for that call.
+    const GENERIC_FN_AGENT: &str = r#"
+pub fn run<A: Agent, E: Env>(agent: &mut A, env: &mut E, steps: usize) {
+    let mut obs = env.reset();
+    for _ in 0..steps {
+        let action = agent.act(&obs);
+        let (next, reward) = env.step(action);
+        agent.observe(obs, reward);
+        obs = next;
+    }
+}
+pub fn main_loop<B: AutodiffBackend>(env: &mut Cart, device: &B::Device) {
+    let mut agent = AGENT::<B>::new(device);
+    run(&mut agent, env, 10_000);
+}
+"#;
+
+    #[test]
+    fn a_generic_function_handed_a_known_agent_reaches_that_agents_impl() {
+        let agents = NAMED_TYPE_ARGUMENT.split("pub struct Session").next().unwrap_or_default().to_string();
+        let news = "impl<B: AutodiffBackend> Greedy<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n\
+                    impl<B: AutodiffBackend> Planner<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n";
+        let src = |agent: &str| format!("{agents}{news}{}", GENERIC_FN_AGENT.replace("AGENT", agent));
+        let found = crate::rules::testing::findings_at("autodiff_forward_without_backward", &src("Greedy"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].1.contains("warm-up"), "{found:?}");
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("Planner")), 0);
+    }
+
+    #[test]
+    fn a_field_naming_its_generic_types_agent_reaches_that_agents_impl() {
+        let src = |agent: &str| NAMED_TYPE_ARGUMENT.replace("AGENT", agent);
+        let found = crate::rules::testing::findings_at("autodiff_forward_without_backward", &src("Greedy"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].1.contains("warm-up"), "{found:?}");
+        // The agent acting on its inner backend runs no forward that waits in the store.
+        assert_eq!(count("autodiff_forward_without_backward", None, &src("Planner")), 0);
     }
 
     /// A training loop split by a setting no iteration changes (`if !config.dry_run { backward }

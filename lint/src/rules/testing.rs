@@ -35,6 +35,11 @@ pub(crate) fn messages(rule: &str, src: &str) -> Vec<String> {
     findings(rule, src).into_iter().map(|f| f.message).collect()
 }
 
+/// The 1-based lines and messages of `rule`'s findings linting `src` (framework detected).
+pub(crate) fn findings_at(rule: &str, src: &str) -> Vec<(usize, String)> {
+    findings(rule, src).into_iter().map(|f| (f.line, f.message)).collect()
+}
+
 /// The 1-based lines of `rule`'s findings linting `src` (framework detected).
 pub(crate) fn lines(rule: &str, src: &str) -> Vec<usize> {
     findings(rule, src).into_iter().map(|f| f.line).collect()
