@@ -463,10 +463,36 @@ fn specialize(
     let mut redirect: Vec<((FnId, usize), FnId)> = Vec::new();
     let mut own_rows: Vec<(FnId, usize, Vec<FnId>)> = Vec::new();
     // (caller, call, callee, what it names, depth) still to instantiate.
+    // Whether what `named` says changes where a call of `callee` (or of a method of its type it
+    // calls on `self`) goes: several impls answer it, and not all of them are the named type's.
+    // Nothing is copied for the rest.
+    let narrows = |files: &[(Arc<SourceFile>, Vec<FnModel>)], callee: FnId, named: &Named| {
+        let c = &files[callee.0].1[callee.1];
+        let ty = c.owner.as_deref();
+        let direct = |id: FnId| {
+            let g = &files[id.0].1[id.1];
+            g.call_sites.iter().any(|site| {
+                let Some(t) = narrowed(g, ty, site, named) else { return false };
+                let callees = index.resolve(files, id, site);
+                let own = callees.iter().filter(|c| files[c.0].1[c.1].owner.as_deref() == Some(t.as_str())).count();
+                own > 0 && own < callees.len()
+            })
+        };
+        direct(callee)
+            || (!named.fields.is_empty()
+                && c.call_sites.iter().filter(|site| site.receiver_self).any(|site| {
+                    match index.resolve(files, callee, site).as_slice() {
+                        [one] => files[one.0].1[one.1].owner.as_deref() == ty && direct(*one),
+                        _ => false,
+                    }
+                }))
+    };
     let mut work: Vec<(FnId, usize, FnId, Named, usize)> = resolved
         .iter()
         .filter_map(|(caller, ci, callees)| match callees.as_slice() {
-            [callee] => named_by(files, *caller, *ci, *callee).map(|n| (*caller, *ci, *callee, n, 0)),
+            [callee] => named_by(files, *caller, *ci, *callee)
+                .filter(|n| narrows(files, *callee, n))
+                .map(|n| (*caller, *ci, *callee, n, 0)),
             _ => None,
         })
         .collect();
@@ -508,7 +534,7 @@ fn specialize(
                 work.push((inst, k, *one, fields, depth + 1));
             } else if let [one] = callees.as_slice()
                 && depth + 1 < INSTANCE_DEPTH
-                && let Some(more) = named_by(files, inst, k, *one)
+                && let Some(more) = named_by(files, inst, k, *one).filter(|n| narrows(files, *one, n))
             {
                 work.push((inst, k, *one, more, depth + 1));
             }
