@@ -689,6 +689,7 @@ impl Builder<'_> {
                 trait_impl: false,
                 trait_default: false,
                 instance: false,
+                ctor_types: Vec::new(),
                 has_self: false,
                 params: Vec::new(),
                 returns: Vec::new(),
@@ -923,6 +924,46 @@ impl Builder<'_> {
         }
         self.env.push((id, v));
         v
+    }
+
+    /// The types a constructor is handed, where their text or bindings say (see
+    /// `FnModel::ctor_types`): by field of a struct literal (`Session { agent, env }`), or by
+    /// argument of a path call (`Session::new(env, DqnAgent::new(..))`, keyed `#1@new`).
+    fn ctor_types(&self, init: &Expr) -> Vec<(String, String)> {
+        let mut e = init;
+        loop {
+            e = match e {
+                Expr::Try(t) => &t.expr,
+                Expr::MethodCall(m) if PASS_ON_METHODS.iter().any(|n| m.method == n) => &m.receiver,
+                _ => break,
+            };
+        }
+        let ty_of = |a: &Expr| -> Option<String> {
+            constructed_type(a).or_else(|| match strip_place(a) {
+                Expr::Path(p) => {
+                    let slot = self.lookup(&p.path.get_ident()?.to_string())?;
+                    let b = &self.g.bindings[self.env[slot].0];
+                    b.ty.clone().filter(|_| !b.ty_guessed)
+                }
+                _ => None,
+            })
+        };
+        match e {
+            Expr::Struct(s) => s
+                .fields
+                .iter()
+                .filter_map(|f| match &f.member {
+                    syn::Member::Named(n) => Some((n.to_string(), ty_of(&f.expr)?)),
+                    syn::Member::Unnamed(_) => None,
+                })
+                .collect(),
+            Expr::Call(c) => {
+                let Expr::Path(p) = &*c.func else { return Vec::new() };
+                let Some(f) = p.path.segments.last() else { return Vec::new() };
+                c.args.iter().enumerate().filter_map(|(i, a)| Some((format!("#{i}@{}", f.ident), ty_of(a)?))).collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
@@ -2094,6 +2135,13 @@ impl Builder<'_> {
         let host_struct = |t: Option<&String>| t.is_some_and(|t| self.crate_fns.host_structs.contains(t.as_str()));
         let whole_host_struct = names.len() == 1 && host_struct(ty.as_ref());
         let host = host || whole_host_struct;
+        // `let mut session = Session::new(env, DqnAgent::new(..));`: the types it is handed.
+        let ctor_types = match (init, &ty) {
+            (Some(i), Some(t)) if !ty_guessed && names.len() == 1 && self.crate_fns.param_field_structs.contains(t) => {
+                self.ctor_types(&i.expr)
+            }
+            _ => Vec::new(),
+        };
         for ident in names {
             let decl = self.span(ident.span());
             let host_elem = host_elems.as_ref().is_some_and(|h| h.contains(&ident))
@@ -2118,6 +2166,9 @@ impl Builder<'_> {
             }
             if on_autodiff_device {
                 self.g.autodiff_bound.push(self.g.bindings.len() - 1);
+            }
+            if !ctor_types.is_empty() {
+                self.g.ctor_types.push((self.g.bindings.len() - 1, ctor_types.clone()));
             }
             if let Some(b) = self.g.bindings.last_mut() {
                 b.host = host || host_elem;

@@ -478,6 +478,10 @@ pub struct FnModel {
     /// A copy made for one instantiation of generic code (see `link::specialize`): its findings
     /// are the original's where both report, and its own where only it does.
     pub(super) instance: bool,
+    /// Locals built by a constructor whose text or bindings say the types it is handed
+    /// (`let s = Session::new(env, DqnAgent::new(..))`, `Session { agent, .. }`): per binding,
+    /// (field name, or `#i@fn` for the constructor's i-th argument; type name).
+    pub(super) ctor_types: Vec<(BindingId, Vec<(String, String)>)>,
     pub(super) has_self: bool,
     /// The first version of each typed parameter, in order (`self` excluded).
     pub(super) params: Vec<Option<NodeIndex>>,

@@ -428,6 +428,38 @@ fn specialize(
                     }
                 }
             }
+            // `session.act(..)` with `let mut session = Session::new(env, DqnAgent::new(..))` (or a
+            // struct literal): the constructor's argument for a parameter named like a field typed
+            // by the type parameter (`fn new(env: E, agent: A) -> Self { Self { env, agent } }`).
+            if named.fields.is_empty()
+                && site.method
+                && !site.receiver_self
+                && let Some(ty) = c.owner.as_deref()
+                && let Some(b) = site.receiver.and_then(|r| g.binding_of(r))
+                && g.bindings[b].ty.as_deref() == Some(ty)
+                && let Some((_, types)) = g.ctor_types.iter().find(|(x, _)| *x == b)
+            {
+                let field_of = |key: &str| -> Option<String> {
+                    let Some(rest) = key.strip_prefix('#') else { return Some(key.to_string()) };
+                    let (i, f) = rest.split_once('@')?;
+                    let i: usize = i.parse().ok()?;
+                    let ctor = index.by_name.get(&name_key(f))?.iter().find(|id| {
+                        let cg = &files[id.0].1[id.1];
+                        cg.ident == f && cg.owner.as_deref() == Some(ty) && !cg.has_self
+                    })?;
+                    let cg = &files[ctor.0].1[ctor.1];
+                    let p = cg.params.get(i).copied().flatten().and_then(|q| cg.binding_of(q))?;
+                    Some(cg.bindings[p].name.clone())
+                };
+                for (key, t) in types {
+                    if let Some(field) = field_of(key)
+                        && param_of(ty, &field).is_some()
+                        && !named.fields.iter().any(|(nf, _)| *nf == field)
+                    {
+                        named.fields.push((field, t.clone()));
+                    }
+                }
+            }
             // `run(&mut agent, ..)` with `agent: DqnAgent<B>` and `fn run<A: Agent>(agent: &mut A)`.
             for s in &c.call_sites {
                 let Some(p) = generic_param(c, s) else { continue };
@@ -2468,6 +2500,10 @@ pub struct CrateNames {
     /// PseudoLabeler { fn select(&mut self, model: &Net, u: Tensor<2>) }`). A call of it on a value
     /// of such a type is the crate's method, not a tensor operation.
     pub(super) tensor_name_owners: HashMap<String, HashSet<String>>,
+    /// Structs with a field typed by one of their own type parameters (`struct Session<E, A> {
+    /// agent: A, .. }`): a local built by one of their constructors records the types it is
+    /// handed (see `FnModel::ctor_types`).
+    pub(super) param_field_structs: HashSet<String>,
 }
 
 impl CrateNames {
@@ -3449,6 +3485,23 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let plain_fields = plain.difference(&other).cloned().collect();
     let host_structs = host_structs(&structs, &consts);
     // Models only: a buffer of plain tensors (a rollout buffer) is data, not an inert model.
+    let param_field_structs: HashSet<String> = shapes
+        .iter()
+        .filter(|(_, (headers, fields))| {
+            fields.iter().any(|t| {
+                let t = t.trim().trim_end_matches(',').trim_end();
+                !t.is_empty()
+                    && rust::ident_len(t) == t.len()
+                    && headers.iter().any(|h| {
+                        h.split(['<', ',']).any(|piece| {
+                            let piece = piece.trim_start();
+                            piece.starts_with(t) && piece[t.len()..].trim_start().starts_with([':', ',', '>', '='])
+                        })
+                    })
+            })
+        })
+        .map(|(name, _)| name.to_string())
+        .collect();
     let paramless_structs = if requires_grad {
         HashSet::default()
     } else {
@@ -3583,6 +3636,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         vocab_fields,
         store_owners,
         tensor_name_owners,
+        param_field_structs,
     }
 }
 

@@ -127,7 +127,9 @@ methods only, and when no type of the crate implements the method (a library's t
 users write the agents), its loop is left alone: their `update` may run backward. Called on a
 field whose type names the argument (`self.session.act(..)` with `session: Session<E,
 DqnAgent<B>>`), a method of the generic type reaches that type's impl only (`DqnAgent::act`, not
-what every agent of the crate does); so does a generic function handed a value of a known type
+what every agent of the crate does), and so does one called on a local built around a known agent
+(`let mut session = Session::new(env, DqnAgent::new(..))`, the constructor's parameter named like
+the field, or a struct literal); so does a generic function handed a value of a known type
 (`run(&mut agent, ..)` with `let mut agent = DqnAgent::new(..)` and `fn run<A: Agent>(agent: &mut
 A, ..)`), whose loop is then reported for that call. A parameter (or
 an annotated local) of a trait object or `impl Trait` type (`mover: &mut dyn Agent`) reaches the
@@ -2232,6 +2234,43 @@ pub fn main_loop<B: AutodiffBackend>(env: &mut Cart, device: &B::Device) {
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].1.contains("warm-up"), "{found:?}");
         assert_eq!(count("autodiff_forward_without_backward", None, &src("Planner")), 0);
+    }
+
+    /// The session built in a local from a constructor handed an agent of a known type
+    /// (`let mut session = Session::new(env, Greedy::new(..))`, or a struct literal).
+    const LOCAL_SESSION: &str = r#"
+impl<E: Env, A: Agent> Session<E, A> {
+    pub fn new(env: E, agent: A) -> Self {
+        Self { agent, env, steps: 0 }
+    }
+}
+pub fn train_local<E: Env, B: AutodiffBackend>(env: E, device: &B::Device, steps: usize) {
+    BUILD
+    let mut obs = vec![0.0; 4];
+    for _ in 0..steps {
+        let action = session.act(&obs);
+        session.observe(obs.clone(), action as f32);
+    }
+}
+"#;
+
+    #[test]
+    fn a_local_built_around_a_known_agent_reaches_that_agents_impl() {
+        let base = NAMED_TYPE_ARGUMENT.split("pub struct Trainer").next().unwrap_or_default().to_string();
+        let news = "impl<B: AutodiffBackend> Greedy<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n\
+                    impl<B: AutodiffBackend> Planner<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n";
+        let src = |build: &str| format!("{base}{news}{}", LOCAL_SESSION.replace("BUILD", build));
+        for build in [
+            "let mut session = Session::new(env, Greedy::new(device));",
+            "let agent = Greedy::new(device); let mut session = Session::new(env, agent);",
+            "let mut session = Session { agent: Greedy::new(device), env, steps: 0 };",
+        ] {
+            let found = crate::rules::testing::findings_at("autodiff_forward_without_backward", &src(build));
+            assert_eq!(found.len(), 1, "{build}: {found:?}");
+            assert!(found[0].1.contains("warm-up"), "{build}: {found:?}");
+        }
+        let planner = src("let mut session = Session::new(env, Planner::new(device));");
+        assert_eq!(count("autodiff_forward_without_backward", None, &planner), 0);
     }
 
     #[test]
