@@ -203,6 +203,40 @@ fn derives_module(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
+/// A field type's named type through owning and sharing wrappers and sequences (`Box`, `Arc`,
+/// `Rc`, `RefCell`, `Mutex`, `RwLock`, `Option`, `Vec`, `VecDeque`), with its type arguments.
+fn through_wrappers(shape: &Shape) -> Option<(&str, &[Shape])> {
+    match shape {
+        Shape::Named { name, args }
+            if matches!(
+                name.as_str(),
+                "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option" | "Vec" | "VecDeque"
+            ) =>
+        {
+            args.first().and_then(through_wrappers)
+        }
+        Shape::Named { name, args } => Some((name, args)),
+        _ => None,
+    }
+}
+
+/// How the field tables key an owner: by name, or, for a type declared more than once (a
+/// binary's own `OffPolicyAlgorithm` beside the library's: which one a method's `self` is cannot
+/// be told by name), by name and file (`Block@src/bigcode.rs`): a method's `self` is the type of
+/// that name declared in the method's file.
+fn owner_keys<'d>(decls: &[&'d TypeDecl]) -> impl Fn(&TypeDecl, &str) -> String + 'd {
+    let mut names: Vec<String> = decls.iter().map(|d| d.name.clone()).collect();
+    names.sort_unstable();
+    move |d: &TypeDecl, owner: &str| {
+        let from = names.partition_point(|m| m.as_str() < d.name.as_str());
+        if names[from..].iter().take_while(|m| **m == d.name).count() == 1 {
+            owner.to_string()
+        } else {
+            format!("{owner}@{}", d.file.path().display())
+        }
+    }
+}
+
 /// The type [`field_types`] gives a field typed by its struct's own type parameter.
 pub const TYPE_PARAM: &str = "<type parameter>";
 
@@ -211,48 +245,22 @@ pub const TYPE_PARAM: &str = "<type parameter>";
 /// and `VecDeque`; a field typed by one of its struct's own type parameters (`agent: A`) gets
 /// [`TYPE_PARAM`] (any impl may be behind it).
 pub fn field_types<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Vec<(String, String, String)> {
-    fn head(shape: &Shape) -> Option<&str> {
-        match shape {
-            Shape::Named { name, args }
-                if matches!(
-                    name.as_str(),
-                    "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option" | "Vec" | "VecDeque"
-                ) =>
-            {
-                args.first().and_then(head)
-            }
-            Shape::Named { name, .. } => Some(name),
-            _ => None,
-        }
-    }
     let decls: Vec<&TypeDecl> = decls.into_iter().collect();
-    // Two types of one name (a binary's own `OffPolicyAlgorithm` beside the library's): which
-    // one a method's `self` is cannot be told by name.
-    let mut names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
-    names.sort_unstable();
-    let declared_once = |n: &str| {
-        let from = names.partition_point(|m| *m < n);
-        names[from..].iter().take_while(|m| **m == n).count() == 1
-    };
-    // ... so one declared more than once is keyed by its file too (`Block@src/bigcode.rs`): a
-    // method's `self` is the type of that name declared in the method's file.
+    let key = owner_keys(&decls);
     let mut out = Vec::new();
     for d in &decls {
-        let key = |owner: &str| {
-            if declared_once(&d.name) { owner.to_string() } else { format!("{owner}@{}", d.file.path().display()) }
-        };
         for f in &d.fields {
             let Some((owner, field)) = f.field.split_once('.') else { continue };
             if owner.contains("::") || field.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            match head(&f.ty) {
+            match through_wrappers(&f.ty).map(|(name, _)| name) {
                 // A field typed by the struct's own type parameter (`agent: A`): its calls reach
                 // trait methods, of any implementing type.
                 Some(ty) if d.generics.iter().any(|g| g == ty) => {
-                    out.push((key(owner), field.to_string(), TYPE_PARAM.to_string()));
+                    out.push((key(d, owner), field.to_string(), TYPE_PARAM.to_string()));
                 }
-                Some(ty) => out.push((key(owner), field.to_string(), ty.to_string())),
+                Some(ty) => out.push((key(d, owner), field.to_string(), ty.to_string())),
                 None => {}
             }
         }
@@ -279,40 +287,18 @@ pub struct GenericFields {
 /// reaches `DqnAgent::act` when it is called on a `session: Session<E, DqnAgent<B>>`.
 /// Owners are keyed as in [`field_types`]. Through the same wrappers.
 pub fn generic_fields<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> GenericFields {
-    fn unwrapped(shape: &Shape) -> Option<(&str, &[Shape])> {
-        match shape {
-            Shape::Named { name, args }
-                if matches!(
-                    name.as_str(),
-                    "Box" | "Arc" | "Rc" | "RefCell" | "Mutex" | "RwLock" | "Option" | "Vec" | "VecDeque"
-                ) =>
-            {
-                args.first().and_then(unwrapped)
-            }
-            Shape::Named { name, args } => Some((name, args)),
-            _ => None,
-        }
-    }
     let decls: Vec<&TypeDecl> = decls.into_iter().collect();
-    let mut names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
-    names.sort_unstable();
-    let declared_once = |n: &str| {
-        let from = names.partition_point(|m| *m < n);
-        names[from..].iter().take_while(|m| **m == n).count() == 1
-    };
+    let key = owner_keys(&decls);
     let mut out = GenericFields::default();
     for d in &decls {
-        let key = |owner: &str| {
-            if declared_once(&d.name) { owner.to_string() } else { format!("{owner}@{}", d.file.path().display()) }
-        };
         for f in &d.fields {
             let Some((owner, field)) = f.field.split_once('.') else { continue };
             if owner.contains("::") || field.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            let Some((ty, args)) = unwrapped(&f.ty) else { continue };
+            let Some((ty, args)) = through_wrappers(&f.ty) else { continue };
             if let Some(k) = d.generics.iter().position(|g| g == ty) {
-                out.params.push((key(owner), field.to_string(), k));
+                out.params.push((key(d, owner), field.to_string(), k));
                 continue;
             }
             let heads: Vec<Option<String>> = args
@@ -323,7 +309,7 @@ pub fn generic_fields<'a>(decls: impl IntoIterator<Item = &'a TypeDecl>) -> Gene
                 })
                 .collect();
             if heads.iter().any(Option::is_some) {
-                out.args.push((key(owner), field.to_string(), ty.to_string(), heads));
+                out.args.push((key(d, owner), field.to_string(), ty.to_string(), heads));
             }
         }
     }

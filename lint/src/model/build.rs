@@ -930,14 +930,7 @@ impl Builder<'_> {
     /// `FnModel::ctor_types`): by field of a struct literal (`Session { agent, env }`), or by
     /// argument of a path call (`Session::new(env, DqnAgent::new(..))`, keyed `#1@new`).
     fn ctor_types(&self, init: &Expr) -> Vec<(String, String)> {
-        let mut e = init;
-        loop {
-            e = match e {
-                Expr::Try(t) => &t.expr,
-                Expr::MethodCall(m) if PASS_ON_METHODS.iter().any(|n| m.method == n) => &m.receiver,
-                _ => break,
-            };
-        }
+        let e = through_pass_on(init);
         let ty_of = |a: &Expr| -> Option<String> {
             constructed_type(a).or_else(|| match strip_place(a) {
                 Expr::Path(p) => {
@@ -5892,18 +5885,21 @@ const PASS_ON_METHODS: &[&str] = &[
     "inspect_err",
 ];
 
-fn constructed_type(init: &Expr) -> Option<String> {
-    let mut e = init;
-    // Through `?`, `.unwrap()`, `.expect(..)` and the adapters that hand on a `Result`'s value
-    // (`Model::<B>::from_dir(..).context("params")?`).
+/// An expression through `?`, `.unwrap()`, `.expect(..)` and the adapters that hand on a
+/// `Result`'s value (`Model::<B>::from_dir(..).context("params")?`).
+fn through_pass_on(mut e: &Expr) -> &Expr {
     loop {
         e = match e {
             Expr::Try(t) => &t.expr,
             // Compared without making the name a `String`: this runs for every `let`.
             Expr::MethodCall(m) if PASS_ON_METHODS.iter().any(|n| m.method == n) => &m.receiver,
-            _ => break,
+            _ => return e,
         };
     }
+}
+
+fn constructed_type(init: &Expr) -> Option<String> {
+    let e = through_pass_on(init);
     let path = match e {
         Expr::Struct(s) => return s.path.segments.last().map(|s| s.ident.to_string()),
         Expr::Call(c) => match &*c.func {

@@ -2205,6 +2205,12 @@ impl<E: Env, B: AutodiffBackend> Trainer<E, B> {
 }
 "#;
 
+    /// Constructors of the agents of [`NAMED_TYPE_ARGUMENT`].
+    const AGENT_CONSTRUCTORS: &str = "
+impl<B: AutodiffBackend> Greedy<B> { pub fn new(d: &B::Device) -> Self { todo!() } }
+impl<B: AutodiffBackend> Planner<B> { pub fn new(d: &B::Device) -> Self { todo!() } }
+";
+
     /// The same agents handed to a generic function (`fn run<A: Agent>(agent: &mut A, ..)`) as a
     /// value of a known type (`let mut agent = Greedy::new(..)`): the function's calls through
     /// `A` reach that type's impl, and its loop is reported for that call.
@@ -2227,9 +2233,7 @@ pub fn main_loop<B: AutodiffBackend>(env: &mut Cart, device: &B::Device) {
     #[test]
     fn a_generic_function_handed_a_known_agent_reaches_that_agents_impl() {
         let agents = NAMED_TYPE_ARGUMENT.split("pub struct Session").next().unwrap_or_default().to_string();
-        let news = "impl<B: AutodiffBackend> Greedy<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n\
-                    impl<B: AutodiffBackend> Planner<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n";
-        let src = |agent: &str| format!("{agents}{news}{}", GENERIC_FN_AGENT.replace("AGENT", agent));
+        let src = |agent: &str| format!("{agents}{AGENT_CONSTRUCTORS}{}", GENERIC_FN_AGENT.replace("AGENT", agent));
         let found = crate::rules::testing::findings_at("autodiff_forward_without_backward", &src("Greedy"));
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].1.contains("warm-up"), "{found:?}");
@@ -2257,9 +2261,7 @@ pub fn train_local<E: Env, B: AutodiffBackend>(env: E, device: &B::Device, steps
     #[test]
     fn a_local_built_around_a_known_agent_reaches_that_agents_impl() {
         let base = NAMED_TYPE_ARGUMENT.split("pub struct Trainer").next().unwrap_or_default().to_string();
-        let news = "impl<B: AutodiffBackend> Greedy<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n\
-                    impl<B: AutodiffBackend> Planner<B> { pub fn new(d: &B::Device) -> Self { todo!() } }\n";
-        let src = |build: &str| format!("{base}{news}{}", LOCAL_SESSION.replace("BUILD", build));
+        let src = |build: &str| format!("{base}{AGENT_CONSTRUCTORS}{}", LOCAL_SESSION.replace("BUILD", build));
         for build in [
             "let mut session = Session::new(env, Greedy::new(device));",
             "let agent = Greedy::new(device); let mut session = Session::new(env, agent);",
