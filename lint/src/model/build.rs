@@ -3770,9 +3770,26 @@ impl Builder<'_> {
         // candle: a forward the crate defines may keep a cache; the crate-level pass asks.
         let candle = !self.g.spec.trainable_constructors.is_empty();
         let own = candle && self.crate_fns.fns.contains(&m.method.to_string());
-        if own {
-            self.forward_site(m, &recv, &recv_span);
-        }
+        // The crate's forward: its arguments are walked first, so that one written in place
+        // (`self.bn.forward_t(&self.fc.forward(x)?, train)`) reaches the site as a value.
+        let walked = own.then(|| {
+            let named: Vec<Option<NodeIndex>> =
+                m.args.iter().map(|a| self.place_slot(strip_place(a)).map(|slot| self.env[slot].1)).collect();
+            let parts: Vec<(Val, Span)> = m
+                .args
+                .iter()
+                .map(|a| {
+                    let (v, span) = (self.expr(a), self.cheap(a));
+                    let v = match self.materialize(v, span.clone()) {
+                        Some(n) => Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false },
+                        None => Val::plain(),
+                    };
+                    (v, span)
+                })
+                .collect();
+            self.forward_site(m, &recv, &recv_span, &named, &parts);
+            self.combine(parts, false)
+        });
         // A library model's cache (candle-transformers): lent as `&mut cache`, or kept inside the
         // model when the function resets it (`model.clear_kv_cache()`); see `finish`.
         let lent_cache = if candle && !own {
@@ -3787,7 +3804,10 @@ impl Builder<'_> {
             None
         };
         let receiver_binding = if candle && !own { self.place_slot(&m.receiver).map(|s| self.env[s].0) } else { None };
-        let mut v = self.forward_parts(span.clone(), recv, recv_span, m.args.iter());
+        let mut v = match walked {
+            Some(args) => self.forward_of(span.clone(), recv, recv_span, args),
+            None => self.forward_parts(span.clone(), recv, recv_span, m.args.iter()),
+        };
         // dfdx: `x.trace(grads)` attaches a tape to `x` itself; it starts a graph.
         if self.g.spec.graph_from_input_tape && self.g.spec.tape_methods.contains(&m.method.to_string().as_str()) {
             v.producer = Producer::Forward { receiver: None };
@@ -3801,16 +3821,27 @@ impl Builder<'_> {
         v
     }
 
-    /// Records `model.forward(..)` of a method the crate defines (see `FnModel::forward_sites`).
-    /// Arguments are read by name only (`&mut cache`): their values are walked once, by the
-    /// forward pass.
-    fn forward_site(&mut self, m: &syn::ExprMethodCall, recv: &Val, recv_span: &Span) {
+    /// Records `model.forward(..)` of a method the crate defines (see `FnModel::forward_sites`),
+    /// with its arguments' values `parts` (walked once, by the caller). A named argument (`&mut
+    /// cache`) reads the version its binding had before the call (`named`).
+    fn forward_site(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        recv: &Val,
+        recv_span: &Span,
+        named: &[Option<NodeIndex>],
+        parts: &[(Val, Span)],
+    ) {
         let receiver = self.materialize(recv.clone(), recv_span.clone());
         let args = m
             .args
             .iter()
-            .map(|a| super::graph::ArgValue {
-                reads: self.place_slot(strip_place(a)).map(|slot| self.env[slot].1).into_iter().collect(),
+            .zip(named.iter().zip(parts))
+            .map(|(a, (named, (v, _)))| super::graph::ArgValue {
+                reads: match named {
+                    Some(n) => smallvec::smallvec![*n],
+                    None => v.reads.clone(),
+                },
                 producer: Producer::Derived,
                 op: false,
                 span: self.cheap(a),
@@ -3850,6 +3881,19 @@ impl Builder<'_> {
         recv_span: Span,
         args: impl Iterator<Item = &'e Expr>,
     ) -> Val {
+        let receiver = self.forward_start(span, recv, recv_span);
+        let args = self.exprs(args, false);
+        Self::forward_value(receiver, args)
+    }
+
+    /// A forward pass at `span` on the model `recv`, with arguments already walked (`args`).
+    fn forward_of(&mut self, span: Span, recv: Val, recv_span: Span, args: Val) -> Val {
+        let receiver = self.forward_start(span, recv, recv_span);
+        Self::forward_value(receiver, args)
+    }
+
+    /// Marks a forward at `span` and gives its receiver's node.
+    fn forward_start(&mut self, span: Span, recv: Val, recv_span: Span) -> Option<NodeIndex> {
         self.mark_forward();
         let receiver = self.materialize(recv, recv_span);
         if self.swept_by_backward() {
@@ -3858,7 +3902,10 @@ impl Builder<'_> {
                 last.receiver = receiver;
             }
         }
-        let args = self.exprs(args, false);
+        receiver
+    }
+
+    fn forward_value(receiver: Option<NodeIndex>, args: Val) -> Val {
         let mut reads = args.reads;
         reads.extend(receiver);
         Val { reads, producer: Producer::Forward { receiver }, op: true }

@@ -3320,6 +3320,25 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         assert_eq!(count("accumulated_loss_tensor", None, &moded.replace("FLAG", "Mode::Eval")), 0);
     }
 
+    /// The layer's input written in place as the argument of the normalisation's forward
+    /// (`self.norm.forward_train(&self.fc.forward(x)?)`) carries the graph as a bound one does.
+    #[test]
+    fn a_forward_handed_a_forward_written_in_place_keeps_its_graph() {
+        let inline = GATED_NORM.replace("FLAG", "true").replace(
+            "if training { self.norm.forward_train(&h) }",
+            "if training { self.norm.forward_train(&self.fc.forward(x)?) }",
+        );
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &inline), vec![26]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &inline);
+        assert!(
+            labels.contains(&(8, "`self.running_mean` is computed from its old value here".to_string())),
+            "{labels:?}"
+        );
+        // A detached input carries none.
+        let cut = inline.replace("forward_train(&self.fc.forward(x)?)", "forward_train(&self.fc.forward(x)?.detach())");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
     /// Gradient accumulation behind a struct's methods: `add` folds each micro-batch's loss
     /// into a field, `ready` takes the sum out once `every` are in, and the loop backpropagates
     /// what it hands back.
