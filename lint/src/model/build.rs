@@ -857,6 +857,7 @@ impl Builder<'_> {
                 kept_at: None,
                 kept_by_push: false,
                 kept_fields: Vec::new(),
+                kept_until_emptied: false,
                 fresh_each_iteration: fresh,
                 receiver_self: false,
                 lent_param,

@@ -1132,6 +1132,9 @@ pub struct StateCall {
     /// The write at `kept_at` pushes into a collection (`self.log.push(y)`) rather than computing
     /// the place from its old value.
     pub(super) kept_by_push: bool,
+    /// The state is a log that another method of its type empties now and then (`end_epoch()`
+    /// clearing what `record(&loss)` pushed), handed values a backward already runs on.
+    pub(super) kept_until_emptied: bool,
     /// Every field the state is kept in on every call (`self.fast.cell`, `self.slow.cell`): a
     /// cut starts it afresh only when it covers them all.
     pub(super) kept_fields: Vec<String>,
@@ -1155,6 +1158,11 @@ impl StateCall {
     /// See the field.
     pub fn receiver_self(&self) -> bool {
         self.receiver_self
+    }
+
+    /// See the field.
+    pub fn kept_until_emptied(&self) -> bool {
+        self.kept_until_emptied
     }
 
     /// The call.

@@ -1086,6 +1086,10 @@ fn mark_stateful_calls(
     // The fields each type's methods empty (a log that `take_log()` drains keeps nothing for
     // good), asked only of types whose methods keep a state.
     let mut emptied: HashMap<&str, Vec<String>> = HashMap::default();
+    // Logs of what the caller hands in that another method of the type empties (`record(&loss)`
+    // pushing into `self.epoch_losses`, which `end_epoch()` clears): what each keeps, asked only
+    // of calls that hand a value whose graph a backward already consumed (see `emptied_log_at`).
+    let mut emptied_logs: HashMap<FnId, StateAt> = HashMap::default();
     for (fi, (file, graphs)) in files.iter().enumerate() {
         for (gi, g) in graphs.iter().enumerate() {
             let (at, at_span, fields) = g.keeps_graph_state();
@@ -1103,6 +1107,21 @@ fn mark_stateful_calls(
                 };
                 let gone = emptied.entry(owner).or_insert_with(|| emptied_by_type(files, owner));
                 if !fields.is_empty() && fields.iter().all(|f| pushed(f) && gone.contains(f)) {
+                    if at.self_via != 0 && !at.in_self && !g.spec.graph_swept_by_backward {
+                        emptied_logs.insert(
+                            (fi, gi),
+                            StateAt {
+                                self_via: at.self_via,
+                                self_via_always: at.self_via_always,
+                                ..StateAt::default()
+                            },
+                        );
+                        if let Some((span, label, pushed)) = at_span {
+                            let (line, _) = file.line_col(span.start);
+                            kept_at.insert((fi, gi), ((file.path.clone(), line, span, label), pushed));
+                        }
+                        kept_fields.insert((fi, gi), fields);
+                    }
                     continue;
                 }
             }
@@ -1118,7 +1137,7 @@ fn mark_stateful_calls(
             }
         }
     }
-    if state.is_empty() {
+    if state.is_empty() && emptied_logs.is_empty() {
         return;
     }
     // What every candidate keeps (nothing when one keeps nothing).
@@ -1174,6 +1193,51 @@ fn mark_stateful_calls(
             .filter(|&k| k < 64)
             .fold(0, |m, k| m | 1 << k)
     };
+    // What a call keeps in an emptied log (see `emptied_logs`): the values it hands that a
+    // backward of the caller already consumed (`backward_step(&loss); self.metrics.record(&loss)`)
+    // are kept only for the log's bookkeeping, and every graph stays alive until the caller's
+    // own call that empties it now and then (`if step % n == 0 { self.metrics.end_epoch() }`: a
+    // log emptied once an epoch holds an epoch of graphs). A log the caller never empties is
+    // trusted to be drained elsewhere (a window a report drains). Not when the caller
+    // empties the log itself wherever it pushes (`record(&l); let m = self.metrics.flush();`; not
+    // behind `if step % n == 0`), and
+    // not for an on-policy buffer, whose values a later backward consumes.
+    let emptied_log_at = |g: &FnModel, ci: usize, forward: bool, callees: &[FnId]| -> StateAt {
+        if forward || callees.is_empty() || g.spec.graph_swept_by_backward {
+            return StateAt::default();
+        }
+        let Some(Some(log)) = callees.iter().map(|c| emptied_logs.get(c).copied()).reduce(|a, b| Some(a?.meet(b?)))
+        else {
+            return StateAt::default();
+        };
+        // The arguments whose graph a backward of the caller runs on (the loss itself, or what
+        // it was computed from).
+        let site = &g.call_sites[ci];
+        let consumed = site
+            .args
+            .iter()
+            .enumerate()
+            .take(64)
+            .filter(|(_, a)| a.reads.iter().any(|&n| g.graph[n].taint.has(Taint::GRAPH) && g.graph_meets_backward(n)))
+            .fold(0u64, |m, (k, _)| m | 1 << k);
+        let via = log.self_via & consumed;
+        let receiver = site.receiver.and_then(|r| g.receiver_binding(r));
+        // Emptied by the caller: wherever it pushes, or only on some of its calls.
+        let (mut every_call, mut now_and_then) = (false, false);
+        for e in receiver.iter().flat_map(|&b| g.emptied_by_calls.iter().filter(move |e| e.binding == b)) {
+            if e.in_loop == site.in_loop
+                && g.call_sites.iter().any(|s| s.span == e.call && site.path.starts_with(&s.path))
+            {
+                every_call = true;
+            } else {
+                now_and_then = true;
+            }
+        }
+        if via == 0 || every_call || !now_and_then {
+            return StateAt::default();
+        }
+        StateAt { self_via: via, ..log }
+    };
     // The gate a call's state is kept behind in the caller: the caller's own `bool` parameter
     // handed on as the callee's gate (`block.forward_native(x, state, training)` inside `fn
     // forward_lm(.., training: bool)`), or the caller's branch the call sits on.
@@ -1214,6 +1278,7 @@ fn mark_stateful_calls(
             let g = &files[caller.0].1[caller.1];
             let site = site_of(g, *ci, forward);
             let raw = kept_at_site(&state, site, callees);
+            let raw = if raw.any() { raw } else { emptied_log_at(g, *ci, forward, callees) };
             let callee =
                 raw.at_call(g, &site.args, after_backward(g, *ci, forward), tensor_state(files, &kept_fields, callees));
             // A running statistic a method of `self` keeps of what this function hands it from
@@ -1337,12 +1402,11 @@ fn mark_stateful_calls(
     for ((caller, ci, callees), forward) in calls() {
         let g = &files[caller.0].1[caller.1];
         let site = site_of(g, *ci, forward);
-        let callee = kept_at_site(&state, site, callees).at_call(
-            g,
-            &site.args,
-            after_backward(g, *ci, forward),
-            tensor_state(files, &kept_fields, callees),
-        );
+        let raw = kept_at_site(&state, site, callees);
+        let kept_until_emptied = !raw.any();
+        let raw = if raw.any() { raw } else { emptied_log_at(g, *ci, forward, callees) };
+        let callee =
+            raw.at_call(g, &site.args, after_backward(g, *ci, forward), tensor_state(files, &kept_fields, callees));
         if !callee.any() || callee.closed_by(&site.args) || !trusted(files, *caller, site, callees, forward) {
             continue;
         }
@@ -1395,6 +1459,7 @@ fn mark_stateful_calls(
                 kept_at: callees.iter().find_map(|c| kept_at.get(c)).map(|(k, _)| k.clone()),
                 kept_by_push: callees.iter().find_map(|c| kept_at.get(c)).is_some_and(|(_, pushed)| *pushed),
                 kept_fields: callees.iter().find_map(|c| kept_fields.get(c)).cloned().unwrap_or_default(),
+                kept_until_emptied,
                 receiver_self: site.receiver_self,
                 lent_param,
                 receiver_param: receiver_param.filter(|_| in_receiver && !callee.self_always),

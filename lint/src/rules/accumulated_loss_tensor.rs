@@ -82,7 +82,12 @@ graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`;
 method that is a training step of its own, `fn update(&mut self, ..)` running backward, or in a
 loop that runs backward every iteration, `for x in xs { let (l, y) = self.step(x)?;
 self.progress.push(y); }`) that no method
-of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A loop over a collection of trait
+of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A log of values a backward of
+the caller already runs on (`backward_step(&loss)?; self.metrics.record(&loss)`, for an epoch's
+mean) is reported even when another method of its type empties it, where the caller empties it
+only now and then (`self.metrics.end_epoch()` behind `if step % steps_per_epoch == 0`): every
+graph pushed since stays alive until then. Not when the caller empties it wherever it pushes,
+nor an on-policy buffer, whose values a later backward runs on. A loop over a collection of trait
 objects (`for m in self.metrics.iter_mut() { m.update(&loss)? }` with `metrics: Vec<Box<dyn
 Metric>>`, or a local annotated so) calls every impl it holds: it keeps what any of them keeps,
 in the collection. In dfdx, a prediction made on a
@@ -412,7 +417,7 @@ fn state_kept_by_a_call(f: &FnModel, cx: &mut Context<'_>, folds_at: &[Span]) {
             report = report.label_in(cx, (file, *line, at.clone()), label.clone());
         }
         cx.report(if call.kept_by_push() {
-            pushed_help(report)
+            pushed_help(report, call.kept_until_emptied())
         } else {
             report
                 .help("cut the kept state once per training iteration (for a field `h`: `self.h = self.h.detach()` at the start of the call), or reset it before each sequence")
@@ -436,7 +441,7 @@ fn report_kept_in_self(f: &FnModel, cx: &mut Context<'_>, call: &crate::model::S
         report = report.label_in(cx, (file, *line, at.clone()), label.clone());
     }
     cx.report(if call.kept_by_push() {
-        pushed_help(report)
+        pushed_help(report, call.kept_until_emptied())
     } else {
         report
             .help("cut the kept state once per training iteration (for a field `h`: `self.h = self.h.detach()` in the loop, or at the start of the call)")
@@ -445,7 +450,14 @@ fn report_kept_in_self(f: &FnModel, cx: &mut Context<'_>, call: &crate::model::S
 }
 
 /// Help and note for a state kept by pushing into a collection that nothing empties.
-fn pushed_help(report: Report) -> Report {
+/// `until_emptied`: the collection is emptied now and then by another method of its type, and
+/// what is pushed is a value a backward already runs on (a log of the losses for an epoch's mean).
+fn pushed_help(report: Report, until_emptied: bool) -> Report {
+    if until_emptied {
+        return report
+            .help("keep a host number instead (`loss.to_scalar::<f32>()?`), or push a detached value (`loss.detach()`)")
+            .note("each call pushes a value whose graph a backward already ran on; the collection is emptied only now and then, so every graph pushed since the last emptying stays alive");
+    }
     report
         .help("push a value that carries no graph (`.detach()`, or a host number), or empty the collection once per training iteration")
         .note("each call pushes a value that holds its iteration's whole graph, and nothing empties the collection, so every iteration's graph is kept")
@@ -3337,6 +3349,73 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         // A detached input carries none.
         let cut = inline.replace("forward_train(&self.fc.forward(x)?)", "forward_train(&self.fc.forward(x)?.detach())");
         assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+    }
+
+    /// A log of the losses for an epoch's mean, emptied by another method of its type when the
+    /// epoch ends: every loss pushed since keeps its whole graph.
+    const EPOCH_LOG: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, loss, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct EpochLog { losses: Vec<Tensor> }
+impl EpochLog {
+    pub fn record(&mut self, l: &Tensor) { self.losses.push(PUSHED); }
+    pub fn end_epoch(&mut self) -> Result<f32> {
+        let m = Tensor::stack(&self.losses, 0)?.mean_all()?.to_scalar::<f32>()?;
+        self.losses.clear();
+        Ok(m)
+    }
+}
+pub struct Trainer { model: Linear, opt: AdamW, log: EpochLog, step: usize }
+impl Trainer {
+    pub fn step(&mut self, x: &Tensor, y: &Tensor) -> Result<()> {
+        let l = loss::mse(&self.model.forward(x)?, y)?;
+        self.opt.backward_step(&l)?;
+        self.log.record(&l);
+        self.step += 1;
+        END
+        Ok(())
+    }
+}
+pub fn fit(vm: &VarMap, data: &[(Tensor, Tensor)]) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+    let opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut t = Trainer { model: linear(4, 4, vb.pp("fc"))?, opt, log: EpochLog { losses: Vec::new() }, step: 0 };
+    for (x, y) in data {
+        t.step(x, y)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_log_of_backpropagated_losses_emptied_once_an_epoch_is_reported() {
+        let epoch = EPOCH_LOG
+            .replace("PUSHED", "l.clone()")
+            .replace("END", "if self.step % 500 == 0 { println!(\"{}\", self.log.end_epoch()?); }");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &epoch), vec![18]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &epoch);
+        assert!(labels.contains(&(6, "`self.losses` keeps what is pushed into it here".to_string())), "{labels:?}");
+        // A host number, or a detached value, keeps no graph.
+        let detached = EPOCH_LOG
+            .replace("PUSHED", "l.detach()")
+            .replace("END", "if self.step % 500 == 0 { println!(\"{}\", self.log.end_epoch()?); }");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+        // Emptied wherever it is pushed: one step's graph at most.
+        let every = EPOCH_LOG.replace("PUSHED", "l.clone()").replace("END", "println!(\"{}\", self.log.end_epoch()?);");
+        assert_eq!(count("accumulated_loss_tensor", None, &every), 0);
+        // Never emptied by the caller: trusted to be drained elsewhere (a report of its own).
+        let elsewhere = EPOCH_LOG.replace("PUSHED", "l.clone()").replace("END", "");
+        assert_eq!(count("accumulated_loss_tensor", None, &elsewhere), 0);
+        // An on-policy buffer: what is pushed is not yet backpropagated; the update that empties
+        // it runs the backward on it.
+        let on_policy = EPOCH_LOG
+            .replace("PUSHED", "l.clone()")
+            .replace(
+                "        let l = loss::mse(&self.model.forward(x)?, y)?;\n        self.opt.backward_step(&l)?;\n",
+                "        let l = loss::mse(&self.model.forward(x)?, y)?;\n",
+            )
+            .replace("END", "");
+        assert_eq!(count("accumulated_loss_tensor", None, &on_policy), 0);
     }
 
     /// Gradient accumulation behind a struct's methods: `add` folds each micro-batch's loss
