@@ -1002,14 +1002,14 @@ impl Builder<'_> {
                 self.g.inert_seeds.push(v);
             }
             // `weights: Vec<Var>`, `w: Var` (candle): the struct holds trainable variables of its
-            // own, read as a `w: &Var` parameter is.
+            // own, read as a `w: &Var` parameter is; so does `varmap: VarMap`, a store of them.
             if self.g.framework_known
                 && let (Some(owner), Some(var)) = (&self.g.owner, self.g.spec.variable_type)
-                && self
-                    .crate_fns
-                    .variable_fields
-                    .get(owner)
-                    .is_some_and(|fs| fs.iter().any(|(f, elem, _)| name == f && elem == var))
+                && self.crate_fns.variable_fields.get(owner).is_some_and(|fs| {
+                    fs.iter().any(|(f, elem, _)| {
+                        name == f && (elem == var || self.g.spec.variable_store_type == Some(elem.as_str()))
+                    })
+                })
             {
                 self.params.push(v);
             }
@@ -2184,6 +2184,18 @@ impl Builder<'_> {
                     self.g.guard_places.push((self.g.bindings.len() - 1, expr_text(&r.expr)));
                 }
             }
+        }
+        // `let target = self.targets.get_mut(name).expect(..)`: a place of the field, as in `if
+        // let Some(target) = self.targets.get_mut(name)`; a write through it (`*target = ..`)
+        // writes into the field.
+        if let Some(i) = init
+            && let Pat::Ident(p) = strip_pat_type(&local.pat)
+            && let Some(m) = element_lookup(&i.expr)
+            && let Some(slot) = self.place_slot(&m.receiver)
+            && let Some(b) = self.lookup(&p.ident.to_string())
+        {
+            let owner = self.env[slot].0;
+            self.mut_elements.push((self.env[b].0, owner));
         }
         if let Pat::Type(t) = &local.pat
             && let Pat::Ident(p) = &*t.pat
@@ -5913,6 +5925,21 @@ fn tuple_element_types<'p>(pat: &'p Pat, init: &Expr) -> Vec<(&'p syn::Ident, St
             _ => None,
         })
         .collect()
+}
+
+/// `map.get_mut(k)` (also `last_mut`, `first_mut`), unwrapped or not (`.expect(..)?`): the
+/// lookup of a mutable element.
+fn element_lookup(e: &Expr) -> Option<&syn::ExprMethodCall> {
+    let mut e = strip_try(e);
+    while let Expr::MethodCall(m) = e
+        && matches!(m.method.to_string().as_str(), "unwrap" | "expect")
+    {
+        e = strip_try(&m.receiver);
+    }
+    match e {
+        Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "get_mut" | "last_mut" | "first_mut") => Some(m),
+        _ => None,
+    }
 }
 
 /// The type an expression constructs, where its text says: `Net::new(..)?`, `Net { .. }`.

@@ -3589,8 +3589,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut variable_fields: HashMap<String, Vec<(String, String, bool)>> = HashMap::default();
     for &(owner, field, ty) in &typed {
         // Cheap first: a word of the type names a variable type (burn's `Param<..>` fields are
-        // many, and no burn spec has a variable type).
-        if type_words(ty).any(|w| w == "Var")
+        // many, and no burn spec has a variable type), or candle's store of them (`VarMap`).
+        if type_words(ty).any(|w| w == "Var" || w == "VarMap")
             && let Ok(parsed) = syn::parse_str::<syn::Type>(ty)
         {
             let (elem, list) = match super::build::element_type_name(&parsed) {
@@ -3602,7 +3602,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     _ => continue,
                 },
             };
-            if crate::frameworks::common::PARAM_TYPES.contains(&elem.as_str()) {
+            if crate::frameworks::common::PARAM_TYPES.contains(&elem.as_str()) || (elem == "VarMap" && !list) {
                 variable_fields.entry(owner.to_string()).or_default().push((field.to_string(), elem, list));
             }
         }

@@ -74,7 +74,8 @@ teacher blends from the student's variables (`for (s, v) in self.shadows.iter_mu
 *s = ((&*s * d)? + (v.as_tensor() * (1.0 - d))?)?; }` with `vars: &[Var]`, or with the variables held
 in a field, `self.sources.iter()` with `sources: Vec<Var>`; or kept by name and
 blended from the `VarMap` it is handed, `if let Some(avg) = self.avgs.get_mut(name) { *avg = .. }`
-over `vm.data().lock()`; also an average of a
+over `vm.data().lock()`, or from the one it holds (`varmap: VarMap`, a target network by name
+updated through `let target = self.targets.get_mut(name).expect(..)`); also an average of a
 trainable model's weights, `teacher.update(&student)` blending the tensors a getter such as
 `fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
@@ -2782,6 +2783,55 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         // A count of what the student holds, kept in a number: no tensor to chain.
         let counted = "self.seen = self.seen + student.weights().len();";
         assert_eq!(count("accumulated_loss_tensor", None, &MODEL_EMA.replace("UPDATE", counted)), 0);
+    }
+
+    /// A target network kept as tensors by name beside the online model's `VarMap`, blended
+    /// towards the variables it holds after every step (Polyak averaging by name).
+    const NAMED_TARGETS: &str = r#"
+use std::collections::HashMap;
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, loss, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Agent { varmap: VarMap, online: Linear, targets: HashMap<String, Tensor>, opt: AdamW, tau: f64 }
+impl Agent {
+    pub fn new(dev: &Device) -> Result<Self> {
+        let varmap = VarMap::new();
+        let online = linear(4, 2, VarBuilder::from_varmap(&varmap, DType::F32, dev).pp("q"))?;
+        let targets = varmap.data().lock().unwrap().iter().map(|(k, v)| (k.clone(), v.as_tensor().detach())).collect();
+        let opt = AdamW::new(varmap.all_vars(), ParamsAdamW::default())?;
+        Ok(Self { varmap, online, targets, opt, tau: 0.005 })
+    }
+    fn soft_update(&mut self) -> Result<()> {
+        let vars = self.varmap.data().lock().unwrap();
+        for (name, var) in vars.iter() {
+            let target = self.targets.get_mut(name).expect("every variable has a target");
+            *target = ((BLEND * self.tau)? + (&*target * (1.0 - self.tau))?)?;
+        }
+        Ok(())
+    }
+    pub fn train_step(&mut self, x: &Tensor, y: &Tensor) -> Result<()> {
+        let l = loss::mse(&self.online.forward(x)?, y)?;
+        self.opt.backward_step(&l)?;
+        self.soft_update()
+    }
+}
+pub fn run(data: &[(Tensor, Tensor)]) -> Result<()> {
+    let mut agent = Agent::new(&Device::Cpu)?;
+    for (x, y) in data {
+        agent.train_step(x, y)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn targets_blended_from_the_variables_of_a_varmap_field_chain_every_update() {
+        let kept = NAMED_TARGETS.replace("BLEND", "var.as_tensor()");
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![25]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &kept);
+        assert!(labels.contains(&(18, "`self.targets` is computed from its old value here".to_string())), "{labels:?}");
+        // Blended from detached values: nothing is tracked.
+        let cut = NAMED_TARGETS.replace("BLEND", "var.as_tensor().detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
     }
 
     /// A log lent to the training step as `&mut` and filled by a method of its own.
