@@ -61,6 +61,8 @@ const BURN: Spec = Spec {
     param_type: "Param",
     explicit_grads: false,
     grads_alloc_methods: &[],
+    grad_store_types: &["Gradients", "GradientsParams"],
+    copies_keep_weights: true,
     var_builders: &[],
     var_methods: &[],
     trainable_constructors: &[],

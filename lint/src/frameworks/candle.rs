@@ -35,6 +35,8 @@ pub(super) static SPEC: Spec = Spec {
     param_type: "",
     explicit_grads: false,
     grads_alloc_methods: &[],
+    grad_store_types: &["GradStore"],
+    copies_keep_weights: false,
     var_builders: &[],
     var_methods: &[],
     trainable_constructors: &[

@@ -41,6 +41,8 @@ pub(super) static SPEC: Spec = Spec {
     param_type: "",
     explicit_grads: true,
     grads_alloc_methods: &["alloc_grads", "try_alloc_grads"],
+    grad_store_types: &["Gradients"],
+    copies_keep_weights: true,
     var_builders: &[],
     var_methods: &[],
     trainable_constructors: &[],

@@ -171,7 +171,7 @@ impl Call {
         Self { name, arity: Some(arity) }
     }
 
-    fn matches(&self, name: &str, argc: usize) -> bool {
+    pub(crate) fn matches(&self, name: &str, argc: usize) -> bool {
         self.name == name && self.arity.is_none_or(|a| a.contains(&argc))
     }
 }
@@ -247,6 +247,14 @@ pub struct Spec {
     pub explicit_grads: bool,
     /// Methods that allocate a new gradient store (dfdx `model.alloc_grads()`).
     pub grads_alloc_methods: &'static [&'static str],
+    /// The framework's gradient store types, the one `backward()` returns first (burn
+    /// `Gradients`, then `GradientsParams`): a copy of one, or a gradient read from it, is as
+    /// large as the model's parameters.
+    pub grad_store_types: &'static [&'static str],
+    /// A copy of a model keeps the weights it was copied with once the optimizer steps: burn's
+    /// optimizer returns new parameter tensors, and dfdx copies a buffer a copy shares before
+    /// writing it. candle and tch write variables in place, so there a copy shares them.
+    pub copies_keep_weights: bool,
     /// Functions of the framework's `nn` module that create trainable variables in the store
     /// their first argument names (tch `nn::linear(vs.root() / "fc", ..)`); a store keeps every
     /// variable created in it (tch renames a clashing name rather than reusing it).

@@ -67,6 +67,8 @@ pub(super) static SPEC: Spec = Spec {
     param_type: "",
     explicit_grads: false,
     grads_alloc_methods: &[],
+    grad_store_types: &[],
+    copies_keep_weights: false,
     var_builders: &[
         "linear",
         "conv1d",

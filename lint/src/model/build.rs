@@ -754,6 +754,10 @@ impl Builder<'_> {
                 param_reads: Vec::new(),
                 additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
+                keyed_pushes: Vec::new(),
+                copy_bindings: Vec::new(),
+                copy_results: Vec::new(),
+                unemptied_pushes: Vec::new(),
                 autodiff: false,
                 autodiff_device: false,
                 owner_is_model: false,
@@ -2110,6 +2114,16 @@ impl Builder<'_> {
             .or_else(|| {
                 init.is_some_and(|i| allocates_grads(&i.expr, self.g.spec)).then(|| common::GRADS_TYPE.to_string())
             })
+            // `let grads = loss.backward()?`: the framework's gradient store.
+            .or_else(|| {
+                let spec = self.g.spec;
+                let store = spec.grad_store_types.first()?;
+                init.is_some_and(|i| {
+                    matches!(strip_try(&i.expr), Expr::MethodCall(m)
+                        if spec.backward.iter().any(|c| c.matches(&m.method.to_string(), m.args.len())))
+                })
+                .then(|| store.to_string())
+            })
             .or_else(|| init.and_then(|i| self.type_through_unwrap(&i.expr)));
         // `let model = builder.build_model()?;` with `fn build_model(&self) -> Result<T5Model>`:
         // a guess too (the name may be another type's method).
@@ -3343,6 +3357,9 @@ impl Builder<'_> {
             {
                 let owner = self.declared_type_of(&f.base);
                 self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
+            }
+            if matches!(m.method.to_string().as_str(), "insert" | "or_insert") {
+                self.g.keyed_pushes.push(span.clone());
             }
             self.write(slot, value, Store::Push, span, true);
         }

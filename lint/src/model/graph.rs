@@ -143,6 +143,15 @@ pub enum Store {
     Yield,
 }
 
+/// What a value copies: see [`FnModel::copy_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copied {
+    /// A whole model (its parameters as they are when copied).
+    Model,
+    /// A gradient store, or one gradient read from it.
+    Gradients,
+}
+
 #[derive(Debug, Clone)]
 pub enum Edge {
     /// The target value reads the source binding version.
@@ -166,9 +175,18 @@ pub struct Through {
     /// When the callee's store is itself a call that stores (`log_step` calls `record`, which
     /// pushes): the next hop of the chain.
     pub(super) inner: Option<Box<Through>>,
+    /// What is stored is the value handed over itself, moved, copied or wrapped, at every hop
+    /// (`self.history.push(Checkpoint { epoch, model: model.clone() })`), not something computed
+    /// from it (`self.norms.push(grad.abs().sum())`).
+    pub(super) whole: bool,
 }
 
 impl Through {
+    /// Whether the value handed over is stored itself, not something computed from it.
+    pub fn stores_whole(&self) -> bool {
+        self.whole
+    }
+
     /// The called function (`Trainer::record`).
     pub fn callee(&self) -> &str {
         &self.callee
@@ -529,6 +547,18 @@ pub struct FnModel {
     /// Pushes into a field of a value that is not `self` (`rollout.values.push(v)`): the pushed
     /// value, the receiver's declared type when known, the field name and the call.
     pub(super) field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
+    /// The spans of keyed stores (`map.insert(k, v)`, `entry(k).or_insert(v)`): a key written
+    /// again replaces what it held, so such a collection need not grow.
+    pub(super) keyed_pushes: Vec<Span>,
+    /// Bindings that hold a whole model or a gradient store, by type or by use (see
+    /// [`FnModel::copy_of`]). Set by the crate-level pass.
+    pub(super) copy_bindings: Vec<(BindingId, Copied)>,
+    /// Results of the crate's calls that return a copy of a model or of gradients
+    /// (`self.learner.snapshot()` returning `self.net.clone()`). Set by the crate-level pass.
+    pub(super) copy_results: Vec<(NodeIndex, Copied)>,
+    /// Pushes (here or inside called functions of the crate) into a collection that nothing in
+    /// the crate ever empties, shrinks or replaces. Set by the crate-level pass.
+    pub(super) unemptied_pushes: Vec<EdgeIndex>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub(super) returns_plain: bool,
     /// Its declared result holds no tensor, also through the crate's structs of host fields
@@ -2101,6 +2131,72 @@ impl FnModel {
         }
     }
 
+    /// What `value` is a copy of, when it is a whole model or gradients: a binding that holds
+    /// one (by type or use, see `FnModel::copy_bindings`) or a call of the crate that returns
+    /// one, reached through moves, clones, unwraps and the literals it is wrapped in
+    /// (`Checkpoint { epoch, model: model.clone() }`), never through a computation
+    /// (`grad.abs().sum()`, `model.num_params()`). Also the binding, when one is reached.
+    pub fn copy_of(&self, value: NodeIndex) -> Option<(Copied, Option<BindingId>)> {
+        if self.copy_bindings.is_empty() && self.copy_results.is_empty() {
+            return None;
+        }
+        self.moved_from(value, |n| {
+            if let Some(&(_, what)) = self.copy_results.iter().find(|(r, _)| *r == n) {
+                return Some((what, None));
+            }
+            match self.graph[n].kind {
+                NodeKind::Version(b) => {
+                    self.copy_bindings.iter().find(|(c, _)| *c == b).map(|&(_, what)| (what, Some(b)))
+                }
+                NodeKind::Value(_) => None,
+            }
+        })
+    }
+
+    /// The first node `found` accepts among those `value` is made from by moves alone: back
+    /// through the versions of bindings it was written into (`let`, assignments, merges), and
+    /// values that move, clone, unwrap or wrap what they read, never through a computation.
+    pub(super) fn moved_from<T>(&self, value: NodeIndex, mut found: impl FnMut(NodeIndex) -> Option<T>) -> Option<T> {
+        let mut seen = vec![value];
+        let mut todo = vec![(value, 0usize)];
+        while let Some((n, depth)) = todo.pop() {
+            if let Some(t) = found(n) {
+                return Some(t);
+            }
+            let follow = match self.graph[n].kind {
+                NodeKind::Version(_) => true,
+                NodeKind::Value(Producer::Derived) => !self.op_values.contains(&n),
+                NodeKind::Value(_) => false,
+            };
+            if !follow || depth >= 8 {
+                continue;
+            }
+            for e in self.graph.edges_directed(n, Direction::Incoming) {
+                let through_move = match e.weight() {
+                    Edge::DerivedFrom => true,
+                    Edge::StoredInto { how, .. } => matches!(how, Store::Let | Store::Assign | Store::Merge),
+                };
+                if through_move && !seen.contains(&e.source()) {
+                    seen.push(e.source());
+                    todo.push((e.source(), depth + 1));
+                }
+            }
+        }
+        None
+    }
+
+    /// Pushes into collections nothing in the crate ever empties (see
+    /// `FnModel::unemptied_pushes`): (edge, value pushed, collection's version, span).
+    pub fn pushes_never_emptied(&self) -> impl Iterator<Item = (EdgeIndex, NodeIndex, NodeIndex, &Span)> + '_ {
+        self.unemptied_pushes.iter().filter_map(|&e| {
+            let (value, target) = self.graph.edge_endpoints(e)?;
+            match &self.graph[e] {
+                Edge::StoredInto { span, .. } => Some((e, value, target, span)),
+                Edge::DerivedFrom => None,
+            }
+        })
+    }
+
     /// Whether this is a copy made for one instantiation of generic code (see `link::specialize`).
     pub fn is_instance(&self) -> bool {
         self.instance
@@ -2122,6 +2218,9 @@ impl FnModel {
             let nd = &self.graph[n];
             let t: String = text.get(nd.span.clone()).unwrap_or("?").chars().take(60).collect();
             eprintln!("  {:?} {:?} loop={:?} taint={:?} `{}`", n, nd.kind, nd.in_loop, nd.taint, t.replace('\n', " "));
+        }
+        for (i, b) in self.bindings.iter().enumerate() {
+            eprintln!("  binding {i} {} {:?} ty={:?} guessed={}", b.name, b.kind, b.ty, b.ty_guessed);
         }
         for e in self.graph.edge_indices() {
             let (a, b) = self.graph.edge_endpoints(e).unwrap();

@@ -130,6 +130,8 @@ pub struct StoredParam {
     /// How the value is stored (`self.total = self.total + x` folds, `self.history.push(x)`
     /// pushes), seen the same way at the call site.
     how: Store,
+    /// The parameter itself is stored, moved, copied or wrapped (see `Through::whole`).
+    whole: bool,
 }
 
 impl Summary {
@@ -213,6 +215,21 @@ pub fn link(
     generic_fields: &crate::type_graph::GenericFields,
     alias_names: &HashSet<String>,
 ) {
+    let resolved = link_calls(files, autodiff_fields, module_types, field_types, generic_fields, alias_names);
+    // Needs no call resolved: a copy may be pushed where it is made.
+    mark_kept_copies(files, &resolved, module_types, field_types);
+}
+
+/// Resolves the calls of the crate and applies what they do (see [`link`]); the rows of the
+/// calls resolved, the instances' included.
+fn link_calls(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    autodiff_fields: &[(String, String)],
+    module_types: &[String],
+    field_types: &[(String, String, String)],
+    generic_fields: &crate::type_graph::GenericFields,
+    alias_names: &HashSet<String>,
+) -> Vec<(FnId, usize, Vec<FnId>)> {
     mark_autodiff_fields(files, autodiff_fields);
     mark_untracked_mappers(files);
     follow_inert_fields(files);
@@ -241,7 +258,7 @@ pub fn link(
     }
     let index = Index::new(files, alias_names, field_types);
     if index.by_name.is_empty() {
-        return;
+        return Vec::new();
     }
     mark_size_gates(files, &index);
     // Calls through a type parameter that reach no function of the crate (see
@@ -261,7 +278,7 @@ pub fn link(
         files[fi].1[gi].opaque_calls.push(in_loop);
     }
     if resolved.is_empty() {
-        return;
+        return Vec::new();
     }
     mark_plain_results(files, &resolved);
     // Losses handed to a callee first: a result handed to `trainer.update(&mut opt, loss)`,
@@ -332,6 +349,175 @@ pub fn link(
         mark_field_resets(files, &resolved);
         mark_stateful_calls(files, &index, &resolved, &forwards);
         mark_disabled_lent_caches(files, &resolved);
+    }
+    for_marks.unwrap_or(resolved)
+}
+
+/// What the rule on kept copies asks (see [`FnModel::copy_of`] and
+/// [`FnModel::pushes_never_emptied`]): the bindings that hold a whole model or gradients, the
+/// crate's calls that return a copy of one, and the pushes into collections that nothing in the
+/// crate ever empties.
+fn mark_kept_copies(
+    files: &mut [(Arc<SourceFile>, Vec<FnModel>)],
+    rows: &[(FnId, usize, Vec<FnId>)],
+    module_types: &[String],
+    field_types: &[(String, String, String)],
+) {
+    let wanted = |g: &FnModel| {
+        g.framework_known && !g.is_test && (g.spec.copies_keep_weights || !g.spec.grad_store_types.is_empty())
+    };
+    let pushes = |g: &FnModel| g.stores().any(|(_, _, _, how, _)| how == Store::Push);
+    if !files.iter().flat_map(|(_, graphs)| graphs.iter()).any(|g| wanted(g) && pushes(g)) {
+        return;
+    }
+    // Models: the crate's types with a forward-named method, and its declared modules.
+    let mut models: Vec<String> = files
+        .iter()
+        .flat_map(|(_, graphs)| graphs.iter())
+        .filter(|g| g.ident.starts_with("forward") || crate::frameworks::is_forward_method(&g.ident))
+        .filter_map(|g| g.owner.clone())
+        .chain(module_types.iter().cloned())
+        .collect();
+    models.sort_unstable();
+    models.dedup();
+    let is_model = |t: &str| models.binary_search_by(|m| m.as_str().cmp(t)).is_ok();
+    // Fields that hold a model, by owner: a method of the owner runs a forward pass on it, or it
+    // is declared with a model type. Fields declared with a gradient store type.
+    let mut model_fields: HashSet<(String, String)> = HashSet::default();
+    let mut typed_fields: HashMap<(String, String), String> = HashMap::default();
+    for g in files.iter().flat_map(|(_, graphs)| graphs.iter()) {
+        let Some(owner) = g.owner.as_deref() else { continue };
+        for n in g.graph.node_indices() {
+            if let NodeKind::Value(super::graph::Producer::Forward { receiver: Some(r) }) = g.graph[n].kind
+                && let Some(b) = root_binding(g, r)
+                && g.bindings[b].kind == BindingKind::SelfField
+            {
+                model_fields.insert((owner.to_string(), g.bindings[b].name.clone()));
+            }
+        }
+    }
+    for (owner, field, ty) in field_types {
+        let key = (owner.clone(), format!("self.{field}"));
+        if is_model(ty) {
+            model_fields.insert(key.clone());
+        }
+        typed_fields.insert(key, ty.clone());
+    }
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()).filter(|g| wanted(g)) {
+        // Bindings a forward pass runs on here.
+        let receivers: Vec<usize> = g
+            .graph
+            .node_indices()
+            .filter_map(|n| match g.graph[n].kind {
+                NodeKind::Value(super::graph::Producer::Forward { receiver: Some(r) }) => root_binding(g, r),
+                _ => None,
+            })
+            .collect();
+        let owner = g.owner.clone().unwrap_or_default();
+        let mut found = Vec::new();
+        for (b, binding) in g.bindings.iter().enumerate() {
+            let field = (binding.kind == BindingKind::SelfField).then(|| (owner.clone(), binding.name.clone()));
+            let ty =
+                binding.ty.as_deref().or_else(|| field.as_ref().and_then(|f| typed_fields.get(f)).map(String::as_str));
+            let what = if ty.is_some_and(|t| g.spec.grad_store_types.contains(&t)) {
+                Some(super::graph::Copied::Gradients)
+            } else if g.spec.copies_keep_weights
+                && (ty.is_some_and(is_model)
+                    || field.as_ref().is_some_and(|f| model_fields.contains(f))
+                    || receivers.contains(&b))
+            {
+                Some(super::graph::Copied::Model)
+            } else {
+                None
+            };
+            if let Some(what) = what {
+                found.push((b, what));
+            }
+        }
+        g.copy_bindings = found;
+    }
+    // The crate's calls that return a copy (`self.learner.snapshot()`), two calls deep.
+    for _ in 0..2 {
+        let mut results = Vec::new();
+        for (caller, ci, candidates) in rows {
+            let returned = |c: &FnId| {
+                let g = &files[c.0].1[c.1];
+                g.returns.iter().find_map(|&r| g.copy_of(r)).map(|(what, _)| what)
+            };
+            let Some(first) = candidates.first() else { continue };
+            let Some(what) = returned(first) else { continue };
+            if candidates[1..].iter().all(|c| returned(c).is_some()) {
+                results.push((*caller, files[caller.0].1[caller.1].call_sites[*ci].result, what));
+            }
+        }
+        for ((fi, gi), n, what) in results {
+            let g = &mut files[fi].1[gi];
+            if !g.copy_results.iter().any(|&(r, _)| r == n) {
+                g.copy_results.push((n, what));
+            }
+        }
+    }
+    // Pushes into collections nothing empties.
+    let keyed: HashSet<(std::path::PathBuf, super::graph::Span)> = files
+        .iter()
+        .flat_map(|(file, graphs)| {
+            graphs.iter().flat_map(move |g| g.keyed_pushes.iter().map(|s| (file.path.clone(), s.clone())))
+        })
+        .collect();
+    let mut emptied: HashMap<String, Vec<String>> = HashMap::default();
+    for fi in 0..files.len() {
+        for gi in 0..files[fi].1.len() {
+            let g = &files[fi].1[gi];
+            if !wanted(g) || !pushes(g) || (g.copy_bindings.is_empty() && g.copy_results.is_empty()) {
+                continue;
+            }
+            let mut kept = Vec::new();
+            for (edge, _, target, how, span) in g.stores() {
+                if how != Store::Push {
+                    continue;
+                }
+                let Some(b) = g.binding_of(target) else { continue };
+                let through = g.through(edge);
+                let innermost = through.and_then(|t| t.hops().last());
+                let keyed_here = match innermost {
+                    Some(hop) => keyed.contains(&(hop.file().to_path_buf(), hop.span().clone())),
+                    None => g.keyed_pushes.contains(span),
+                };
+                if keyed_here {
+                    continue;
+                }
+                // A field of the callee's type that some method of that type empties.
+                if let Some(hop) = innermost
+                    && hop.target().starts_with("self.")
+                {
+                    let Some((owner, _)) = hop.callee().rsplit_once("::") else { continue };
+                    let e = emptied.entry(owner.to_string()).or_insert_with(|| emptied_by_type(files, owner));
+                    if e.iter().any(|f| f == hop.target()) {
+                        continue;
+                    }
+                }
+                let binding = &g.bindings[b];
+                let empties_here = match binding.kind {
+                    BindingKind::SelfField => {
+                        let Some(owner) = g.owner.as_deref() else { continue };
+                        let e = emptied.entry(owner.to_string()).or_insert_with(|| emptied_by_type(files, owner));
+                        e.contains(&binding.name)
+                    }
+                    BindingKind::Local => {
+                        g.shrunk.contains(&b)
+                            || g.cleared.iter().any(|c| g.binding_of(c.version) == Some(b))
+                            || g.emptied_by_calls.iter().any(|c| c.binding == b)
+                            || g.stores().any(|(_, _, t, how, _)| how == Store::Assign && g.binding_of(t) == Some(b))
+                    }
+                    // What a caller lends, or a global: not known here.
+                    BindingKind::Param | BindingKind::Global => true,
+                };
+                if !empties_here {
+                    kept.push(edge);
+                }
+            }
+            files[fi].1[gi].unemptied_pushes = kept;
+        }
     }
 }
 
@@ -4379,6 +4565,8 @@ fn stored_outside(g: &FnModel, start: NodeIndex, param: usize) -> Option<StoredP
             {
                 let binding = &g.bindings[b];
                 let inner = g.through(e.id()).cloned();
+                let whole = inner.as_ref().is_none_or(|i| i.whole)
+                    && g.moved_from(e.source(), |m| (m == start).then_some(())).is_some();
                 let stored = |target| StoredParam {
                     param,
                     span: span.clone(),
@@ -4386,6 +4574,7 @@ fn stored_outside(g: &FnModel, start: NodeIndex, param: usize) -> Option<StoredP
                     target_name: binding.name.clone(),
                     inner: inner.clone(),
                     how: *how,
+                    whole,
                 };
                 match binding.kind {
                     BindingKind::SelfField => return Some(stored(None)),
@@ -4672,7 +4861,7 @@ fn apply_stores(
     callee: &str,
     callee_file: &Arc<SourceFile>,
 ) {
-    for StoredParam { param, span: store_span, target, target_name, inner, how } in &s.stores {
+    for StoredParam { param, span: store_span, target, target_name, inner, how, whole } in &s.stores {
         let Some(arg) = arg_node(g, site, *param) else { continue };
         // The place the callee stores into, seen from the caller.
         let target_node = match target {
@@ -4709,6 +4898,7 @@ fn apply_stores(
                     span: store_span.clone(),
                     target: target_name.clone(),
                     inner: inner.clone().map(Box::new),
+                    whole: *whole,
                 }),
             },
         );

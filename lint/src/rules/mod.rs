@@ -17,6 +17,7 @@ mod sampling_loop_chains_graph;
 mod soft_update_without_detach;
 #[cfg(test)]
 mod testing;
+mod unbounded_copy_history;
 mod variables_created_per_step;
 
 use crate::rule::{Rule, RuleMeta};
@@ -67,6 +68,7 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &variables_created_per_step::VariablesCreatedPerStep,
         &sampling_loop_chains_graph::SamplingLoopChainsGraph,
         &graph_copied_into_buffer::GraphCopiedIntoBuffer,
+        &unbounded_copy_history::UnboundedCopyHistory,
     ];
     RULES
 }
