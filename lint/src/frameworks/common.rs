@@ -8,6 +8,7 @@ pub const MOVE_METHODS: &[&str] = &[
     "to_owned",
     "borrow",
     "as_ref",
+    "as_mut",
     "unwrap",
     "expect",
     "into",

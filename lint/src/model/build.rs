@@ -754,10 +754,7 @@ impl Builder<'_> {
                 param_reads: Vec::new(),
                 additive_nodes: Vec::new(),
                 field_pushes: Vec::new(),
-                keyed_pushes: Vec::new(),
-                copy_bindings: Vec::new(),
-                copy_results: Vec::new(),
-                unemptied_pushes: Vec::new(),
+                copies: None,
                 autodiff: false,
                 autodiff_device: false,
                 owner_is_model: false,
@@ -3359,7 +3356,7 @@ impl Builder<'_> {
                 self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
             }
             if matches!(m.method.to_string().as_str(), "insert" | "or_insert") {
-                self.g.keyed_pushes.push(span.clone());
+                self.g.copies.get_or_insert_with(Default::default).keyed_pushes.push(span.clone());
             }
             self.write(slot, value, Store::Push, span, true);
         }

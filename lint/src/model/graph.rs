@@ -143,6 +143,57 @@ pub enum Store {
     Yield,
 }
 
+/// Facts about copies of models and gradients kept in collections (see `FnModel::copies`).
+#[derive(Debug, Clone, Default)]
+pub struct CopyFacts {
+    /// The spans of keyed stores (`map.insert(k, v)`, `entry(k).or_insert(v)`): a key written
+    /// again replaces what it held, so such a collection need not grow.
+    pub(super) keyed_pushes: Vec<Span>,
+    /// Bindings that hold a whole model or a gradient store, by type or by use (see
+    /// [`FnModel::copy_of`]). Set by the crate-level pass.
+    pub(super) copy_bindings: Vec<(BindingId, Copied)>,
+    /// Results of the crate's calls that return a copy of a model or of gradients
+    /// (`self.learner.snapshot()` returning `self.net.clone()`). Set by the crate-level pass.
+    pub(super) copy_results: Vec<(NodeIndex, Copied)>,
+    /// Pushes (here or inside called functions of the crate) into a collection that nothing in
+    /// the crate ever empties, shrinks or replaces. Set by the crate-level pass.
+    pub(super) unemptied_pushes: Vec<EdgeIndex>,
+    /// Copies a called function of the crate pushes into a collection this function lends it
+    /// (`trainer.apply(&mut history)`, whose `apply` calls `history.record(&self.grads)`), that
+    /// nothing in the crate empties. Set by the crate-level pass.
+    pub(super) lent_copies: Vec<LentCopy>,
+}
+
+/// A copy a called function pushes into a collection the caller lends it (see
+/// `FnModel::lent_copies`).
+#[derive(Debug, Clone)]
+pub struct LentCopy {
+    pub(super) what: Copied,
+    /// The caller's binding lent.
+    pub(super) binding: BindingId,
+    /// The call.
+    pub(super) span: Span,
+    pub(super) in_loop: Option<LoopId>,
+    /// The chain of calls down to the push.
+    pub(super) through: Through,
+}
+
+/// A copy of a model or of gradients pushed into a collection that nothing in the crate
+/// empties (see [`FnModel::kept_copies`]).
+#[derive(Debug, Clone)]
+pub struct KeptCopy<'a> {
+    pub what: Copied,
+    /// The binding copied, when it is one of this function's.
+    pub source: Option<BindingId>,
+    /// The collection, or the value of this function that holds it.
+    pub binding: BindingId,
+    /// The push, or the call that pushes.
+    pub span: &'a Span,
+    pub in_loop: Option<LoopId>,
+    /// The chain of calls down to the push, when it happens in a called function.
+    pub through: Option<&'a Through>,
+}
+
 /// What a value copies: see [`FnModel::copy_of`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Copied {
@@ -547,18 +598,9 @@ pub struct FnModel {
     /// Pushes into a field of a value that is not `self` (`rollout.values.push(v)`): the pushed
     /// value, the receiver's declared type when known, the field name and the call.
     pub(super) field_pushes: Vec<(NodeIndex, Option<String>, String, Span)>,
-    /// The spans of keyed stores (`map.insert(k, v)`, `entry(k).or_insert(v)`): a key written
-    /// again replaces what it held, so such a collection need not grow.
-    pub(super) keyed_pushes: Vec<Span>,
-    /// Bindings that hold a whole model or a gradient store, by type or by use (see
-    /// [`FnModel::copy_of`]). Set by the crate-level pass.
-    pub(super) copy_bindings: Vec<(BindingId, Copied)>,
-    /// Results of the crate's calls that return a copy of a model or of gradients
-    /// (`self.learner.snapshot()` returning `self.net.clone()`). Set by the crate-level pass.
-    pub(super) copy_results: Vec<(NodeIndex, Copied)>,
-    /// Pushes (here or inside called functions of the crate) into a collection that nothing in
-    /// the crate ever empties, shrinks or replaces. Set by the crate-level pass.
-    pub(super) unemptied_pushes: Vec<EdgeIndex>,
+    /// What the rule on kept copies asks, where there is any (most functions have none: kept
+    /// out of line, so that the model stays small to move).
+    pub(super) copies: Option<Box<CopyFacts>>,
     /// The declared return type holds no tensor (`f32`, `Result<(f32, f64)>`, `()`, `Vec<f32>`).
     pub(super) returns_plain: bool,
     /// Its declared result holds no tensor, also through the crate's structs of host fields
@@ -2137,17 +2179,16 @@ impl FnModel {
     /// (`Checkpoint { epoch, model: model.clone() }`), never through a computation
     /// (`grad.abs().sum()`, `model.num_params()`). Also the binding, when one is reached.
     pub fn copy_of(&self, value: NodeIndex) -> Option<(Copied, Option<BindingId>)> {
-        if self.copy_bindings.is_empty() && self.copy_results.is_empty() {
+        let c = self.copies.as_deref()?;
+        if c.copy_bindings.is_empty() && c.copy_results.is_empty() {
             return None;
         }
         self.moved_from(value, |n| {
-            if let Some(&(_, what)) = self.copy_results.iter().find(|(r, _)| *r == n) {
+            if let Some(&(_, what)) = c.copy_results.iter().find(|(r, _)| *r == n) {
                 return Some((what, None));
             }
             match self.graph[n].kind {
-                NodeKind::Version(b) => {
-                    self.copy_bindings.iter().find(|(c, _)| *c == b).map(|&(_, what)| (what, Some(b)))
-                }
+                NodeKind::Version(b) => c.copy_bindings.iter().find(|(k, _)| *k == b).map(|&(_, what)| (what, Some(b))),
                 NodeKind::Value(_) => None,
             }
         })
@@ -2155,7 +2196,8 @@ impl FnModel {
 
     /// The first node `found` accepts among those `value` is made from by moves alone: back
     /// through the versions of bindings it was written into (`let`, assignments, merges), and
-    /// values that move, clone, unwrap or wrap what they read, never through a computation.
+    /// values that move, clone, unwrap or wrap what they read (or give a model's parameters
+    /// without autodiff, `model.valid()`), never through a computation.
     pub(super) fn moved_from<T>(&self, value: NodeIndex, mut found: impl FnMut(NodeIndex) -> Option<T>) -> Option<T> {
         let mut seen = vec![value];
         let mut todo = vec![(value, 0usize)];
@@ -2166,6 +2208,8 @@ impl FnModel {
             let follow = match self.graph[n].kind {
                 NodeKind::Version(_) => true,
                 NodeKind::Value(Producer::Derived) => !self.op_values.contains(&n),
+                // `model.valid()` (burn): the same parameters, without autodiff.
+                NodeKind::Value(Producer::InertModel) => true,
                 NodeKind::Value(_) => false,
             };
             if !follow || depth >= 8 {
@@ -2185,16 +2229,42 @@ impl FnModel {
         None
     }
 
-    /// Pushes into collections nothing in the crate ever empties (see
-    /// `FnModel::unemptied_pushes`): (edge, value pushed, collection's version, span).
-    pub fn pushes_never_emptied(&self) -> impl Iterator<Item = (EdgeIndex, NodeIndex, NodeIndex, &Span)> + '_ {
-        self.unemptied_pushes.iter().filter_map(|&e| {
-            let (value, target) = self.graph.edge_endpoints(e)?;
-            match &self.graph[e] {
-                Edge::StoredInto { span, .. } => Some((e, value, target, span)),
-                Edge::DerivedFrom => None,
+    /// Copies of a model or of gradients pushed, here or by called functions of the crate, into
+    /// collections nothing in the crate ever empties, prunes or replaces: the push of the copy
+    /// itself, not of something computed from it. How often and for how long is the rule's to
+    /// judge.
+    pub fn kept_copies(&self) -> Vec<KeptCopy<'_>> {
+        let mut out = Vec::new();
+        let Some(c) = self.copies.as_deref() else { return out };
+        for &e in &c.unemptied_pushes {
+            let Some((value, target)) = self.graph.edge_endpoints(e) else { continue };
+            let Edge::StoredInto { span, through, .. } = &self.graph[e] else { continue };
+            if through.as_ref().is_some_and(|t| !t.whole) {
+                continue;
             }
-        })
+            let (Some((what, source)), Some(binding)) = (self.copy_of(value), self.binding_of(target)) else {
+                continue;
+            };
+            out.push(KeptCopy {
+                what,
+                source,
+                binding,
+                span,
+                in_loop: self.graph[target].in_loop,
+                through: through.as_ref(),
+            });
+        }
+        for l in &c.lent_copies {
+            out.push(KeptCopy {
+                what: l.what,
+                source: None,
+                binding: l.binding,
+                span: &l.span,
+                in_loop: l.in_loop,
+                through: Some(&l.through),
+            });
+        }
+        out
     }
 
     /// Whether this is a copy made for one instantiation of generic code (see `link::specialize`).

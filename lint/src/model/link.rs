@@ -434,7 +434,9 @@ fn mark_kept_copies(
                 found.push((b, what));
             }
         }
-        g.copy_bindings = found;
+        if !found.is_empty() {
+            g.copies.get_or_insert_with(Default::default).copy_bindings = found;
+        }
     }
     // The crate's calls that return a copy (`self.learner.snapshot()`), two calls deep.
     for _ in 0..2 {
@@ -452,8 +454,9 @@ fn mark_kept_copies(
         }
         for ((fi, gi), n, what) in results {
             let g = &mut files[fi].1[gi];
-            if !g.copy_results.iter().any(|&(r, _)| r == n) {
-                g.copy_results.push((n, what));
+            let c = g.copies.get_or_insert_with(Default::default);
+            if !c.copy_results.iter().any(|&(r, _)| r == n) {
+                c.copy_results.push((n, what));
             }
         }
     }
@@ -461,18 +464,31 @@ fn mark_kept_copies(
     let keyed: HashSet<(std::path::PathBuf, super::graph::Span)> = files
         .iter()
         .flat_map(|(file, graphs)| {
-            graphs.iter().flat_map(move |g| g.keyed_pushes.iter().map(|s| (file.path.clone(), s.clone())))
+            graphs.iter().flat_map(move |g| {
+                g.copies.iter().flat_map(|c| c.keyed_pushes.iter()).map(|s| (file.path.clone(), s.clone()))
+            })
         })
         .collect();
     let mut emptied: HashMap<String, Vec<String>> = HashMap::default();
+    // Whether a method of `owner` empties its field `field`.
+    let mut emptied_field = |files: &[(Arc<SourceFile>, Vec<FnModel>)], owner: &str, field: &str| {
+        emptied.entry(owner.to_string()).or_insert_with(|| emptied_by_type(files, owner)).iter().any(|f| f == field)
+    };
+    // Lent collections, by callee: (parameter, what, the callee's store span and its chain).
+    type Lends = Vec<(usize, super::graph::Copied, super::graph::Span, Option<Through>)>;
+    let mut lent: HashMap<FnId, Lends> = HashMap::default();
     for fi in 0..files.len() {
         for gi in 0..files[fi].1.len() {
             let g = &files[fi].1[gi];
-            if !wanted(g) || !pushes(g) || (g.copy_bindings.is_empty() && g.copy_results.is_empty()) {
+            if !wanted(g)
+                || !pushes(g)
+                || g.copies.as_ref().is_none_or(|c| c.copy_bindings.is_empty() && c.copy_results.is_empty())
+            {
                 continue;
             }
             let mut kept = Vec::new();
-            for (edge, _, target, how, span) in g.stores() {
+            let mut lends = Vec::new();
+            for (edge, value, target, how, span) in g.stores() {
                 if how != Store::Push {
                     continue;
                 }
@@ -481,7 +497,7 @@ fn mark_kept_copies(
                 let innermost = through.and_then(|t| t.hops().last());
                 let keyed_here = match innermost {
                     Some(hop) => keyed.contains(&(hop.file().to_path_buf(), hop.span().clone())),
-                    None => g.keyed_pushes.contains(span),
+                    None => g.copies.as_ref().is_some_and(|c| c.keyed_pushes.contains(span)),
                 };
                 if keyed_here {
                     continue;
@@ -491,33 +507,95 @@ fn mark_kept_copies(
                     && hop.target().starts_with("self.")
                 {
                     let Some((owner, _)) = hop.callee().rsplit_once("::") else { continue };
-                    let e = emptied.entry(owner.to_string()).or_insert_with(|| emptied_by_type(files, owner));
-                    if e.iter().any(|f| f == hop.target()) {
+                    if emptied_field(files, owner, hop.target()) {
                         continue;
                     }
                 }
-                let binding = &g.bindings[b];
-                let empties_here = match binding.kind {
-                    BindingKind::SelfField => {
-                        let Some(owner) = g.owner.as_deref() else { continue };
-                        let e = emptied.entry(owner.to_string()).or_insert_with(|| emptied_by_type(files, owner));
-                        e.contains(&binding.name)
+                match g.bindings[b].kind {
+                    BindingKind::SelfField | BindingKind::Local => {
+                        if !empties(g, b, &mut |owner, field| emptied_field(files, owner, field)) {
+                            kept.push(edge);
+                        }
                     }
-                    BindingKind::Local => {
-                        g.shrunk.contains(&b)
-                            || g.cleared.iter().any(|c| g.binding_of(c.version) == Some(b))
-                            || g.emptied_by_calls.iter().any(|c| c.binding == b)
-                            || g.stores().any(|(_, _, t, how, _)| how == Store::Assign && g.binding_of(t) == Some(b))
+                    // What a caller lends: judged at the call (a copy of this function's own).
+                    BindingKind::Param => {
+                        if through.is_none_or(|t| t.whole)
+                            && let Some((what, _)) = g.copy_of(value)
+                            && let Some(j) = g.params.iter().position(|p| p.and_then(|p| g.binding_of(p)) == Some(b))
+                        {
+                            lends.push((j, what, span.clone(), through.cloned()));
+                        }
                     }
-                    // What a caller lends, or a global: not known here.
-                    BindingKind::Param | BindingKind::Global => true,
-                };
-                if !empties_here {
-                    kept.push(edge);
+                    BindingKind::Global => {}
                 }
             }
-            files[fi].1[gi].unemptied_pushes = kept;
+            if let Some(c) = files[fi].1[gi].copies.as_deref_mut() {
+                c.unemptied_pushes = kept;
+            }
+            if !lends.is_empty() {
+                lent.insert((fi, gi), lends);
+            }
         }
+    }
+    if lent.is_empty() {
+        return;
+    }
+    let mut found = Vec::new();
+    for (caller, ci, candidates) in rows {
+        let [callee] = candidates.as_slice() else { continue };
+        let Some(lends) = lent.get(callee) else { continue };
+        let g = &files[caller.0].1[caller.1];
+        let c = &files[callee.0].1[callee.1];
+        let site = &g.call_sites[*ci];
+        for (j, what, store_span, inner) in lends {
+            let Some(&read) = site.args.get(*j).and_then(|a| a.reads.first()) else { continue };
+            let Some(b) = root_binding(g, read) else { continue };
+            if !matches!(g.bindings[b].kind, BindingKind::SelfField | BindingKind::Local)
+                || empties(g, b, &mut |owner, field| emptied_field(files, owner, field))
+            {
+                continue;
+            }
+            let file = &files[callee.0].0;
+            let target =
+                c.params[*j].and_then(|p| c.binding_of(p)).map_or_else(String::new, |p| c.bindings[p].name.clone());
+            let through = Through {
+                callee: c.name(),
+                file: file.path.clone(),
+                line: file.line_col(store_span.start).0,
+                span: store_span.clone(),
+                target,
+                inner: inner.clone().map(Box::new),
+                whole: true,
+            };
+            found.push((
+                *caller,
+                super::graph::LentCopy {
+                    what: *what,
+                    binding: b,
+                    span: site.span.clone(),
+                    in_loop: site.in_loop,
+                    through,
+                },
+            ));
+        }
+    }
+    for ((fi, gi), l) in found {
+        files[fi].1[gi].copies.get_or_insert_with(Default::default).lent_copies.push(l);
+    }
+}
+
+/// Whether `g` empties, shrinks or replaces its binding `b` (a local), or a method of its
+/// type does (a field of `self`, asked of `emptied_field(owner, field)`).
+fn empties(g: &FnModel, b: usize, emptied_field: &mut impl FnMut(&str, &str) -> bool) -> bool {
+    match g.bindings[b].kind {
+        BindingKind::SelfField => g.owner.as_deref().is_none_or(|owner| emptied_field(owner, &g.bindings[b].name)),
+        BindingKind::Local => {
+            g.shrunk.contains(&b)
+                || g.cleared.iter().any(|c| g.binding_of(c.version) == Some(b))
+                || g.emptied_by_calls.iter().any(|c| c.binding == b)
+                || g.stores().any(|(_, _, t, how, _)| how == Store::Assign && g.binding_of(t) == Some(b))
+        }
+        BindingKind::Param | BindingKind::Global => true,
     }
 }
 
@@ -3027,11 +3105,14 @@ fn plain_aliases(aliases: &[(&str, &str)], autodiff: &HashSet<String>) -> HashSe
     found
 }
 
-/// The declared return type of the function whose name ends at `from` in `text`, when it is
-/// written and is a host type (`-> Vec<f32>`, `-> (f32, usize)`); `None` when it is not or
-/// cannot be told.
+/// Whether the function whose name ends at `from` in `text` declares a host return type
+/// (`-> Vec<f32>`, `-> (f32, usize)`), or none (`fn apply(&mut self, log: &mut Log)` returns
+/// `()`); `None` when it cannot be told.
 fn declares_plain_return(text: &str, from: usize) -> Option<bool> {
-    let ret = return_type(text, from)?;
+    let Some(ret) = return_type(text, from) else {
+        // A signature with no `->` before its body (or its `;`): unit.
+        return memchr::memchr2(b'{', b';', &text.as_bytes()[from..]).map(|_| true);
+    };
     // Words only, not a parse (this runs for every function of the crate): plain when every
     // type named is a host type or a container of them (`Vec<f32>`, `Option<(f32, usize)>`),
     // and for `Result<T, E>` only `T` counts.

@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 pub use build::pat_idents;
 pub use graph::{
-    Binding, BindingId, BindingKind, Blend, CallKind, Copied, FieldStore, FnModel, Iteration, LoopId, ParamRewrite,
-    Span, StateCall, Store, Taint, Through, TrainingCall, TrainingCallKind, UseAfterBackward, VarCreation, VarRoot,
-    VocabCall,
+    Binding, BindingId, BindingKind, Blend, CallKind, Copied, FieldStore, FnModel, Iteration, KeptCopy, LoopId,
+    ParamRewrite, Span, StateCall, Store, Taint, Through, TrainingCall, TrainingCallKind, UseAfterBackward,
+    VarCreation, VarRoot, VocabCall,
 };
 pub use link::{CrateNames, crate_names};
 

@@ -3,7 +3,7 @@
 
 use crate::context::{Context, Report};
 use crate::diagnostic::Level;
-use crate::model::{BindingKind, Copied, FnModel};
+use crate::model::{BindingKind, Copied, FnModel, Iteration, KeptCopy};
 use crate::rule::{Group, Rule, RuleMeta};
 
 pub struct UnboundedCopyHistory;
@@ -16,13 +16,17 @@ pub static META: RuleMeta = RuleMeta {
     docs: r#"### What it does
 Finds a copy of a whole model (burn, dfdx) or of gradients (burn, candle, dfdx) pushed into a
 collection once per training iteration, where nothing in the crate ever empties the collection:
-a `Vec` or `VecDeque` declared outside the training loop, or a field of a value that outlives
-it. The push may happen in a method of the crate the copy is handed to
-(`checkpoints.save(epoch, &model)` whose `save` pushes `model.clone()`), and the copy may come
-from a method of the crate (`self.learner.snapshot()` returning `self.net.clone()`).
+a `Vec` or `VecDeque` made once for the whole run (at the top of a function that no training
+loop calls, not once per episode or epoch), or a field. The push may happen in a method of the
+crate the copy is handed to (`checkpoints.save(epoch, &model)` whose `save` pushes
+`model.clone()`) or lent the collection (`trainer.apply(&mut history)` whose `apply` pushes its
+own gradients into `history`), or in a method a training loop calls that keeps it in a field of
+its own (`trainer.end_epoch(..)` pushing `self.model.valid()`); the copy may come from a method
+of the crate (`self.learner.snapshot()` returning `self.net.clone()`).
 
 What counts as a model: a value a forward pass runs on, a value of a type of the crate that has a
-forward method or derives `Module`, or a field that holds one. What counts as gradients: a value
+forward method or derives `Module`, a field that holds one, or such a model without autodiff
+(`model.valid()`, the same parameters). What counts as gradients: a value
 of the framework's gradient store type (`GradientsParams`, `Gradients`, `GradStore`, also the
 result of `loss.backward()`), or one gradient read from it (`grads.get(..)`). A value computed
 from them (`grad.abs().sum()`, a norm read back as a number) is not a copy.
@@ -83,24 +87,32 @@ impl Rule for UnboundedCopyHistory {
             return;
         }
         let mut reported = Vec::new();
-        for (edge, value, target, span) in f.pushes_never_emptied() {
+        for KeptCopy { what, source, binding, span, in_loop, through } in f.kept_copies() {
             if reported.contains(span) {
                 continue;
             }
-            // A method handed the copy must keep it, not a number computed from it.
-            let through = f.through(edge);
-            if through.is_some_and(|t| !t.stores_whole()) {
-                continue;
-            }
-            let Some((what, source)) = f.copy_of(value) else { continue };
-            let Some(binding) = f.binding_of(target) else { continue };
-            // Once per training iteration, into what outlives it.
-            let Some(iteration) = f.iteration_of(f.loop_of(target)) else { continue };
-            if !f.outlives(binding, iteration) {
+            let b = f.binding(binding);
+            // Once per training iteration, into what outlives the whole run: a local made once
+            // per call of a function no training loop calls (not once per episode or epoch), or
+            // a field. A method a training loop calls (`trainer.end_epoch(..)`) keeps it in a
+            // field once per call.
+            let iteration = f.iteration_of(in_loop);
+            let per_call = iteration.is_none() && f.per_step_from().is_some();
+            let lives = match b.kind() {
+                BindingKind::Local => {
+                    matches!(iteration, Some(Iteration::Loop(_)))
+                        && b.decl_loop().is_none()
+                        && f.per_step_from().is_none()
+                }
+                BindingKind::SelfField => iteration.is_some() || per_call,
+                BindingKind::Param | BindingKind::Global => false,
+            };
+            // A method handed the copy by its caller (`fn record(&mut self, grads: &Gradients)`):
+            // reported where the caller hands it, with this push as a label.
+            if !lives || (per_call && source.is_some_and(|s| f.binding(s).kind() == BindingKind::Param)) {
                 continue;
             }
             reported.push(span.clone());
-            let b = f.binding(binding);
             let (copied, is) = match (what, source) {
                 (Copied::Model, Some(s)) => (format!("a copy of the model `{}`", f.binding(s).name()), "is"),
                 (Copied::Model, None) => ("a copy of a model".to_string(), "is"),
@@ -120,8 +132,11 @@ impl Rule for UnboundedCopyHistory {
                 report = report
                     .label(b.decl().clone(), format!("`{}` is declared outside the training iteration", b.name()));
             }
-            if let Some((at, text)) = f.iteration_label(iteration) {
+            if let Some((at, text)) = iteration.and_then(|it| f.iteration_label(it)) {
                 report = report.label(at, text);
+            }
+            if per_call && let Some((path, line, caller)) = f.per_step_from() {
+                report.elsewhere.push((path.clone(), *line, format!("`{caller}` calls this function during training")));
             }
             report = super::label_hops(report, cx, through, |hop| {
                 format!("`{}` pushes it into `{}` here, and nothing removes it", hop.callee(), hop.target())
@@ -295,6 +310,81 @@ impl<B: AutodiffBackend> Agent<B> {
         assert_eq!(count(RULE, None, &reset), 0);
     }
 
+    /// burn: a method the epoch loop calls keeps the model without autodiff in a field.
+    const BURN_END_OF_EPOCH: &str = r#"
+use burn::module::AutodiffModule;
+use burn::optim::{GradientsParams, Optimizer};
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::tensor::{backend::{AutodiffBackend, Backend}, Tensor};
+#[derive(Module, Debug)]
+pub struct Net<B: Backend> { hidden: Linear<B> }
+pub struct Snapshot<M> { pub epoch: usize, pub weights: M }
+pub struct Trainer<B: AutodiffBackend, O> { model: Option<Net<B>>, optim: O, snapshots: Vec<Snapshot<Net<B::InnerBackend>>> }
+impl<B: AutodiffBackend, O: Optimizer<Net<B>, B>> Trainer<B, O> {
+    pub fn train_step(&mut self, x: Tensor<B, 2>) {
+        let model = self.model.take().unwrap();
+        let loss = model.forward(x).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        self.model = Some(self.optim.step(1e-3, model, grads));
+    }
+    pub fn end_epoch(&mut self, epoch: usize) {
+        let weights = self.model.as_ref().unwrap().valid();
+        self.snapshots.push(Snapshot { epoch, weights });
+    }
+}
+fn run<B: AutodiffBackend, O: Optimizer<Net<B>, B>>(trainer: &mut Trainer<B, O>, data: &[Tensor<B, 2>]) {
+    for epoch in 0..100 {
+        for x in data {
+            trainer.train_step(x.clone());
+        }
+        trainer.end_epoch(epoch);
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_method_that_training_calls_keeping_the_model_without_autodiff() {
+        assert_eq!(lines(RULE, BURN_END_OF_EPOCH), vec![20]);
+        // Called by no training loop: nothing says how often.
+        let alone = BURN_END_OF_EPOCH.replace(
+            "        trainer.end_epoch(epoch);
+",
+            "",
+        );
+        assert_ne!(alone, BURN_END_OF_EPOCH);
+        assert_eq!(count(RULE, None, &alone), 0);
+    }
+
+    #[test]
+    fn accepts_a_local_that_lives_one_episode_or_one_call() {
+        let per_epoch = BURN_CHECKPOINTS
+            .replace(
+                "    let mut checkpoints = CheckpointManager::new();
+    for epoch in 0..40 {
+",
+                "    for epoch in 0..40 {
+        let mut checkpoints = CheckpointManager::new();
+",
+            )
+            .replace(
+                "        checkpoints.save(epoch, &model);
+    }
+    println!(\"{}\", checkpoints.len());
+",
+                "        checkpoints.save(epoch, &model);
+        println!(\"{}\", checkpoints.len());
+    }
+",
+            );
+        assert_ne!(per_epoch, BURN_CHECKPOINTS);
+        assert_eq!(count(RULE, None, &per_epoch), 0);
+        // A function each epoch calls: its local lives one epoch.
+        let per_call = BURN_CHECKPOINTS.replace("fn train<", "fn train_epoch<")
+            + "fn main() { for _ in 0..10 { for x in xs { let loss = m.forward(x); let g = loss.backward(); } train_epoch(m.clone(), &xs); } }\n";
+        assert_eq!(count(RULE, None, &per_call), 0);
+    }
+
     #[test]
     fn reports_dfdx_snapshots_from_a_method_of_the_crate() {
         let dfdx = r#"
@@ -326,6 +416,58 @@ impl Trainer {
         assert_eq!(lines(RULE, dfdx), vec![21]);
     }
 
+    /// dfdx: a trainer method lent the caller's history pushes its own gradient store into it.
+    const DFDX_LENT_HISTORY: &str = r#"
+use dfdx::prelude::*;
+use dfdx::tensor::Gradients;
+type Mlp = (Linear<4, 8>, ReLU, Linear<8, 2>);
+type Built = <Mlp as BuildOnDevice<Cpu, f32>>::Built;
+pub struct History { kept: Vec<Gradients<f32, Cpu>> }
+impl History {
+    pub fn record(&mut self, grads: &Gradients<f32, Cpu>) { self.kept.push(grads.clone()); }
+}
+pub struct Trainer { model: Built, opt: Sgd<Built, f32, Cpu>, grads: Option<Gradients<f32, Cpu>> }
+impl Trainer {
+    pub fn accumulate(&mut self, x: Tensor<Rank2<16, 4>, f32, Cpu>, y: Tensor<Rank2<16, 2>, f32, Cpu>) {
+        let grads = self.grads.take().unwrap();
+        let loss = mse_loss(self.model.forward(x.traced(grads)), y);
+        self.grads = Some(loss.backward());
+    }
+    pub fn apply(&mut self, history: &mut History) {
+        let grads = self.grads.as_mut().unwrap();
+        history.record(grads);
+        self.opt.update(&mut self.model, grads).unwrap();
+        self.model.zero_grads(grads);
+    }
+}
+fn main() {
+    let mut trainer = make_trainer();
+    let mut history = History { kept: Vec::new() };
+    for _ in 0..1000 {
+        for (x, y) in batches() {
+            trainer.accumulate(x, y);
+        }
+        trainer.apply(&mut history);
+    }
+}
+"#;
+
+    #[test]
+    fn reports_a_copy_pushed_into_a_collection_the_caller_lends() {
+        // At the call that lends the history (`apply` is the crate's, though named like a
+        // forward pass), not in `record`, which is handed the store.
+        assert_eq!(lines(RULE, DFDX_LENT_HISTORY), vec![31]);
+        let labels = labels(RULE, DFDX_LENT_HISTORY);
+        assert!(labels.iter().any(|(line, _)| *line == 8), "{labels:?}");
+        // A history the caller empties.
+        let cleared = DFDX_LENT_HISTORY.replace(
+            "        trainer.apply(&mut history);\n",
+            "        trainer.apply(&mut history);\n        history.kept.clear();\n",
+        );
+        assert_ne!(cleared, DFDX_LENT_HISTORY);
+        assert_eq!(count(RULE, None, &cleared), 0);
+    }
+
     #[test]
     fn reports_candle_gradients_pushed_into_a_local() {
         let candle = r#"
@@ -353,5 +495,14 @@ fn train(w: &Var, opt: &mut SGD, xs: &[Tensor]) -> candle_core::Result<usize> {
                 "history.insert(\"w\", grads.get(w).unwrap().clone());",
             );
         assert_eq!(count(RULE, None, &keyed), 0);
+        // Made afresh for each episode of steps: it lives one episode.
+        let per_episode = candle
+            .replace(
+                "    let mut history = Vec::new();\n    for x in xs {\n",
+                "    let mut n = 0;\n    for _episode in 0..100 {\n    let mut history = Vec::new();\n    for x in xs {\n",
+            )
+            .replace("    Ok(history.len())\n", "    n += history.len();\n    }\n    Ok(n)\n");
+        assert_ne!(per_episode, candle);
+        assert_eq!(count(RULE, None, &per_episode), 0);
     }
 }
