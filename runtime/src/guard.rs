@@ -1632,9 +1632,13 @@ pub(crate) mod tests {
         // At the first run's pace, read every 1,024 iterations of the runs together: the first
         // run read last at its iteration 0 of that pace's grid, so the next four 200-iteration
         // runs read nothing and the fifth reads once.
+        // Slower later runs (as a training loop's calls are, next to this test's 100 µs steps):
+        // 0.1 % of their 0.5 s is 500 µs, ten reads' worth, so that a read slowed down by a busy
+        // machine does not tip the balance.
+        let later_step = std::time::Duration::from_micros(500);
         let mut reads = Vec::new();
         for _ in 0..5 {
-            let (sampled, later) = call(step);
+            let (sampled, later) = call(later_step);
             assert!(later.pace.carried_seconds > 0.0, "{:?}", later.pace);
             assert_eq!(later.pace.sample_every, crate::pace::MAX_EVERY);
             assert_eq!(later.pace.choices, 0, "200 iterations: no flush, so no choice");

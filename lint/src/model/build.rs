@@ -2823,6 +2823,13 @@ impl Builder<'_> {
                 let before = s.env.len();
                 s.bind_pat(input, state.take().unwrap_or_else(Val::plain), span);
                 let param = (s.env.len() == before + 1).then(|| s.env[before].1);
+                // `|b: &Batch, teacher: &mut EmaTeacher|`: the type its annotation states.
+                if let (Some(_), Pat::Type(t)) = (param, input) {
+                    let b = s.env[before].0;
+                    if s.g.bindings[b].ty.is_none() {
+                        s.g.bindings[b].ty = type_name(&t.ty);
+                    }
+                }
                 s.g.closures[index].params.push(param);
             }
             s.closure_stack.push((index, mark, s.env.len()));
@@ -2862,6 +2869,11 @@ impl Builder<'_> {
                 if node.in_loop == def {
                     node.in_loop = here;
                 }
+            }
+            // So do the calls of the crate its body makes (`teacher.update(&varmap)?` in a
+            // training step written as a closure).
+            for site in self.g.call_sites.iter_mut().filter(|s| s.closure == Some(closure) && s.in_loop == def) {
+                site.in_loop = here;
             }
         }
         let Some(scope) = self.g.closures.get(closure) else { return };

@@ -555,6 +555,51 @@ fn summand_after<'t>(text: &'t str, acc: &str) -> Option<&'t str> {
 mod tests {
     use super::super::testing::count;
 
+    /// candle: a mean teacher blended from the student's variables without `detach`, updated by
+    /// a training step written as a closure, warmed up for a few steps before the training loop.
+    const MEAN_TEACHER_CLOSURE: &str = r#"
+use candle_core::{Result, Tensor, Var};
+use candle_nn::{AdamW, Optimizer, VarMap};
+pub struct Teacher { weights: Vec<Tensor>, decay: f64 }
+impl Teacher {
+    pub fn update(&mut self, varmap: &VarMap) -> Result<()> {
+        let vars = varmap.all_vars();
+        for (t, v) in self.weights.iter_mut().zip(vars.iter()) {
+            *t = (t.affine(self.decay, 0.0)? + v.as_tensor().affine(1.0 - self.decay, 0.0)?)?;
+        }
+        Ok(())
+    }
+}
+fn train(varmap: &VarMap, opt: &mut AdamW, mut teacher: Teacher, data: &[Tensor]) -> Result<()> {
+    let vb = candle_nn::VarBuilder::from_varmap(varmap, candle_core::DType::F32, &candle_core::Device::Cpu);
+    let student = Student::new(vb)?;
+    let mut step = |x: &Tensor, teacher: &mut Teacher| -> Result<()> {
+        let loss = student.forward(x)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        teacher.update(varmap)?;
+        Ok(())
+    };
+    for i in 0..3 {
+        step(&data[i], &mut teacher)?;
+    }
+    for epoch in 0..100 {
+        for x in data {
+            step(x, &mut teacher)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn reports_a_state_kept_by_a_call_in_a_training_step_closure() {
+        assert_eq!(count("accumulated_loss_tensor", None, MEAN_TEACHER_CLOSURE), 1);
+        // Detached: nothing chains.
+        let detached = MEAN_TEACHER_CLOSURE.replace("v.as_tensor().affine(", "v.as_tensor().detach().affine(");
+        assert_ne!(detached, MEAN_TEACHER_CLOSURE);
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
     /// A mean teacher (candle): shadow copies blended from the student's variables, handed as a
     /// slice of `Var`s, in a method called once per training step.
     const EMA_OF_VARS: &str = r#"
