@@ -244,15 +244,7 @@ fn link_calls(
     }
     // Types of the crate with a forward-named method, or declared modules (`#[derive(Module)]`),
     // are models: their methods are model code.
-    let mut models: Vec<String> = files
-        .iter()
-        .flat_map(|(_, graphs)| graphs.iter())
-        .filter(|g| g.ident.starts_with("forward") || crate::frameworks::is_forward_method(&g.ident))
-        .filter_map(|g| g.owner.clone())
-        .chain(module_types.iter().cloned())
-        .collect();
-    models.sort_unstable();
-    models.dedup();
+    let models = model_types(files, module_types);
     for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
         g.owner_is_model = g.owner.as_ref().is_some_and(|o| models.binary_search(o).is_ok());
     }
@@ -353,6 +345,21 @@ fn link_calls(
     for_marks.unwrap_or(resolved)
 }
 
+/// The crate's models: types with a forward-named method, and declared modules
+/// (`#[derive(Module)]`); sorted.
+fn model_types(files: &[(Arc<SourceFile>, Vec<FnModel>)], module_types: &[String]) -> Vec<String> {
+    let mut models: Vec<String> = files
+        .iter()
+        .flat_map(|(_, graphs)| graphs.iter())
+        .filter(|g| g.ident.starts_with("forward") || crate::frameworks::is_forward_method(&g.ident))
+        .filter_map(|g| g.owner.clone())
+        .chain(module_types.iter().cloned())
+        .collect();
+    models.sort_unstable();
+    models.dedup();
+    models
+}
+
 /// What the rule on kept copies asks (see [`FnModel::copy_of`] and
 /// [`FnModel::pushes_never_emptied`]): the bindings that hold a whole model or gradients, the
 /// crate's calls that return a copy of one, and the pushes into collections that nothing in the
@@ -371,15 +378,7 @@ fn mark_kept_copies(
         return;
     }
     // Models: the crate's types with a forward-named method, and its declared modules.
-    let mut models: Vec<String> = files
-        .iter()
-        .flat_map(|(_, graphs)| graphs.iter())
-        .filter(|g| g.ident.starts_with("forward") || crate::frameworks::is_forward_method(&g.ident))
-        .filter_map(|g| g.owner.clone())
-        .chain(module_types.iter().cloned())
-        .collect();
-    models.sort_unstable();
-    models.dedup();
+    let models = model_types(files, module_types);
     let is_model = |t: &str| models.binary_search_by(|m| m.as_str().cmp(t)).is_ok();
     // Fields that hold a model, by owner: a method of the owner runs a forward pass on it, or it
     // is declared with a model type. Fields declared with a gradient store type.
