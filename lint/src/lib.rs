@@ -269,7 +269,7 @@ impl Linter {
             for g in graphs.iter().filter(|g| applies.to(g.spec(), g.framework_known())) {
                 let mark = cx.reported();
                 rule.check_function(g, &mut cx);
-                if cx.reported() > mark && reach.never_runs(g) {
+                if cx.reported() > mark && reach.never_runs(g, &file.path) {
                     dead.extend(cx.take_since(mark));
                 }
             }

@@ -5544,10 +5544,9 @@ fn is_cfg_test(a: &syn::Attribute) -> bool {
     a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
 }
 
-/// `#[test]`, `#[tokio::test]`, `#[rstest]`-style: an attribute whose last segment is `test`.
 /// An attribute that may make code outside the crate's text call the function: anything but
 /// the ones that only document, configure lints, inline or select by `cfg`.
-fn registers(attr: &syn::Attribute) -> bool {
+pub(crate) fn registers(attr: &syn::Attribute) -> bool {
     const QUIET: &[&str] = &[
         "doc",
         "allow",
@@ -5567,7 +5566,8 @@ fn registers(attr: &syn::Attribute) -> bool {
     attr.path().segments.first().is_none_or(|s| !QUIET.iter().any(|q| s.ident == q))
 }
 
-fn is_test_attr(a: &syn::Attribute) -> bool {
+/// `#[test]`, `#[tokio::test]`, `#[rstest]`-style: an attribute whose last segment is `test`.
+pub(crate) fn is_test_attr(a: &syn::Attribute) -> bool {
     a.path().segments.last().is_some_and(|s| s.ident == "test")
 }
 
@@ -5576,8 +5576,6 @@ fn saturate(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// How many times a `for` loop over `e` runs when its text says: a range of integer literals
-/// (`0..4`, `1..=3`) or an array literal (`[a, b]`, `&[a, b]`, `[a, b].iter()`).
 /// How many times a `for` loop over `e` runs, when the source says: a range of integer literals
 /// or of the crate's integer constants (`0..4`, `0..PREVIEW_LEN`), an array literal or constant
 /// array (`[a, b]`, `PROMPTS.iter()`), and `.take(n)` of anything.

@@ -15,6 +15,7 @@ pub mod rust;
 use std::sync::Arc;
 
 pub use build::pat_idents;
+pub(crate) use build::{is_test_attr, registers};
 pub use graph::{
     Binding, BindingId, BindingKind, Blend, CallKind, Copied, FieldStore, FnModel, Iteration, KeptCopy, LoopId,
     ParamRewrite, Span, StateCall, Store, Taint, Through, TrainingCall, TrainingCallKind, UseAfterBackward,
