@@ -135,13 +135,14 @@ impl Linter {
         let field_types = type_graph::field_types(decls.iter().chain(&context_decls));
         let generic_fields = type_graph::generic_fields(decls.iter().chain(&context_decls));
         model::link(&mut linked, &fields, &modules, &field_types, &generic_fields, &crate_fns);
+        let crate_graphs = &linked[..];
         let linked = &linked[..files.len()];
         for (file, gs) in linked {
             for g in gs {
                 g.debug_nodes(&file.text);
             }
         }
-        let reach = reach::Reach::new(&all, self.binary);
+        let reach = reach::Reach::new(&all, self.binary, crate_graphs);
         let per_file: Vec<(Vec<Finding>, Vec<Finding>)> =
             linked.par_iter().map(|(file, graphs)| self.check_functions(file, graphs, &reach)).collect();
         // Findings in code that never runs are dropped after suppression, so that a comment
@@ -269,7 +270,7 @@ impl Linter {
             for g in graphs.iter().filter(|g| applies.to(g.spec(), g.framework_known())) {
                 let mark = cx.reported();
                 rule.check_function(g, &mut cx);
-                if cx.reported() > mark && reach.never_runs(g, &file.path) {
+                if cx.reported() > mark && reach.findings_never_run(g, &file.path) {
                     dead.extend(cx.take_since(mark));
                 }
             }

@@ -3,6 +3,11 @@
 //! of). A leak there costs nothing until someone calls it, so findings in it are not reported.
 //! A library's items may be used by other crates: nothing is decided there.
 //!
+//! A generic function that only calls from code that never runs instantiate with an autodiff
+//! backend (`warmup_samples_v1` handing the training model to `sample`, which live code calls
+//! with `model.valid()`) runs on a plain backend whenever it runs: its findings are dropped
+//! with the rest.
+//!
 //! Asked only of functions with a finding: the crate's texts are searched for the name, and the
 //! files that hold it are parsed again. Every doubt counts as a use: a name in a macro's tokens
 //! or an attribute, a method call of the same name on any value, a file that does not parse.
@@ -23,6 +28,9 @@ const MAX_DEPTH: usize = 12;
 /// What the crate's files say of the names asked about, cached per name.
 pub(crate) struct Reach<'a> {
     files: &'a [Arc<SourceFile>],
+    /// The linked crate: every file with its functions' models (for the callers a function's
+    /// autodiff instance comes from).
+    graphs: &'a [(Arc<SourceFile>, Vec<FnModel>)],
     /// The crate has binary targets only (see [`crate::Linter::binary`]).
     binary: bool,
     /// The modules the crate's files are (`src/dqn.rs` and `src/dqn/mod.rs` are `dqn`).
@@ -55,11 +63,34 @@ struct User {
 }
 
 impl<'a> Reach<'a> {
-    pub(crate) fn new(files: &'a [Arc<SourceFile>], binary: bool) -> Self {
+    pub(crate) fn new(
+        files: &'a [Arc<SourceFile>],
+        binary: bool,
+        graphs: &'a [(Arc<SourceFile>, Vec<FnModel>)],
+    ) -> Self {
         let mut file_modules: Vec<String> = files.iter().filter_map(|f| file_module(&f.path)).collect();
         file_modules.sort();
         file_modules.dedup();
-        Self { files, binary, file_modules, cache: Mutex::default() }
+        Self { files, binary, graphs, file_modules, cache: Mutex::default() }
+    }
+
+    /// Whether the findings of `g` (in `file`) concern code that never runs: [`Self::never_runs`],
+    /// or a generic function whose autodiff instance only code that never runs makes.
+    pub(crate) fn findings_never_run(&self, g: &FnModel, file: &Path) -> bool {
+        self.never_runs(g, file) || self.autodiff_only_from_dead(g, 0)
+    }
+
+    /// Whether every call that instantiates `g` with an autodiff backend is made by a function
+    /// that never runs, or is itself such an instance (`depth` bounds the chain).
+    fn autodiff_only_from_dead(&self, g: &FnModel, depth: usize) -> bool {
+        let callers = g.autodiff_callers();
+        !callers.is_empty()
+            && depth < MAX_DEPTH
+            && callers.iter().all(|&(fi, gi)| {
+                self.graphs.get(fi).and_then(|(file, gs)| Some((file, gs.get(gi)?))).is_some_and(|(file, c)| {
+                    self.never_runs(c, &file.path) || self.autodiff_only_from_dead(c, depth + 1)
+                })
+            })
     }
 
     /// Whether nothing can run `g` (defined in `file`), in a crate of binaries: a method of a
@@ -550,6 +581,40 @@ pub fn used(net: &dyn tch::nn::Module, opt: &mut tch::nn::Optimizer, xs: &[tch::
         // Named in a constant (a table of functions): it may run.
         let table = format!("{a}pub const STEPS: &[fn(u32)] = &[b];\n");
         assert_eq!(lint_binary(&[("src/main.rs", main), ("src/a.rs", &table)]).len(), 1);
+    }
+
+    #[test]
+    fn an_autodiff_instance_made_only_by_code_that_never_runs_never_runs() {
+        // `sample` runs on the inner backend (`model.valid()`) from `main`; only the old
+        // `warmup_samples_v1`, which nothing calls, hands it the autodiff training model.
+        let main = r#"
+mod sampler;
+use burn::backend::{Autodiff, NdArray};
+type Train = Autodiff<NdArray>;
+fn main() {
+    let dev = Default::default();
+    let model: Net<Train> = train(&dev);
+    let samples = sampler::sample(&model.valid(), 100);
+    println!("{samples:?}");
+}
+fn warmup_samples_v1(model: &Net<Train>) {
+    sampler::sample(model, 10);
+}
+"#;
+        let sampler = r#"
+use burn::tensor::backend::Backend;
+pub fn sample<B: Backend>(model: &Net<B>, n: usize) -> Vec<f32> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        out.push(model.forward(x(i)).into_scalar());
+    }
+    out
+}
+"#;
+        assert!(lint_binary(&[("src/main.rs", main), ("src/sampler.rs", sampler)]).is_empty());
+        // Called from `main`, it runs: the sampler runs on the autodiff model.
+        let called = main.replace("    println!(", "    warmup_samples_v1(&model);\n    println!(");
+        assert_eq!(lint_binary(&[("src/main.rs", &called), ("src/sampler.rs", sampler)]).len(), 1);
     }
 
     #[test]

@@ -44,6 +44,7 @@ const BURN: Spec = Spec {
     no_grad_models: &["valid", "no_grad", "launch"],
     tape_methods: &[],
     fresh_tape_methods: &[],
+    module_apply_methods: &[],
     clear_per_optimizer: false,
     grads_accumulate: false,
     global_grad_mode: false,

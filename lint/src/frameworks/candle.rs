@@ -19,6 +19,7 @@ pub(super) static SPEC: Spec = Spec {
     no_grad_models: &[],
     tape_methods: &[],
     fresh_tape_methods: &[],
+    module_apply_methods: &["apply", "apply_t"],
     clear_per_optimizer: false,
     grads_accumulate: false,
     global_grad_mode: false,

@@ -25,6 +25,7 @@ pub(super) static SPEC: Spec = Spec {
     no_grad_models: &[],
     tape_methods: &["trace", "traced", "leaky_trace", "leaky_traced", "trace_into"],
     fresh_tape_methods: &["leaky_trace", "leaky_traced"],
+    module_apply_methods: &[],
     clear_per_optimizer: false,
     grads_accumulate: true,
     global_grad_mode: false,

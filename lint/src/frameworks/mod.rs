@@ -203,6 +203,10 @@ pub struct Spec {
     pub no_grad_models: &'static [&'static str],
     /// Methods that attach a gradient tape to their receiver (dfdx `traced`).
     pub tape_methods: &'static [&'static str],
+    /// Methods of a tensor that run the module they are handed on it, forward passes
+    /// (`xs.apply(&net)`, `xs.apply_t(&net, train)`: candle, tch). burn and dfdx have none; a
+    /// crate method of that name there (`relation.apply(&sector)`) is the crate's own.
+    pub module_apply_methods: &'static [&'static str],
     /// Tape methods that start from a fresh gradient store (dfdx `leaky_trace`): nothing piles up.
     pub fresh_tape_methods: &'static [&'static str],
     /// Whether gradients pile up across backward calls until cleared.
@@ -308,6 +312,12 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// Whether a method call runs a model forward in this framework: a forward-named method, or
+    /// one that runs the module it is handed (`xs.apply(&net)`).
+    pub fn is_forward_method(&self, name: &str) -> bool {
+        is_forward_method(name) || self.module_apply_methods.contains(&name)
+    }
+
     pub fn is_backward(&self, name: &str, argc: usize) -> bool {
         self.backward.iter().any(|c| c.matches(name, argc))
     }
@@ -388,7 +398,8 @@ pub fn detach_suggestion(spec: &Spec, span: std::ops::Range<usize>, text: &str) 
     })
 }
 
-/// Methods that run a model forward, in every framework.
+/// Methods that run a model forward, in every framework (for `xs.apply(&net)`, see
+/// [`Spec::module_apply_methods`]).
 const FORWARD_METHODS: &[&str] = &[
     "forward",
     "forward_t",
@@ -397,8 +408,6 @@ const FORWARD_METHODS: &[&str] = &[
     "forward_step",
     "forward_classification",
     "forward_regression",
-    "apply",
-    "apply_t",
     "try_forward",
     "try_forward_mut",
 ];
@@ -451,9 +460,16 @@ const METADATA_METHODS: &[&str] = &[
     "id",
 ];
 
-/// Whether a method call runs a model forward.
+/// Whether a method call runs a model forward in every framework (see also
+/// [`Spec::is_forward_method`]).
 pub fn is_forward_method(name: &str) -> bool {
     FORWARD_METHODS.contains(&name)
+}
+
+/// Whether a method call runs a model forward in some framework (see
+/// [`Spec::is_forward_method`]).
+pub fn is_forward_method_in_any(name: &str) -> bool {
+    is_forward_method(name) || REGISTRY.iter().any(|s| s.module_apply_methods.contains(&name))
 }
 
 /// Whether a free function computes a loss.

@@ -2,7 +2,7 @@
 //! gradient clearing, in any supported framework. `#[mem_guard]` uses it to record memory after
 //! each phase of the sampled loop.
 
-use super::{Framework, is_forward_method, is_loss_function};
+use super::{Framework, is_loss_function};
 
 /// A phase of a training step, in the order a step runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -37,15 +37,15 @@ impl Phase {
 /// and step; tch's `backward_step` clears first).
 pub fn method_phases(name: &str, argc: usize, framework: Option<Framework>) -> Vec<Phase> {
     let mut phases = Vec::new();
-    if is_forward_method(name) {
-        phases.push(Phase::Forward);
-    }
     let frameworks = match framework {
         Some(fw) => vec![fw],
         None => Framework::all().collect(),
     };
     for fw in frameworks {
         let spec = fw.spec();
+        if spec.is_forward_method(name) {
+            phases.push(Phase::Forward);
+        }
         if spec.is_clear(name, argc) {
             phases.push(Phase::Clear);
         }

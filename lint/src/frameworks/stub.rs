@@ -17,6 +17,7 @@ pub(super) static SPEC: Spec = Spec {
     no_grad_models: &[],
     tape_methods: &[],
     fresh_tape_methods: &[],
+    module_apply_methods: &["apply", "apply_t"],
     clear_per_optimizer: true,
     grads_accumulate: true,
     global_grad_mode: false,

@@ -760,6 +760,7 @@ impl Builder<'_> {
                 owner_is_model: false,
                 generic: false,
                 autodiff_from: Vec::new(),
+                autodiff_callers: Vec::new(),
                 per_step_from: None,
                 per_iteration_from: None,
                 untracks_models: false,
@@ -3672,7 +3673,18 @@ impl Builder<'_> {
                         .is_some_and(|t| t.ends_with("Loss"))
             }
         };
-        if (frameworks::is_forward_method(&name) && !self.crate_fns.plain_fns.contains(&name) && !loss_module())
+        // `stats.add(loss.clone())` with `stats: EpochStats` and `impl EpochStats { fn add(..) }`,
+        // `relation.apply(&sector)` with `relation: Relation`: the crate's method, though tensors
+        // have one of that name.
+        let crate_method_of_receiver = !self.crate_fns.tensor_name_owners.is_empty()
+            && self.crate_fns.tensor_name_owners.get(&name).is_some_and(|owners| {
+                self.binding_ref(&m.receiver)
+                    .is_some_and(|b| !b.ty_guessed && b.ty.as_ref().is_some_and(|t| owners.contains(t)))
+            });
+        if (self.specs().iter().any(|s| s.is_forward_method(&name))
+            && !self.crate_fns.plain_fns.contains(&name)
+            && !crate_method_of_receiver
+            && !loss_module())
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
             || (name == "step"
                 && m.args.len() == 2
@@ -3690,13 +3702,6 @@ impl Builder<'_> {
             return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
         }
         let moves = common::MOVE_METHODS.contains(&name.as_str());
-        // `stats.add(loss.clone())` with `stats: EpochStats` and `impl EpochStats { fn add(..) }`:
-        // the crate's method, though tensors have one of that name.
-        let crate_method_of_receiver = !self.crate_fns.tensor_name_owners.is_empty()
-            && self.crate_fns.tensor_name_owners.get(&name).is_some_and(|owners| {
-                self.binding_ref(&m.receiver)
-                    .is_some_and(|b| !b.ty_guessed && b.ty.as_ref().is_some_and(|t| owners.contains(t)))
-            });
         if !crate_method_of_receiver
             && (moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name))
         {

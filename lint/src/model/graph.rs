@@ -635,6 +635,10 @@ pub struct FnModel {
     /// backend (file, line, calling function), set by the crate-level pass.
     /// The first is the one findings name; a few others follow (empty: not instantiated).
     pub(super) autodiff_from: Vec<(std::path::PathBuf, usize, String)>,
+    /// Every function of the crate whose call instantiates this one with an autodiff backend,
+    /// as (file, function) indices of the linked crate; empty when not known (not instantiated,
+    /// or made autodiff by a call through several candidates).
+    pub(super) autodiff_callers: Vec<(usize, usize)>,
     /// The function runs inside a training step: a call in a loop that runs backward reaches it
     /// (directly or through other functions). That call (file, line, caller's name), set by the
     /// crate-level pass.
@@ -2881,6 +2885,12 @@ impl FnModel {
     /// The other calls that instantiate this function with an autodiff backend (a few).
     pub fn autodiff_also(&self) -> &[(std::path::PathBuf, usize, String)] {
         self.autodiff_from.get(1..).unwrap_or_default()
+    }
+
+    /// For a generic function made autodiff by callers and nothing else: every such caller, as
+    /// (file, function) indices of the linked crate; empty when not so (see the field).
+    pub fn autodiff_callers(&self) -> &[(usize, usize)] {
+        &self.autodiff_callers
     }
 
     /// When every call in `calls` sits on a branch a `bool` parameter opens (`if is_train {

@@ -351,7 +351,7 @@ fn model_types(files: &[(Arc<SourceFile>, Vec<FnModel>)], module_types: &[String
     let mut models: Vec<String> = files
         .iter()
         .flat_map(|(_, graphs)| graphs.iter())
-        .filter(|g| g.ident.starts_with("forward") || crate::frameworks::is_forward_method(&g.ident))
+        .filter(|g| g.ident.starts_with("forward") || g.spec.is_forward_method(&g.ident))
         .filter_map(|g| g.owner.clone())
         .chain(module_types.iter().cloned())
         .collect();
@@ -2415,6 +2415,9 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
     // The calls a finding names: first one made inside a loop that runs backward (the sample
     // generated every epoch), then the others (a last sample after training), a few at most.
     let mut calls: Vec<(FnId, bool, (std::path::PathBuf, usize, String))> = Vec::new();
+    // Every caller that instantiates a function with an autodiff backend, as the marking above
+    // decides (a call through several candidates too), for functions only callers made autodiff.
+    let mut callers: Vec<(FnId, FnId)> = Vec::new();
     for (caller, ci, callees) in resolved {
         let [callee] = callees.as_slice() else { continue };
         if files[callee.0].1[callee.1].autodiff_from.is_empty() {
@@ -2432,6 +2435,26 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         }
     }
     // Stable: training calls first, then in the order found.
+    for (caller, ci, callees) in resolved {
+        let g = &files[caller.0].1[caller.1];
+        let site = &g.call_sites[*ci];
+        let dispatch = callees.len() == 1 || site.type_param_dispatch || site.receiver_generic || site.receiver_dyn;
+        if !dispatch || !site.turbofish_autodiff.unwrap_or_else(|| g.autodiff && !handed_inert(g, site)) {
+            continue;
+        }
+        for callee in callees {
+            let c = &files[callee.0].1[callee.1];
+            if callee != caller && !c.autodiff_from.is_empty() && (c.is_test || !g.is_test) {
+                callers.push((*callee, *caller));
+            }
+        }
+    }
+    callers.sort_unstable();
+    callers.dedup();
+    for group in callers.chunk_by(|a, b| a.0 == b.0) {
+        let id = group[0].0;
+        files[id.0].1[id.1].autodiff_callers = group.iter().map(|&(_, caller)| caller).collect();
+    }
     calls.sort_by_key(|(id, training, _)| (*id, !*training));
     for group in calls.chunk_by(|a, b| a.0 == b.0) {
         let id = group[0].0;
@@ -2825,8 +2848,9 @@ pub struct CrateNames {
     pub(super) store_owners: HashMap<&'static str, HashSet<String>>,
     /// For tensor-method names (`add`, `sub`, `lerp`, `select`): the crate's types that define a
     /// method of that name (`impl EpochStats { fn add(&mut self, l: Tensor<B, 1>) }`, `impl
-    /// PseudoLabeler { fn select(&mut self, model: &Net, u: Tensor<2>) }`). A call of it on a value
-    /// of such a type is the crate's method, not a tensor operation.
+    /// PseudoLabeler { fn select(&mut self, model: &Net, u: Tensor<2>) }`), or like a tensor's
+    /// method that runs a module (`impl Rotation { fn apply(&self, x: &Tensor) }`). A call of it
+    /// on a value of such a type is the crate's method, not a tensor operation or forward pass.
     pub(super) tensor_name_owners: HashMap<String, HashSet<String>>,
     /// Structs with a field typed by one of their own type parameters (`struct Session<E, A> {
     /// agent: A, .. }`): a local built by one of their constructors records the types it is
@@ -3632,7 +3656,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 let name = &rest[..len];
                 let name_end = text.len() - rest.len() + len;
                 // Only forward-named functions are asked about (see `plain_fns`).
-                let set = if crate::frameworks::is_forward_method(name)
+                let set = if crate::frameworks::is_forward_method_in_any(name)
                     && declares_plain_return(text, name_end) == Some(true)
                 {
                     &mut plain_fns
@@ -3703,7 +3727,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 // file, which free functions named like tensor operations (`fn softmax(..)`)
                 // need not pay for.
                 if (crate::frameworks::common::ADDITIVE_METHODS.contains(&name)
-                    || (crate::frameworks::common::is_tensor_method(name) && takes_self(text, name_end)))
+                    || ((crate::frameworks::common::is_tensor_method(name)
+                        || crate::frameworks::REGISTRY.iter().any(|s| s.module_apply_methods.contains(&name)))
+                        && takes_self(text, name_end)))
                     && let Some(owner) = impl_self_type(text, at)
                 {
                     tensor_name_owners.entry(name.to_string()).or_default().insert(owner.to_string());

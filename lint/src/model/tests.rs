@@ -242,3 +242,33 @@ fn main() {
     // `Stats::default()` is handed no device: it is not a model made on the plain one.
     assert!(!inert("stats"));
 }
+
+#[test]
+fn a_crate_method_named_like_a_module_application_is_the_crates_own() {
+    // candle's `xs.apply(&net)` runs `net`; `rot.apply(&x)` on the crate's `Rotation` is its
+    // method, a computation on its input that records only what that input records.
+    let defs = r#"
+pub struct Rotation { angle: f64 }
+impl Rotation {
+    pub fn apply(&self, x: &Tensor) -> Result<Tensor> { x.affine(self.angle, 0.0) }
+}
+"#;
+    let src = r#"
+fn sample(net: &Net, rot: &Rotation, x: &Tensor) -> Result<()> {
+    let turned = rot.apply(x)?;
+    let ran = x.apply(net)?;
+    Ok(())
+}
+"#;
+    let names = super::link::crate_names([defs, src]);
+    let file = syn::parse_file(src).expect("snippet parses");
+    let spec = Framework::from_name("candle").expect("registered").spec();
+    let gs = function_graphs(&file, spec, true, 0, &names);
+    let g = &gs[0];
+    assert!(!carries_graph(g, "turned"), "the crate's method on its own type");
+    assert!(carries_graph(g, "ran"), "a module run on a tensor");
+    // In burn, which has no `xs.apply(&net)`, neither is a forward pass.
+    let spec = Framework::from_name("burn").expect("registered").spec();
+    let gs = function_graphs(&file, spec, true, 0, &super::link::CrateNames::default());
+    assert!(!carries_graph(&gs[0], "ran"));
+}

@@ -780,6 +780,36 @@ fn rollout<B: AutodiffBackend>(model: &Net<B>, xs: Vec<Tensor<B, 2>>) -> Vec<f32
         assert_eq!(count("autodiff_forward_without_backward", None, PASSES), 0);
     }
 
+    /// burn has no `xs.apply(&net)`: a method of that name is the crate's own, here a geometric
+    /// map on host numbers in an evaluation closure beside the autodiff model.
+    #[test]
+    fn a_crate_method_named_apply_is_no_forward_in_burn() {
+        let src = r#"
+use burn::tensor::backend::AutodiffBackend;
+pub struct Relation { rotation: f32 }
+impl Relation {
+    pub fn apply(&self, s: &Sector) -> Sector { Sector { angle: s.angle + self.rotation } }
+}
+pub struct Sector { angle: f32 }
+fn evaluate<B: AutodiffBackend>(model: &Net<B>, triples: &[(usize, usize, usize)]) -> f32 {
+    let (entities, relations) = to_geometry(model);
+    let mut total = 0.0;
+    for &(h, r, t) in triples {
+        let moved = relations[r].apply(&entities[h]);
+        total += (moved.angle - entities[t].angle).abs();
+    }
+    total
+}
+"#;
+        assert_eq!(count("autodiff_forward_without_backward", None, src), 0);
+        // The model's own forward in that loop is still one.
+        let forward = src.replace(
+            "let moved = relations[r].apply(&entities[h]);",
+            "let moved = relations[r].apply(&entities[h]);\n        total += model.forward(x(h)).into_scalar();",
+        );
+        assert_eq!(count("autodiff_forward_without_backward", None, &forward), 1);
+    }
+
     /// The backend is named by a local's annotation, not by the function's signature.
     const ANNOTATED_LOCAL: &str = r#"
 use burn::backend::{Autodiff, NdArray};

@@ -58,7 +58,7 @@ impl Rule for EvalWithoutNoGrad {
     fn check_function(&self, f: &FnModel, cx: &mut Context<'_>) {
         // Model code: forward methods, and functions that hand the caller a graph computed from
         // what the loop collected (a loss to backpropagate) rather than the collection itself.
-        if crate::frameworks::is_forward_method(f.ident()) {
+        if f.spec().is_forward_method(f.ident()) {
             return;
         }
         let returns_graph = f.returns().iter().any(|&n| f.taint(n).has(Taint::GRAPH));

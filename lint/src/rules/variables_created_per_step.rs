@@ -165,7 +165,7 @@ fn repeats(f: &FnModel, v: &VarCreation) -> Option<Repeats> {
     // that builds a model and then runs it (`fn train(vs: &VarStore) { let net = ..; for .. }`)
     // is called once, not per step.
     let handed = matches!(v.root(), VarRoot::Param | VarRoot::Field);
-    if crate::frameworks::is_forward_method(f.ident()) && f.runs_forward() && handed {
+    if f.spec().is_forward_method(f.ident()) && f.runs_forward() && handed {
         return Some(Repeats::ForwardPass);
     }
     // A method a training loop calls (an evaluation every epoch) that builds a model in a store
