@@ -3681,7 +3681,8 @@ impl Builder<'_> {
                 self.binding_ref(&m.receiver)
                     .is_some_and(|b| !b.ty_guessed && b.ty.as_ref().is_some_and(|t| owners.contains(t)))
             });
-        if (self.specs().iter().any(|s| s.is_forward_method(&name))
+        if ((frameworks::is_forward_method(&name)
+            || self.specs().iter().any(|s| s.module_apply_methods.contains(&name.as_str())))
             && !self.crate_fns.plain_fns.contains(&name)
             && !crate_method_of_receiver
             && !loss_module())

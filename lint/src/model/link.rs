@@ -2435,7 +2435,8 @@ fn instantiate_autodiff(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved:
         }
     }
     // Stable: training calls first, then in the order found.
-    for (caller, ci, callees) in resolved {
+    let instantiated = files.iter().flat_map(|(_, graphs)| graphs.iter()).any(|g| !g.autodiff_from.is_empty());
+    for (caller, ci, callees) in resolved.iter().filter(|_| instantiated) {
         let g = &files[caller.0].1[caller.1];
         let site = &g.call_sites[*ci];
         let dispatch = callees.len() == 1 || site.type_param_dispatch || site.receiver_generic || site.receiver_dyn;
