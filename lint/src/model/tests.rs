@@ -12,6 +12,14 @@ fn graphs(framework: &str, src: &str) -> Vec<FnModel> {
     function_graphs(&file, spec, true, 0, &CrateNames::default())
 }
 
+/// The models of `src` built as part of a crate whose files are `defs` and `src`.
+fn graphs_in_crate(framework: &str, defs: &str, src: &str) -> Vec<FnModel> {
+    let names = super::link::crate_names([defs, src]);
+    let file = syn::parse_file(src).expect("snippet parses");
+    let spec = Framework::from_name(framework).expect("registered").spec();
+    function_graphs(&file, spec, true, 0, &names)
+}
+
 fn binding(g: &FnModel, name: &str) -> usize {
     g.bindings.iter().position(|b| b.name == name).unwrap_or_else(|| panic!("no binding `{name}`"))
 }
@@ -174,10 +182,7 @@ fn train(net: &Net, x: &Tensor) {
     let other = Out::default();
 }
 "#;
-    let names = super::link::crate_names([defs, src]);
-    let file = syn::parse_file(src).expect("snippet parses");
-    let spec = Framework::from_name("candle").expect("registered").spec();
-    let gs = function_graphs(&file, spec, true, 0, &names);
+    let gs = graphs_in_crate("candle", defs, src);
     let g = &gs[0];
     let host = |name: &str| g.bindings[binding(g, name)].host;
     assert!(host("stats") && host("typed"), "a host struct's value");
@@ -260,15 +265,11 @@ fn sample(net: &Net, rot: &Rotation, x: &Tensor) -> Result<()> {
     Ok(())
 }
 "#;
-    let names = super::link::crate_names([defs, src]);
-    let file = syn::parse_file(src).expect("snippet parses");
-    let spec = Framework::from_name("candle").expect("registered").spec();
-    let gs = function_graphs(&file, spec, true, 0, &names);
+    let gs = graphs_in_crate("candle", defs, src);
     let g = &gs[0];
     assert!(!carries_graph(g, "turned"), "the crate's method on its own type");
     assert!(carries_graph(g, "ran"), "a module run on a tensor");
     // In burn, which has no `xs.apply(&net)`, neither is a forward pass.
-    let spec = Framework::from_name("burn").expect("registered").spec();
-    let gs = function_graphs(&file, spec, true, 0, &super::link::CrateNames::default());
+    let gs = graphs("burn", src);
     assert!(!carries_graph(&gs[0], "ran"));
 }
