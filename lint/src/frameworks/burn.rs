@@ -68,6 +68,7 @@ const BURN: Spec = Spec {
     var_methods: &[],
     trainable_constructors: &[],
     variable_type: None,
+    module_weight_methods: &[],
     variable_store_type: None,
     frozen_methods: &[],
     grad_zero_in_place: None,

@@ -53,6 +53,7 @@ pub(super) static SPEC: Spec = Spec {
     ],
     grad_zero_in_place: None,
     variable_type: Some("Var"),
+    module_weight_methods: &["weight", "bias", "embeddings"],
     variable_store_type: Some("VarMap"),
     frozen_methods: &["build_unet", "build_vae", "build_clip_transformer"],
     frozen_constructors: &[

@@ -281,6 +281,11 @@ pub struct Spec {
     /// `Var`): a function's parameter declared with it (`w: &Var`) is one, and an operation on
     /// it records a graph.
     pub variable_type: Option<&'static str>,
+    /// Methods of a module that give one of its weight tensors as the tensor the module computes
+    /// with (candle `linear.weight()`, `conv.bias()`, `embedding.embeddings()`): read from a module
+    /// built from trainable variables, the tensor is a variable, and an operation on it records a
+    /// graph.
+    pub module_weight_methods: &'static [&'static str],
     /// The type of a store of trainable variables (candle `VarMap`): a function's parameter
     /// declared with it (`vm: &VarMap`) hands out variables (`vm.data().lock()`, `all_vars()`),
     /// and an operation on them records a graph.
@@ -514,6 +519,24 @@ const SHAPE_METHODS: &[&str] =
 /// an input's length).
 pub fn is_shape_method(name: &str) -> bool {
     SHAPE_METHODS.contains(&name)
+}
+
+/// Names of a model's context length (`cfg.block_size`, `self.n_ctx`, `config.max_seq_len`): a
+/// generation loop up to it steps no more tokens than one training pass over a block holds.
+const CONTEXT_LENGTH_NAMES: &[&str] = &[
+    "block_size",
+    "context_length",
+    "context_len",
+    "context_size",
+    "ctx_len",
+    "n_ctx",
+    "max_seq_len",
+    "max_position_embeddings",
+];
+
+/// Whether a name is a model's context length (see `CONTEXT_LENGTH_NAMES`).
+pub fn is_context_length_name(name: &str) -> bool {
+    CONTEXT_LENGTH_NAMES.contains(&name)
 }
 
 /// True for calls that run backward or step an optimizer in any supported framework.

@@ -40,6 +40,7 @@ pub(super) static SPEC: Spec = Spec {
     var_methods: &[],
     trainable_constructors: &[],
     variable_type: None,
+    module_weight_methods: &[],
     variable_store_type: None,
     frozen_methods: &[],
     grad_zero_in_place: None,

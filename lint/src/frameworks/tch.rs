@@ -105,6 +105,7 @@ pub(super) static SPEC: Spec = Spec {
     trainable_constructors: &[],
     frozen_constructors: &[],
     variable_type: None,
+    module_weight_methods: &[],
     variable_store_type: None,
     frozen_methods: &[],
     grad_zero_in_place: Some(("grad", "zero_")),

@@ -677,6 +677,7 @@ impl Builder<'_> {
                 calls: Vec::new(),
                 losses: Vec::new(),
                 param_values: Vec::new(),
+                weight_reads: Vec::new(),
                 op_values: Vec::new(),
                 host_reads: Vec::new(),
                 let_results: Vec::new(),
@@ -1092,6 +1093,27 @@ impl Builder<'_> {
             return None;
         }
         Some(self.value_node(val, span))
+    }
+
+    /// Whether `val` is read from a field of `self` (`t` of `for (t, s) in
+    /// self.layers.iter_mut().zip(..)`), a few steps back through values and stores.
+    fn reads_self_field(&self, val: &Val) -> bool {
+        if self.g.self_fields.is_empty() {
+            return false;
+        }
+        let mut stack: Vec<NodeIndex> = val.reads.to_vec();
+        let mut seen = 0;
+        while let Some(n) = stack.pop() {
+            if self.g.self_fields.contains(&n) {
+                return true;
+            }
+            seen += 1;
+            if seen > 32 {
+                return false;
+            }
+            stack.extend(self.g.graph.neighbors_directed(n, petgraph::Direction::Incoming));
+        }
+        false
     }
 
     fn value_node(&mut self, val: Val, span: Span) -> NodeIndex {
@@ -2538,9 +2560,16 @@ impl Builder<'_> {
                 let literal_count = literal_count(&f.expr, &|name| self.named_count(name));
                 let over_variables = iterates_variables(&f.expr);
                 // `for i in 0..t` with `let (b, t) = tgt.dims2()?`: the length of an input.
+                // So is the model's context length (`for pos in 0..cfg.block_size`): what one
+                // training pass over a block holds.
                 let over_dim = match strip_parens(&f.expr) {
                     Expr::Range(r) => r.end.as_deref().is_some_and(|end| match strip_parens(end) {
-                        Expr::Path(p) => p.path.get_ident().is_some_and(|i| self.dim_locals.iter().any(|d| i == d)),
+                        Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                            self.dim_locals.iter().any(|d| i == d) || frameworks::is_context_length_name(&i.to_string())
+                        }),
+                        Expr::Field(fe) => {
+                            matches!(&fe.member, syn::Member::Named(n) if frameworks::is_context_length_name(&n.to_string()))
+                        }
                         e => is_shape_read(e),
                     }),
                     _ => false,
@@ -2848,19 +2877,9 @@ impl Builder<'_> {
     /// passes run here, in the loops and branches around this call (its body is walked where it
     /// is written, maybe outside them).
     fn run_bound_closure(&mut self, closure: usize, name: &syn::Ident, call: &syn::ExprCall) {
-        let Some(scope) = self.g.closures.get(closure) else { return };
         // Its body's values and writes happen in the loop of its first call in a loop nested in
-        // the one it is written in (its own loops keep theirs).
-        // What the call hands in flows into the inputs.
-        let params = scope.params.clone();
-        for (arg, param) in call.args.iter().zip(params) {
-            if let Some(param) = param
-                && let Some(slot) = self.place_slot(strip_place(arg))
-            {
-                let from = self.env[slot].1;
-                self.g.graph.add_edge(from, param, Edge::DerivedFrom);
-            }
-        }
+        // the one it is written in (its own loops keep theirs). (What the call hands in flows
+        // into the inputs: see the caller.)
         let Some(scope) = self.g.closures.get(closure) else { return };
         let here = self.cur_loop();
         if here.is_some() && here != scope.def_loop {
@@ -3702,6 +3721,21 @@ impl Builder<'_> {
             self.params.push(n);
             return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
         }
+        // `layer.weight()` of a candle module handed in (`student.layers`): a variable of it when
+        // the module is trainable. Not one of the receiver's own fields (`self.layers`), which
+        // are taken for trainable whenever their owner holds a trainable model anywhere (a
+        // teacher rebuilt from plain copies beside its student).
+        if m.args.is_empty()
+            && !crate_method_of_receiver
+            && !self.crate_fns.fns.contains(&name)
+            && self.specs().iter().any(|s| s.module_weight_methods.contains(&name.as_str()))
+            && !root_is_self(&m.receiver)
+            && !self.reads_self_field(&recv)
+        {
+            let n = self.value_node(Val { producer: Producer::Derived, op: false, ..recv }, recv_span);
+            self.g.weight_reads.push(n);
+            return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
+        }
         let moves = common::MOVE_METHODS.contains(&name.as_str());
         if !crate_method_of_receiver
             && (moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name))
@@ -4422,6 +4456,19 @@ impl Builder<'_> {
             && let Some(&(_, closure)) = self.closure_bindings.iter().find(|(b, _)| *b == self.env[slot].0)
         {
             self.run_bound_closure(closure, id, c);
+            // Its value is what the closure returns (`let blend = |t, s| (..)?.detach();` gives a
+            // cut tensor); what the call hands in flows into its inputs.
+            let ret = self.env[slot].1;
+            let params = self.g.closures.get(closure).map(|s| s.params.clone()).unwrap_or_default();
+            for (k, arg) in c.args.iter().enumerate() {
+                let v = self.expr(arg);
+                if let Some(Some(param)) = params.get(k)
+                    && let Some(n) = self.materialize(v, span.clone())
+                {
+                    self.g.graph.add_edge(n, *param, Edge::DerivedFrom);
+                }
+            }
+            return Val { reads: smallvec::smallvec![ret], producer: Producer::Derived, op: false };
         }
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let last = segs.last().map(String::as_str).unwrap_or("");

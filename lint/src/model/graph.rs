@@ -511,6 +511,9 @@ pub struct FnModel {
     pub(super) losses: Vec<NodeIndex>,
     /// Value nodes made by parameter constructors (`Var::new`, `set_requires_grad`).
     pub(super) param_values: Vec<NodeIndex>,
+    /// Value nodes that read a module's weight tensor (candle `linear.weight()`): a variable when
+    /// the module is trainable ([`Spec::module_weight_methods`]).
+    pub(super) weight_reads: Vec<NodeIndex>,
     /// Value nodes that compute (tensor ops, calls) rather than move.
     pub(super) op_values: Vec<NodeIndex>,
     /// Nodes whose value is brought to the host (`loss.into_scalar()`, `out.to_vec1()`,
@@ -3118,6 +3121,10 @@ impl FnModel {
         for &n in &self.trainable_seeds {
             self.graph[n].taint = self.graph[n].taint.union(Taint::TRAINABLE);
         }
+        let mut is_weight_read = vec![false; if self.weight_reads.is_empty() { 0 } else { self.graph.node_count() }];
+        for &n in &self.weight_reads {
+            is_weight_read[n.index()] = true;
+        }
         let mut is_op = vec![false; self.graph.node_count()];
         for &n in &self.op_values {
             is_op[n.index()] = true;
@@ -3154,6 +3161,13 @@ impl FnModel {
                         if is_op[n.index()] && incoming.has(Taint::PARAM) && !self.grad_off =>
                     {
                         node.taint.union(Taint(incoming.0 & !Taint::PARAM.0)).union(Taint::GRAPH)
+                    }
+                    // A weight of a trainable module is one of its variables.
+                    NodeKind::Value(Producer::Derived)
+                        if incoming.has(Taint::TRAINABLE)
+                            && is_weight_read.get(n.index()).copied().unwrap_or(false) =>
+                    {
+                        node.taint.union(Taint(incoming.0 & !Taint::TRAINABLE.0)).union(Taint::PARAM)
                     }
                     NodeKind::Value(Producer::Derived) if is_cut.get(n.index()).copied().unwrap_or(false) => {
                         node.taint.union(Taint(incoming.0 & !Taint::GRAPH.0))

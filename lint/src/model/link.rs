@@ -269,6 +269,7 @@ fn link_calls(
     for ((fi, gi), in_loop) in opaque {
         files[fi].1[gi].opaque_calls.push(in_loop);
     }
+    mark_external_constructors(files, alias_names);
     if resolved.is_empty() {
         return Vec::new();
     }
@@ -1043,6 +1044,25 @@ fn mark_owner_emptied(files: &mut [(Arc<SourceFile>, Vec<FnModel>)]) {
 
 /// The functions each of the sites `sites` gives a function may reach: (caller, site index,
 /// callees), for the sites that reach one; `unresolved` sees the others.
+/// A path call of a type the crate does not define (`Linear::new(w, b)`, `Tensor::cat(..)`) is the
+/// framework's or a library's: its result is computed from its arguments, as its graph says, so a
+/// state written from it reads back what they read (see `FnModel::computed_from_binding`).
+fn mark_external_constructors(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], alias_names: &HashSet<String>) {
+    let owners: HashSet<String> =
+        files.iter().flat_map(|(_, graphs)| graphs.iter().filter_map(|g| g.owner.clone())).collect();
+    for g in files.iter_mut().flat_map(|(_, graphs)| graphs.iter_mut()) {
+        for site in &mut g.call_sites {
+            let external = !site.method
+                && site.qualifier.as_deref().is_some_and(|q| {
+                    q != "Self" && q.starts_with(char::is_uppercase) && !owners.contains(q) && !alias_names.contains(q)
+                });
+            if external {
+                site.args_returned = u64::MAX;
+            }
+        }
+    }
+}
+
 fn resolve_sites(
     files: &[(Arc<SourceFile>, Vec<FnModel>)],
     index: &Index,

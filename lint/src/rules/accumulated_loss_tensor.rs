@@ -2830,6 +2830,75 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         assert_eq!(count("accumulated_loss_tensor", None, &MODEL_EMA.replace("UPDATE", counted)), 0);
     }
 
+    /// A teacher that holds whole layers and rebuilds each from a blend of its old weights and
+    /// the student's (`*t = Linear::new(w, b)` over `self.layers.iter_mut().zip(..)`), the blend
+    /// written as a closure.
+    const LAYER_EMA: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Net { layers: Vec<Linear> }
+impl Net {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut h = x.clone();
+        for l in &self.layers { h = l.forward(&h)?.relu()?; }
+        Ok(h)
+    }
+}
+pub struct Teacher { layers: Vec<Linear>, decay: f64 }
+impl Teacher {
+    pub fn follow(&mut self, student: &Net) -> Result<()> {
+        let d = self.decay;
+        let mix = |a: &Tensor, b: &Tensor| -> Result<Tensor> { MIX };
+        for (t, s) in self.layers.iter_mut().zip(&student.layers) {
+            let w = mix(t.weight(), s.weight())?;
+            *t = Linear::new(w, None);
+        }
+        Ok(())
+    }
+}
+pub struct Trainer { student: Net, teacher: Teacher, opt: AdamW }
+impl Trainer {
+    pub fn new(vm: &VarMap) -> Result<Self> {
+        let vb = VarBuilder::from_varmap(vm, DType::F32, &Device::Cpu);
+        let student = Net { layers: vec![linear(8, 8, vb.pp("a"))?, linear(8, 8, vb.pp("b"))?] };
+        let layers = student.layers.iter().map(|l| Linear::new(l.weight().copy().unwrap(), None)).collect();
+        let opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+        Ok(Self { student, teacher: Teacher { layers, decay: 0.999 }, opt })
+    }
+    pub fn step(&mut self, x: &Tensor) -> Result<f32> {
+        let loss = self.student.forward(x)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        self.teacher.follow(&self.student)?;
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
+    let mut trainer = Trainer::new(vm)?;
+    for x in xs {
+        trainer.step(x)?;
+    }
+    Ok(())
+}
+"#;
+
+    /// The student's layers are trainable, so their `weight()` is a variable: each rebuilt
+    /// teacher layer is a graph node chained to the one before. A blend that detaches its
+    /// result (inside the closure) keeps nothing.
+    #[test]
+    fn layers_rebuilt_from_a_trainable_models_weights_chain_every_update() {
+        let blend = "(a * d)? + (b * (1.0 - d))?";
+        let kept = LAYER_EMA.replace("MIX", blend);
+        assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![36]);
+        let labels = crate::rules::testing::labels("accumulated_loss_tensor", &kept);
+        assert!(labels.contains(&(19, "`self.layers` is computed from its old value here".to_string())), "{labels:?}");
+        let cut = LAYER_EMA.replace("MIX", &format!("Ok(({blend})?.detach())"));
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // The student's weights detached before the blend: the old teacher weights were copies.
+        let detached = LAYER_EMA.replace("MIX", blend).replace("s.weight())", "&s.weight().detach())");
+        assert_ne!(detached, kept);
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
     /// A target network kept as tensors by name beside the online model's `VarMap`, blended
     /// towards the variables it holds after every step (Polyak averaging by name).
     const NAMED_TARGETS: &str = r#"

@@ -51,7 +51,9 @@ recurrent cell of `candle_nn::rnn` stepped on its own state (`state = cell.step(
 runs a forward pass, except over the elements of an input sequence (`let x = xs.get(t)?`,
 `xs.i((.., t))?`, `for x in xs.iter()`), which is one forward pass over that sequence. So is a
 loop up to a dimension of an input (`for i in 0..t` with `let (b, t) = tgt.dims2()?`, greedy
-decoding to score a target): it chains no more steps than a pass over that input holds. A state cut in the loop's own pass
+decoding to score a target): it chains no more steps than a pass over that input holds; so is a
+generation loop up to the model's context length (`for pos in 0..cfg.block_size`, also with a
+cache): it chains no more than one training pass over a block. A state cut in the loop's own pass
 (`latents = latents.detach();` after the step, on every path that writes it) does not chain. A method
 of the crate that returns the output of a forward pass it runs (`unet.predict_noise(&latents,
 t)?`) is a forward pass, and a tensor helper of the crate (`fn euler(x: &Tensor, v: &Tensor) ->
@@ -231,6 +233,7 @@ impl Rule for SamplingLoopChainsGraph {
                 || receiver.is_some_and(|r| f.taint(r).has(Taint::TRAINABLE))
                 || handed.is_some();
             if reported_loops.contains(&l)
+                || f.loop_over_dim(l)
                 || f.loop_runs_backward(l)
                 || f.loop_over_self(l)
                 || f.loop_or_outer_runs_backward(l)
@@ -827,6 +830,25 @@ fn main() -> Result<()> {
         );
         assert_ne!(copy, src);
         assert_eq!(count("sampling_loop_chains_graph", None, &copy), 0);
+    }
+
+    /// Generation up to the model's context length keeps at most a block's worth of steps, as
+    /// one training pass over a block does.
+    #[test]
+    fn generation_up_to_the_context_length_is_bounded_by_a_block() {
+        let src = CACHED.replace("RESET", "") + "pub struct Config { block_size: usize, max_new_tokens: usize }\n";
+        let bounded = src.replace(
+            "    for _ in 0..256 {\n",
+            "    let cfg = Config { block_size: 16, max_new_tokens: 16 };\n    for _ in 0..cfg.block_size {\n",
+        );
+        assert_ne!(bounded, src);
+        assert_eq!(count("sampling_loop_chains_graph", None, &bounded), 0);
+        let local = src.replace("    for _ in 0..256 {\n", "    let n_ctx = 16;\n    for _ in 0..n_ctx {\n");
+        assert_eq!(count("sampling_loop_chains_graph", None, &local), 0);
+        // A number of tokens to generate is not the context length.
+        let picked = bounded.replace("0..cfg.block_size", "0..cfg.max_new_tokens");
+        assert_ne!(picked, bounded);
+        assert_eq!(count("sampling_loop_chains_graph", None, &picked), 1);
     }
 
     #[test]
