@@ -508,6 +508,10 @@ struct Builder<'c> {
     /// The value the next closure walked gets as its first parameter (`map_with(model, |m, i|
     /// ..)`), taken by that closure.
     closure_state: Option<Val>,
+    /// The next closure walked is handed each trait object of a collection (`self.callbacks
+    /// .iter_mut().try_for_each(|c| c.on_step(&ctx))`), and the collection when it is walked
+    /// mutably: its input is such an element, as a `for` loop's pattern is (`dyn_elements`).
+    closure_dyn_walk: Option<Option<BindingId>>,
     /// burn 0.22, where a device carries autodiff: the function's locals bound to an autodiff
     /// device (`let ad = device.autodiff();`) and to a plain one (`device` of that call,
     /// `let device = Device::default();`). A model built with only plain ones records no graph.
@@ -788,6 +792,7 @@ impl Builder<'_> {
             closure_tails: Vec::new(),
             ret_tuples: Vec::new(),
             closure_state: None,
+            closure_dyn_walk: None,
             devices: None,
             grad_locals: Vec::new(),
             closure_bindings: Vec::new(),
@@ -2846,13 +2851,25 @@ impl Builder<'_> {
         let first_node = self.g.graph.node_count() as u32;
         self.closure_tails.push(tail_closure(&c.body).map_or(std::ptr::null(), |t| t as *const _));
         let mut state = self.closure_state.take();
+        let dyn_walk = self.closure_dyn_walk.take();
         let v = self.branch(|s| {
             let mark = s.env.len();
-            for input in &c.inputs {
+            for (k, input) in c.inputs.iter().enumerate() {
                 let span = s.cheap_pat(input);
                 let before = s.env.len();
                 s.bind_pat(input, state.take().unwrap_or_else(Val::plain), span);
                 let param = (s.env.len() == before + 1).then(|| s.env[before].1);
+                if k == 0
+                    && param.is_some()
+                    && let Some(owner) = dyn_walk
+                {
+                    let b = s.env[before].0;
+                    s.dyn_params.push(b);
+                    s.dyn_elements.push(b);
+                    if let Some(owner) = owner {
+                        s.g.element_owners.push((b, owner));
+                    }
+                }
                 // `|b: &Batch, teacher: &mut EmaTeacher|`: the type its annotation states.
                 if let (Some(_), Pat::Type(t)) = (param, input) {
                     let b = s.env[before].0;
@@ -3763,6 +3780,18 @@ impl Builder<'_> {
                 && matches!(m.args.first(), Some(Expr::Closure(_)))
                 && rust::UNWRAP_MAP_METHODS.contains(&name.as_str());
             let element = (per_element || option_map).then(|| recv.clone());
+            let dyn_walk =
+                (per_element && self.walks_trait_objects(&m.receiver)).then(|| match strip_parens(&m.receiver) {
+                    Expr::MethodCall(r) if r.method == "iter_mut" && r.args.is_empty() => {
+                        match strip_parens(&r.receiver) {
+                            Expr::Path(p) => p.path.get_ident().and_then(|i| self.lookup(&i.to_string())),
+                            e @ Expr::Field(_) => self.place_slot(e),
+                            _ => None,
+                        }
+                        .map(|slot| self.env[slot].0)
+                    }
+                    _ => None,
+                });
             // `hs.iter().map(|h| h.detach())`: the result's elements are what the closure
             // yields; the receiver's elements reach them only through the closure's parameter.
             let mut parts = if option_map || (per_element && rust::YIELDING_METHODS.contains(&name.as_str())) {
@@ -3787,9 +3816,11 @@ impl Builder<'_> {
                     for a in &m.args {
                         if matches!(a, Expr::Closure(_)) {
                             s.closure_state = element.clone();
+                            s.closure_dyn_walk = dyn_walk;
                         }
                         parts.push((s.expr(a), s.cheap(a)));
                         s.closure_state = None;
+                        s.closure_dyn_walk = None;
                     }
                 }
             };

@@ -90,7 +90,8 @@ only now and then (`self.metrics.end_epoch()` behind `if step % steps_per_epoch 
 graph pushed since stays alive until then. Not when the caller empties it wherever it pushes,
 nor an on-policy buffer, whose values a later backward runs on. A loop over a collection of trait
 objects (`for m in self.metrics.iter_mut() { m.update(&loss)? }` with `metrics: Vec<Box<dyn
-Metric>>`, or a local annotated so) calls every impl it holds: it keeps what any of them keeps,
+Metric>>`, or a local annotated so; also walked with an iterator method, `self.callbacks
+.iter_mut().try_for_each(|c| c.on_step(&ctx))`) calls every impl it holds: it keeps what any of them keeps,
 in the collection. In dfdx, a prediction made on a
 taped input (`model.forward(x.leaky_trace())`, also inside a model's own method that attaches the
 tape itself, `model.predict(x)`) carries its tape and is kept the same way. A reset method of the
@@ -885,6 +886,17 @@ impl Trainer {
             assert!(labels.iter().any(|(line, _)| *line == 10), "{labels:?}");
             let cut = METRIC_REGISTRY.replace("COLLECTION", collection).replace("LOSS", "loss.detach()");
             assert_eq!(count("accumulated_loss_tensor", None, &cut), 0, "{collection}");
+        }
+        // Walked with an iterator method and a closure, as a `for` loop walks it.
+        for walk in [
+            "self.metrics.iter_mut().try_for_each(|m| m.update(&LOSS))?;",
+            "self.metrics.iter_mut().for_each(|m| m.update(&LOSS).unwrap());",
+        ] {
+            let loop_ = "for m in COLLECTION {\n                m.update(&loss)?;\n            }";
+            assert!(METRIC_REGISTRY.contains(loop_));
+            let src = METRIC_REGISTRY.replace(loop_, walk);
+            assert_eq!(count("accumulated_loss_tensor", None, &src.replace("LOSS", "loss")), 1, "{walk}");
+            assert_eq!(count("accumulated_loss_tensor", None, &src.replace("LOSS", "loss.detach()")), 0, "{walk}");
         }
         // A local registry, annotated.
         let local = METRIC_REGISTRY
