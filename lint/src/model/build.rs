@@ -512,6 +512,11 @@ struct Builder<'c> {
     /// .iter_mut().try_for_each(|c| c.on_step(&ctx))`), and the collection when it is walked
     /// mutably: its input is such an element, as a `for` loop's pattern is (`dyn_elements`).
     closure_dyn_walk: Option<Option<BindingId>>,
+    /// Locals collected from a closure that builds each element (`let mut seats: Vec<_> =
+    /// seeds.iter().map(|&s| { let agent = Dqn::new(..); (s, agent, env) }).collect();`): the type
+    /// of each element, or of each part of a tuple element, where the text says it. A `for` loop
+    /// over such a local gives its pattern those types (`for (s, agent, env) in seats.iter_mut()`).
+    collected_types: Vec<(BindingId, Vec<Option<String>>)>,
     /// burn 0.22, where a device carries autodiff: the function's locals bound to an autodiff
     /// device (`let ad = device.autodiff();`) and to a plain one (`device` of that call,
     /// `let device = Device::default();`). A model built with only plain ones records no graph.
@@ -793,6 +798,7 @@ impl Builder<'_> {
             ret_tuples: Vec::new(),
             closure_state: None,
             closure_dyn_walk: None,
+            collected_types: Vec::new(),
             devices: None,
             grad_locals: Vec::new(),
             closure_bindings: Vec::new(),
@@ -1098,6 +1104,42 @@ impl Builder<'_> {
             return None;
         }
         Some(self.value_node(val, span))
+    }
+
+    /// Gives the bindings of a `for` pattern from `first` on the types of a collected local's
+    /// elements (see `Builder::collected_types`); `enumerated`: the pattern is `(i, element)`.
+    fn type_collected_pattern(&mut self, pat: &Pat, types: &[Option<String>], enumerated: bool, first: usize) {
+        let mut pat = strip_pat_type(pat);
+        let mut at = first;
+        if enumerated {
+            let Pat::Tuple(t) = pat else { return };
+            let [index, element] = t.elems.iter().collect::<Vec<_>>()[..] else { return };
+            if matches!(index, Pat::Ident(_)) {
+                at += 1;
+            } else if !matches!(index, Pat::Wild(_)) {
+                return;
+            }
+            pat = strip_pat_type(element);
+        }
+        let parts: Vec<&Pat> = match (pat, types.len()) {
+            (Pat::Tuple(t), n) if n > 1 && t.elems.len() == n => t.elems.iter().collect(),
+            (Pat::Ident(_), 1) => vec![pat],
+            _ => return,
+        };
+        for (part, ty) in parts.into_iter().zip(types) {
+            match part {
+                Pat::Ident(_) => {
+                    if let (Some(b), Some(ty)) = (self.g.bindings.get_mut(at), ty)
+                        && b.ty.is_none()
+                    {
+                        b.ty = Some(ty.clone());
+                    }
+                    at += 1;
+                }
+                Pat::Wild(_) => {}
+                _ => return,
+            }
+        }
     }
 
     /// Whether `val` is read from a field of `self` (`t` of `for (t, s) in
@@ -2224,6 +2266,12 @@ impl Builder<'_> {
                 }
             }
         }
+        if let (Pat::Ident(p), Some(i)) = (strip_pat_type(&local.pat), init)
+            && let Some(types) = collected_element_types(&i.expr)
+            && let Some(slot) = self.lookup(&p.ident.to_string())
+        {
+            self.collected_types.push((self.env[slot].0, types));
+        }
         // `let target = self.targets.get_mut(name).expect(..)`: a place of the field, as in `if
         // let Some(target) = self.targets.get_mut(name)`; a write through it (`*target = ..`)
         // writes into the field.
@@ -2627,6 +2675,15 @@ impl Builder<'_> {
                     _ => None,
                 }
                 .map(|slot| self.env[slot].0);
+                // `for (s, agent, env) in seats.iter_mut()` over a local collected from built
+                // elements: the types of the parts.
+                let collected = (!self.collected_types.is_empty()).then(|| iterated_local(&f.expr)).flatten().and_then(
+                    |(id, enumerated)| {
+                        let b = self.env[self.lookup(&id.to_string())?].0;
+                        let types = self.collected_types.iter().rev().find(|(c, _)| *c == b)?.1.clone();
+                        Some((types, enumerated))
+                    },
+                );
                 // `for x in loader.iter() { ..; break; }`, `for _ in 0..1`: a block that runs at
                 // most once, not a loop.
                 if literal_count == Some(1) || runs_once(&f.body) {
@@ -2647,6 +2704,14 @@ impl Builder<'_> {
                     let first = s.g.bindings.len();
                     s.bind_for_pat(&f.pat, iter, pair, pat_span);
                     s.g.loops[id].pattern = first..s.g.bindings.len();
+                    if let Some((types, enumerated)) = &collected {
+                        s.type_collected_pattern(&f.pat, types, *enumerated, first);
+                        // Walked mutably, each built element lives in the local: what a call keeps
+                        // in it, the local keeps (as for trait objects, below).
+                        if let Some(owner) = mut_owner {
+                            s.g.element_owners.extend((first..s.g.bindings.len()).map(|b| (b, owner)));
+                        }
+                    }
                     if let Some(name) = s.variable_element(&f.expr, &f.pat)
                         && let Some(slot) = s.lookup(&name)
                         && s.env[slot].0 >= first
@@ -6033,6 +6098,65 @@ fn tuple_element_types<'p>(pat: &'p Pat, init: &Expr) -> Vec<(&'p syn::Ident, St
             _ => None,
         })
         .collect()
+}
+
+/// `xs.iter().map(|x| { let agent = Dqn::new(..); (x, agent) }).collect()`: the type of each
+/// element the closure builds (one for a single value, one per part of a tuple), where the text
+/// says it: a constructor, a struct literal, or a `let` of the closure's body that makes one.
+fn collected_element_types(init: &Expr) -> Option<Vec<Option<String>>> {
+    let Expr::MethodCall(c) = strip_try(init) else { return None };
+    if c.method != "collect" {
+        return None;
+    }
+    let Expr::MethodCall(m) = strip_parens(&c.receiver) else { return None };
+    if m.method != "map" || m.args.len() != 1 {
+        return None;
+    }
+    let Expr::Closure(closure) = strip_parens(&m.args[0]) else { return None };
+    let (stmts, tail): (&[Stmt], &Expr) = match strip_parens(&closure.body) {
+        Expr::Block(b) => match b.block.stmts.split_last() {
+            Some((Stmt::Expr(e, None), rest)) => (rest, e),
+            _ => return None,
+        },
+        e => (&[], e),
+    };
+    let of = |e: &Expr| -> Option<String> {
+        match strip_parens(e) {
+            Expr::Path(p) => {
+                let id = p.path.get_ident()?;
+                stmts.iter().rev().find_map(|st| match st {
+                    Stmt::Local(l) if matches!(strip_pat_type(&l.pat), Pat::Ident(pi) if pi.ident == *id) => {
+                        declared_type(&l.pat, l.init.as_ref().map(|i| &*i.expr))
+                    }
+                    _ => None,
+                })
+            }
+            e => constructed_type(e),
+        }
+    };
+    let types: Vec<Option<String>> = match strip_parens(tail) {
+        Expr::Tuple(t) => t.elems.iter().map(of).collect(),
+        e => vec![of(e)],
+    };
+    types.iter().any(Option::is_some).then_some(types)
+}
+
+/// The local a `for` loop walks (`seats`, `&mut seats`, `seats.iter_mut()`), and whether it is
+/// walked with `.enumerate()`.
+fn iterated_local(e: &Expr) -> Option<(&syn::Ident, bool)> {
+    match strip_parens(e) {
+        Expr::MethodCall(m) if m.args.is_empty() && m.method == "enumerate" => {
+            iterated_local(&m.receiver).filter(|(_, en)| !en).map(|(i, _)| (i, true))
+        }
+        Expr::MethodCall(m)
+            if m.args.is_empty() && matches!(m.method.to_string().as_str(), "iter" | "iter_mut" | "into_iter") =>
+        {
+            iterated_local(&m.receiver)
+        }
+        Expr::Reference(r) => iterated_local(&r.expr),
+        Expr::Path(p) => p.path.get_ident().map(|i| (i, false)),
+        _ => None,
+    }
 }
 
 /// `map.get_mut(k)` (also `last_mut`, `first_mut`), unwrapped or not (`.expect(..)?`): the

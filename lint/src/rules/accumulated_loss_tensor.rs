@@ -92,7 +92,9 @@ nor an on-policy buffer, whose values a later backward runs on. A loop over a co
 objects (`for m in self.metrics.iter_mut() { m.update(&loss)? }` with `metrics: Vec<Box<dyn
 Metric>>`, or a local annotated so; also walked with an iterator method, `self.callbacks
 .iter_mut().try_for_each(|c| c.on_step(&ctx))`) calls every impl it holds: it keeps what any of them keeps,
-in the collection. In dfdx, a prediction made on a
+in the collection. So does an element of a local collected from a closure that builds each one
+(`let mut crew: Vec<_> = seeds.map(|s| { let critic = Critic::new(..)?; (s, critic) }).collect()`,
+walked as `for (s, critic) in crew.iter_mut()`): its type is the one the closure builds. In dfdx, a prediction made on a
 taped input (`model.forward(x.leaky_trace())`, also inside a model's own method that attaches the
 tape itself, `model.predict(x)`) carries its tape and is kept the same way. A reset method of the
 crate counts for the fields it starts afresh, through the reset calls it makes in turn: a
@@ -2840,6 +2842,62 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         // A count of what the student holds, kept in a number: no tensor to chain.
         let counted = "self.seen = self.seen + student.weights().len();";
         assert_eq!(count("accumulated_loss_tensor", None, &MODEL_EMA.replace("UPDATE", counted)), 0);
+    }
+
+    /// Agents built by a closure and collected as tuples with their seeds, then walked by a
+    /// `for` loop over the tuples: each agent keeps a running value of its critic's output.
+    const COLLECTED_AGENTS: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Critic { net: Linear, opt: AdamW, avg: Tensor }
+impl Critic {
+    pub fn new(dev: &Device) -> Result<Self> {
+        let vm = VarMap::new();
+        let net = linear(4, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+        let opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+        Ok(Self { net, opt, avg: Tensor::zeros((8, 1), DType::F32, dev)? })
+    }
+    pub fn observe(&mut self, x: &Tensor) -> Result<()> {
+        let v = self.net.forward(x)?;
+        self.avg = ((&self.avg * 0.99)? + (VALUE * 0.01)?)?;
+        Ok(())
+    }
+    pub fn learn(&mut self, x: &Tensor) -> Result<()> {
+        let loss = self.net.forward(x)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)
+    }
+}
+pub fn run(dev: &Device) -> Result<()> {
+    let mut crew: Vec<_> = (0..4u64)
+        .map(|seed| {
+            let critic = Critic::new(dev).unwrap();
+            (seed, critic)
+        })
+        .collect();
+    for _ in 0..1000 {
+        for WALK {
+            let x = Tensor::randn(0f32, 1.0, (8, 4), dev)?;
+            critic.observe(&x)?;
+            critic.learn(&x)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    /// The element's type comes from the closure that built it, so its method is known to keep
+    /// a state, and the state lives in the collection.
+    #[test]
+    fn an_element_of_a_collected_local_keeps_its_state_in_the_collection() {
+        for walk in ["(_seed, critic) in crew.iter_mut()", "(_i, (_seed, critic)) in crew.iter_mut().enumerate()"] {
+            let src = COLLECTED_AGENTS.replace("WALK", walk);
+            assert_eq!(
+                crate::rules::testing::lines("accumulated_loss_tensor", &src.replace("VALUE", "v")),
+                vec![32],
+                "{walk}"
+            );
+            assert_eq!(count("accumulated_loss_tensor", None, &src.replace("VALUE", "v.detach()")), 0, "{walk}");
+        }
     }
 
     /// A teacher that holds whole layers and rebuilds each from a blend of its old weights and
