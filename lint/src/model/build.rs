@@ -3434,6 +3434,8 @@ impl Builder<'_> {
             || self.crate_fns.store_owners.get(name.as_str()).is_some_and(|owners| {
                 self.binding_ref(&m.receiver)
                     .is_some_and(|b| !b.ty_guessed && b.ty.as_deref().is_some_and(|ty| owners.contains(ty)))
+                    // `self.replay.insert(item, p)` with `replay: PerBuffer<T>`.
+                    || self.self_field_type(&m.receiver).is_some_and(|ty| owners.contains(ty))
             });
         if rust::STORE_METHODS.contains(&name.as_str()) && argc >= 1 && !crate_method {
             self.store_call(m);

@@ -3926,7 +3926,10 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
             dyn_collection_fields.entry(owner.to_string()).or_default().insert(field.to_string());
         }
     }
-    let vocab_types: HashSet<&str> = vocab_owners.values().flatten().map(String::as_str).collect();
+    // Also the types that define a method named like a collection's store (`impl PerBuffer {
+    // fn insert(&mut self, item: T, p: f32) }`): `self.replay.insert(..)` is the crate's method.
+    let vocab_types: HashSet<&str> =
+        vocab_owners.values().chain(store_owners.values()).flatten().map(String::as_str).collect();
     let mut vocab_fields: HashMap<(String, String), String> = HashMap::default();
     if !vocab_types.is_empty() {
         // Also the fields on the way to one (`enc: Encoder` holding `cell: Cell`), a few levels.

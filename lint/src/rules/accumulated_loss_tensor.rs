@@ -1800,6 +1800,18 @@ pub fn train(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)])
         let detached = RUNNING_PUSH.replace("running.push(&loss)?;", "running.push(&loss.detach())?;");
         assert_ne!(detached, RUNNING_PUSH);
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+        // Held in a field of a trainer, with a second argument (`insert(loss, weight)`, which
+        // `Vec::insert` would take for an index and a value).
+        let field = RUNNING_PUSH
+            .replace("pub fn push(&mut self, loss: &Tensor)", "pub fn insert(&mut self, loss: &Tensor, _w: f32)")
+            .replace(
+                "pub fn train(model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)]) -> Result<()> {\n    let mut running = RunningLoss::default();",
+                "pub struct Trainer { running: RunningLoss }\nimpl Trainer {\npub fn train(&mut self, model: &Mlp, opt: &mut candle_nn::AdamW, data: &[(Tensor, Tensor)]) -> Result<()> {",
+            )
+            .replace("running.push(&loss)?;\n    }\n    Ok(())\n}", "self.running.insert(&LOSS, 1.0)?;\n    }\n    Ok(())\n}\n}");
+        assert!(field.contains("self.running.insert(&LOSS, 1.0)"), "{field}");
+        assert_eq!(count("accumulated_loss_tensor", None, &field.replace("LOSS", "loss")), 1);
+        assert_eq!(count("accumulated_loss_tensor", None, &field.replace("LOSS", "loss.detach()")), 0);
     }
 
     /// candle: the loss is made from a `Var` the function is handed, and the backward runs on
