@@ -499,6 +499,15 @@ const INDEX_METHODS: &[&str] = &[
     "sort_indices",
 ];
 
+/// Methods that make a fresh tensor of the receiver's shape (`loss.zeros_like()`): it records
+/// nothing of the receiver's graph.
+const FRESH_LIKE_METHODS: &[&str] = &["zeros_like", "ones_like"];
+
+/// Whether a method makes a fresh tensor shaped like its receiver (see `FRESH_LIKE_METHODS`).
+pub fn is_fresh_like_method(name: &str) -> bool {
+    FRESH_LIKE_METHODS.contains(&name)
+}
+
 /// Whether a method returns indices or samples: no gradient flows through them.
 pub fn is_index_method(name: &str) -> bool {
     INDEX_METHODS.contains(&name)

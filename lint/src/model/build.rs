@@ -3697,7 +3697,11 @@ impl Builder<'_> {
         let specs = self.specs();
         let argc = m.args.len();
         let cut = specs.iter().any(|s| s.is_cut_method(&name));
-        if cut || frameworks::is_metadata_method(&name) || frameworks::is_index_method(&name) {
+        if cut
+            || frameworks::is_metadata_method(&name)
+            || frameworks::is_index_method(&name)
+            || (argc == 0 && frameworks::is_fresh_like_method(&name))
+        {
             if cut && !recv.reads.is_empty() && specs.iter().any(|s| s.is_host_read(&name)) {
                 self.g.host_reads.extend(recv.reads.iter().copied());
             }
@@ -6161,8 +6165,8 @@ fn iterated_local(e: &Expr) -> Option<(&syn::Ident, bool)> {
     }
 }
 
-/// `map.get_mut(k)` (also `last_mut`, `first_mut`), unwrapped or not (`.expect(..)?`): the
-/// lookup of a mutable element.
+/// `map.get_mut(k)` (also `last_mut`, `first_mut`, and `map.entry(k).or_insert_with(..)`),
+/// unwrapped or not (`.expect(..)?`): the lookup of a mutable element.
 fn element_lookup(e: &Expr) -> Option<&syn::ExprMethodCall> {
     let mut e = strip_try(e);
     while let Expr::MethodCall(m) = e
@@ -6172,6 +6176,18 @@ fn element_lookup(e: &Expr) -> Option<&syn::ExprMethodCall> {
     }
     match e {
         Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "get_mut" | "last_mut" | "first_mut") => Some(m),
+        // `self.sums.entry(name).or_insert_with(..)`: the entry's place in the map.
+        Expr::MethodCall(m)
+            if matches!(
+                m.method.to_string().as_str(),
+                "or_insert" | "or_insert_with" | "or_insert_with_key" | "or_default"
+            ) =>
+        {
+            match strip_parens(&m.receiver) {
+                Expr::MethodCall(entry) if entry.method == "entry" && entry.args.len() == 1 => Some(entry),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }

@@ -23,7 +23,8 @@ of the crate that keeps the sum (`stats.update(&loss)?` with `self.total = (&sel
 also on a value shared behind `Rc<RefCell<..>>` or `Arc<Mutex<..>>`: `log.borrow_mut().record(..)`),
 a closure bound before the loop that the loop calls (`let mut record = |l: &Tensor| total =
 (&total + l)?; .. record(&loss)?`), and an entry of a map (`*metrics.entry("loss")
-.or_insert_with(..) += &loss`).
+.or_insert_with(..) += &loss`, also through a local bound to the entry: `let e =
+self.sums.entry(name).or_insert_with(|| loss.zeros_like()); *e = e.clone() + loss`).
 
 ### Why is this bad?
 The sum is itself a node of the autograd graph, and it holds on to every summand: each
@@ -2854,6 +2855,44 @@ pub fn train(xs: &[Tensor], vm: &VarMap) -> Result<()> {
         // A count of what the student holds, kept in a number: no tensor to chain.
         let counted = "self.seen = self.seen + student.weights().len();";
         assert_eq!(count("accumulated_loss_tensor", None, &MODEL_EMA.replace("UPDATE", counted)), 0);
+    }
+
+    /// A tracker that sums each named loss into the entry of a map it holds, through a local
+    /// bound to the entry (`let entry = self.sums.entry(..).or_insert_with(..); *entry = ..`).
+    const ENTRY_SUMS: &str = r#"
+use std::collections::HashMap;
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{linear, AdamW, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+#[derive(Default)]
+pub struct Tracker { sums: HashMap<String, Tensor> }
+impl Tracker {
+    pub fn record(&mut self, name: &str, loss: &Tensor) -> Result<()> {
+        let entry = self.sums.entry(name.to_string()).or_insert_with(|| loss.zeros_like().unwrap());
+        *entry = (&*entry + LOSS)?;
+        Ok(())
+    }
+}
+pub fn train(xs: &[Tensor], dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let net = linear(4, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+    let mut opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut tracker = Tracker::default();
+    for x in xs {
+        let loss = net.forward(x)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        tracker.record("train", &loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_sum_kept_in_a_map_entry_bound_to_a_local_chains_every_step() {
+        assert_eq!(
+            crate::rules::testing::lines("accumulated_loss_tensor", &ENTRY_SUMS.replace("LOSS", "loss")),
+            vec![22]
+        );
+        assert_eq!(count("accumulated_loss_tensor", None, &ENTRY_SUMS.replace("LOSS", "loss.detach()")), 0);
     }
 
     /// Agents built by a closure and collected as tuples with their seeds, then walked by a
