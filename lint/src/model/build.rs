@@ -1359,6 +1359,20 @@ impl Builder<'_> {
         Some(&self.g.bindings[self.env[slot].0])
     }
 
+    /// `if let Some(g) = grads.get(var)` with `grads` a gradient store (candle `GradStore`): after
+    /// a backward the store holds a gradient for every variable the loss reaches, so the branch
+    /// is taken on every call, as a loop over the variables would be.
+    fn is_gradient_lookup(&self, cond: &Expr) -> bool {
+        let Expr::Let(l) = strip_parens(cond) else { return false };
+        let Expr::MethodCall(m) = strip_parens(&l.expr) else { return false };
+        is_some_pat(&l.pat)
+            && m.method == "get"
+            && m.args.len() == 1
+            && self.binding_ref(&m.receiver).is_some_and(|b| {
+                !b.ty_guessed && b.ty.as_deref().is_some_and(|t| self.g.spec.grad_store_types.contains(&t))
+            })
+    }
+
     fn declared_type_of(&self, e: &Expr) -> Option<String> {
         let Expr::Path(p) = strip_place(e) else { return None };
         let slot = self.lookup(&p.path.get_ident()?.to_string())?;
@@ -3079,10 +3093,7 @@ impl Builder<'_> {
         // is bookkeeping more often than arithmetic.
         match strip_parens(iter) {
             Expr::MethodCall(m)
-                if m.method == "zip"
-                    && m.args.len() == 1
-                    && is_list(&m.args[0])
-                    && matches!(strip_parens(&m.receiver), Expr::MethodCall(r) if r.method == "iter_mut") =>
+                if m.method == "zip" && m.args.len() == 1 && is_list(&m.args[0]) && places_in_turn(&m.receiver) =>
             {
                 match strip_pat_type(pat) {
                     Pat::Tuple(t) if t.elems.len() == 2 => ident(&t.elems[1]),
@@ -3472,7 +3483,15 @@ impl Builder<'_> {
                 self.g.field_pushes.push((value, owner, field.to_string(), span.clone()));
             }
             if matches!(m.method.to_string().as_str(), "insert" | "or_insert") {
-                self.g.copies.get_or_insert_with(Default::default).keyed_pushes.push(span.clone());
+                // An entry blended from the one it replaces (`let old = self.bank.remove(&id);
+                // self.bank.insert(id, (old * m + fresh)?)`). (A `Vec` pushed a value computed
+                // from what it holds is most often a sequence being generated: `tokens.push(next)`.)
+                let folds = m.args.len() == 2 && self.g.computed_from_own_content(value, self.env[slot].0);
+                let copies = self.g.copies.get_or_insert_with(Default::default);
+                copies.keyed_pushes.push(span.clone());
+                if folds {
+                    copies.keyed_folds.push(span.clone());
+                }
             }
             self.write(slot, value, Store::Push, span, true);
         }
@@ -4910,7 +4929,7 @@ impl Builder<'_> {
         // behind a flag.
         // `if let Some(avg) = self.shadow.get_mut(name) { *avg = .. }`: an element a state keeps
         // for every key it was made with, taken on every call, as a loop over them would be.
-        if !is_periodic_test(&i.cond) && !is_element_lookup(&i.cond) {
+        if !is_periodic_test(&i.cond) && !is_element_lookup(&i.cond) && !self.is_gradient_lookup(&i.cond) {
             self.g.conditional_branches.push(self.next_branch + 1);
         }
         let then = self.branch(|s| s.block(&i.then_branch));
@@ -6925,6 +6944,18 @@ fn is_shape_read(e: &Expr) -> bool {
         Expr::MethodCall(m) => frameworks::is_shape_method(&m.method.to_string()),
         Expr::Index(i) => is_shape_read(&i.expr),
         Expr::Paren(p) => is_shape_read(&p.expr),
+        _ => false,
+    }
+}
+
+/// Whether `e` walks places written in turn: `shadows.iter_mut()`, or several such walks zipped
+/// (`self.sums.iter_mut().zip(self.counts.iter_mut())`).
+fn places_in_turn(e: &Expr) -> bool {
+    match strip_parens(e) {
+        Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => true,
+        Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => {
+            places_in_turn(&m.receiver) && places_in_turn(&m.args[0])
+        }
         _ => false,
     }
 }

@@ -149,6 +149,10 @@ pub struct CopyFacts {
     /// The spans of keyed stores (`map.insert(k, v)`, `entry(k).or_insert(v)`): a key written
     /// again replaces what it held, so such a collection need not grow.
     pub(super) keyed_pushes: Vec<Span>,
+    /// Those of them whose value is computed from what the map held before (`let old =
+    /// self.bank.remove(&id); self.bank.insert(id, (old * m + fresh)?)`): each entry keeps every
+    /// earlier one it was blended from, so what a caller hands there is folded in, not pushed.
+    pub(super) keyed_folds: Vec<Span>,
     /// Bindings that hold a whole model or a gradient store, by type or by use (see
     /// [`FnModel::copy_of`]). Set by the crate-level pass.
     pub(super) copy_bindings: Vec<(BindingId, Copied)>,
@@ -2337,8 +2341,10 @@ impl FnModel {
             // Its own stores: one made inside a called function is that function's.
             // burn: a push into a field of `self` keeps what it pushes (a metrics log); whether
             // some method empties that field is asked at the calls (`mark_stateful_calls`).
-            let pushed = how == Store::Push;
-            if self.through(edge).is_some() || !(matches!(how, Store::Assign | Store::Fold) || pushed) {
+            // A map entry blended from the one it replaces is computed from its old value.
+            let keyed_fold = how == Store::Push && self.copies.as_ref().is_some_and(|c| c.keyed_folds.contains(span));
+            let pushed = how == Store::Push && !keyed_fold;
+            if self.through(edge).is_some() || !(matches!(how, Store::Assign | Store::Fold) || pushed || keyed_fold) {
                 continue;
             }
             let Some(b) = self.binding_of(target) else { continue };
@@ -3311,6 +3317,39 @@ impl FnModel {
                 return true;
             }
             stack.extend(incoming);
+        }
+        false
+    }
+
+    /// Whether `value` is computed, within its expression or through the locals it reads, from
+    /// what `binding` held before: an element taken out of the collection it is stored back into
+    /// (`let old = self.bank.remove(&id); self.bank.insert(id, (old * m + fresh * (1.0 - m))?)`).
+    /// Such a store folds: each entry links to the entries it replaces.
+    /// Not through a forward pass: a generation step computed from what the collection holds
+    /// (`tokens.push(sample(&model.forward(&input_of(&tokens))?)?)`) adds a new value, not a
+    /// blend of the old one.
+    pub(super) fn computed_from_own_content(&self, value: NodeIndex, binding: BindingId) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            match self.graph[n].kind {
+                NodeKind::Version(b) if b == binding => {
+                    if n != value {
+                        return true;
+                    }
+                }
+                NodeKind::Value(Producer::Forward { .. }) => {}
+                NodeKind::Value(_) => stack.extend(self.reads(n)),
+                NodeKind::Version(_) => stack.extend(
+                    self.graph
+                        .edges_directed(n, Direction::Incoming)
+                        .filter(|e| matches!(e.weight(), Edge::StoredInto { how: Store::Let | Store::Assign, .. }))
+                        .map(|e| e.source()),
+                ),
+            }
         }
         false
     }

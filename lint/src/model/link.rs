@@ -1383,9 +1383,12 @@ fn mark_stateful_calls(
                 // Only for what it pushes: a running sum some reset empties still chains until then.
                 // And only when every field it keeps is such a log: a recurrent state beside a
                 // window that `clear()` empties still chains.
+                // (A map entry blended from the one it replaces is no log: see `keyed_folds`.)
                 let pushed = |field: &String| {
-                    g.stores().any(|(_, _, target, how, _)| {
-                        how == Store::Push && g.binding_of(target).is_some_and(|b| g.bindings[b].name == *field)
+                    g.stores().any(|(_, _, target, how, span)| {
+                        how == Store::Push
+                            && !g.copies.as_ref().is_some_and(|c| c.keyed_folds.contains(span))
+                            && g.binding_of(target).is_some_and(|b| g.bindings[b].name == *field)
                     })
                 };
                 let gone = emptied.entry(owner).or_insert_with(|| emptied_by_type(files, owner));

@@ -24,7 +24,9 @@ also on a value shared behind `Rc<RefCell<..>>` or `Arc<Mutex<..>>`: `log.borrow
 a closure bound before the loop that the loop calls (`let mut record = |l: &Tensor| total =
 (&total + l)?; .. record(&loss)?`), and an entry of a map (`*metrics.entry("loss")
 .or_insert_with(..) += &loss`, also through a local bound to the entry: `let e =
-self.sums.entry(name).or_insert_with(|| loss.zeros_like()); *e = e.clone() + loss`).
+self.sums.entry(name).or_insert_with(|| loss.zeros_like()); *e = e.clone() + loss`), or an entry
+blended from the one it replaces (a memory bank keyed by item id: `let old = self.bank.remove(&id);
+self.bank.insert(id, (old * m + row * (1.0 - m))?)`, handed an encoder's output).
 
 ### Why is this bad?
 The sum is itself a node of the autograd graph, and it holds on to every summand: each
@@ -80,8 +82,10 @@ updated through `let target = self.targets.get_mut(name).expect(..)`); also an a
 trainable model's weights, `teacher.update(&student)` blending the tensors a getter such as
 `fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
-graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`; also in a
-method that is a training step of its own, `fn update(&mut self, ..)` running backward, or in a
+graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`; also a norm
+of each trainable variable it is handed, pushed into histories walked beside them, `for (h, v) in
+self.norms.iter_mut().zip(vars) { if let Some(g) = grads.get(v) { .. h.push(v.sqr()?.sum_all()?) } }`;
+also in a method that is a training step of its own, `fn update(&mut self, ..)` running backward, or in a
 loop that runs backward every iteration, `for x in xs { let (l, y) = self.step(x)?;
 self.progress.push(y); }`) that no method
 of its type empties (`clear()`, `drain(..)`, `std::mem::take`). A log of values a backward of
@@ -3943,5 +3947,129 @@ pub fn fly(vm: &VarMap, xs: &[(Tensor, Tensor)], dev: &Device) -> Result<()> {
         assert_eq!(count(rule, None, &src("self.smoothed = None;")), 0);
         // A body that hands a function on (`for_each(Layer::clear)`) may start anything afresh.
         assert_eq!(count(rule, None, &src("[&mut self.smoothed].into_iter().for_each(Option::take);")), 0);
+    }
+
+    /// A memory bank keyed by item id whose entries are blended from the ones they replace
+    /// (`let old = self.entries.remove(&id); self.entries.insert(id, old * m + fresh)`): each
+    /// entry links to every earlier one, so the bank keeps every step's graph.
+    const KEYED_BANK: &str = r#"
+use std::collections::HashMap;
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+pub struct Bank {
+    entries: HashMap<usize, Tensor>,
+    momentum: f64,
+}
+impl Bank {
+    pub fn update(&mut self, ids: &[usize], emb: &Tensor) -> Result<()> {
+        for (row, &id) in ids.iter().enumerate() {
+            let fresh = emb.get(row)?;
+            let blended = match self.entries.remove(&id) {
+                Some(old) => ((old * self.momentum)? + (fresh * (1.0 - self.momentum))?)?,
+                None => fresh,
+            };
+            self.entries.insert(id, blended);
+        }
+        Ok(())
+    }
+}
+pub fn train(xs: Vec<Tensor>, dev: &Device) -> Result<()> {
+    let vars = VarMap::new();
+    let enc = linear(8, 8, VarBuilder::from_varmap(&vars, DType::F32, dev))?;
+    let mut opt = AdamW::new(vars.all_vars(), ParamsAdamW::default())?;
+    let mut bank = Bank { entries: HashMap::new(), momentum: 0.5 };
+    for x in xs {
+        let f = enc.forward(&x)?;
+        let loss = f.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        bank.update(&[0, 1], &f)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_keyed_entry_blended_from_the_one_it_replaces_is_a_fold() {
+        let rule = "accumulated_loss_tensor";
+        assert_eq!(crate::rules::testing::lines(rule, KEYED_BANK), vec![31]);
+        let labels = crate::rules::testing::labels(rule, KEYED_BANK);
+        assert!(labels.contains(&(17, "`self.entries` is computed from its old value here".to_string())), "{labels:?}");
+        // Detached rows keep no graph.
+        let cut = KEYED_BANK.replace("bank.update(&[0, 1], &f)?", "bank.update(&[0, 1], &f.detach())?");
+        assert_ne!(cut, KEYED_BANK);
+        assert_eq!(count(rule, None, &cut), 0);
+        // An entry replaced by the new row alone (not blended with the old one) keeps one
+        // step's graph per id: a bounded cache, not a chain.
+        let replaced = KEYED_BANK.replace(
+            "Some(old) => ((old * self.momentum)? + (fresh * (1.0 - self.momentum))?)?,",
+            "Some(_old) => fresh,",
+        );
+        assert_ne!(replaced, KEYED_BANK);
+        assert_eq!(count(rule, None, &replaced), 0);
+    }
+
+    /// A monitor that keeps, every step, a norm computed from each trainable variable (walked
+    /// beside the histories it writes in turn, under the gradient lookup for that variable).
+    const WEIGHT_MONITOR: &str = r#"
+use candle_core::{backprop::GradStore, DType, Device, Module, Result, Tensor, Var};
+use candle_nn::{linear, Optimizer, VarBuilder, VarMap, SGD};
+pub struct Monitor {
+    grad_sq: Vec<Vec<Tensor>>,
+    weight_sq: Vec<Vec<Tensor>>,
+}
+impl Monitor {
+    pub fn observe(&mut self, grads: &GradStore, vars: &[Var]) -> Result<()> {
+        for ((gslot, wslot), var) in self.grad_sq.iter_mut().zip(self.weight_sq.iter_mut()).zip(vars) {
+            if let Some(g) = grads.get(var.as_tensor()) {
+                gslot.push(g.sqr()?.sum_all()?);
+                wslot.push(var.as_tensor().sqr()?.sum_all()?);
+            }
+        }
+        Ok(())
+    }
+}
+pub fn train(xs: Vec<Tensor>, dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let net = linear(8, 8, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+    let vars = vm.all_vars();
+    let mut opt = SGD::new(vars.clone(), 0.01)?;
+    let mut monitor = Monitor { grad_sq: vec![Vec::new(); 2], weight_sq: vec![Vec::new(); 2] };
+    for x in xs {
+        let loss = net.forward(&x)?.sqr()?.mean_all()?;
+        let grads = loss.backward()?;
+        monitor.observe(&grads, &vars)?;
+        opt.step(&grads)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_history_of_what_each_variable_computes_keeps_every_step() {
+        let rule = "accumulated_loss_tensor";
+        assert_eq!(crate::rules::testing::lines(rule, WEIGHT_MONITOR), vec![28]);
+        // The same walk over one history.
+        let one = WEIGHT_MONITOR
+            .replace(
+                "for ((gslot, wslot), var) in self.grad_sq.iter_mut().zip(self.weight_sq.iter_mut()).zip(vars) {",
+                "for (wslot, var) in self.weight_sq.iter_mut().zip(vars) {",
+            )
+            .replace("gslot.push(g.sqr()?.sum_all()?);", "let _ = g;");
+        assert_ne!(one, WEIGHT_MONITOR);
+        assert_eq!(crate::rules::testing::lines(rule, &one), vec![28]);
+        // Detached norms keep no graph; gradients carry none of their own.
+        let cut =
+            WEIGHT_MONITOR.replace("var.as_tensor().sqr()?.sum_all()?", "var.as_tensor().detach().sqr()?.sum_all()?");
+        assert_ne!(cut, WEIGHT_MONITOR);
+        assert_eq!(count(rule, None, &cut), 0);
+        // Kept only when a flag the caller sets says so: not on every call.
+        let flagged = WEIGHT_MONITOR
+            .replace("if let Some(g) = grads.get(var.as_tensor()) {", "if let Some(g) = self.pick(grads, var) {")
+            .replace(
+                "impl Monitor {",
+                "impl Monitor {\n    fn pick<'a>(&self, grads: &'a GradStore, v: &Var) -> Option<&'a Tensor> { if self.grad_sq.len() > 9 { grads.get(v.as_tensor()) } else { None } }",
+            );
+        assert_ne!(flagged, WEIGHT_MONITOR);
+        assert_eq!(count(rule, None, &flagged), 0);
     }
 }
