@@ -35,6 +35,14 @@ per step grew too (×37 after 1,600 updates), because burn walks the growing gra
 every backward. Detaching the blended value, or keeping the target on the inner backend, kept
 memory and time flat.
 
+### Known problems
+The chain is freed with the online parameters when the target shares their initial tensors: a
+`target = online.clone()` taken after the online model's parameters were initialised (by a
+forward or a training step), and on burn 0.20 also one taken right after construction. Such a
+target does not grow, and is reported all the same. An independently built target grows on every
+version measured, and on burn 0.21 so does a clone taken before lazy initialisation ran
+(`experiments/burn-soft-update`).
+
 ### Example
 ```rust
 fn soft_update<B: Backend, const D: usize>(this: Param<Tensor<B, D>>, that: &Param<Tensor<B, D>>, tau: f32) -> Param<Tensor<B, D>> {
