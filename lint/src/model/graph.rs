@@ -2390,7 +2390,14 @@ impl FnModel {
                 }
                 if unconditional {
                     let place = self.guard_places.iter().find(|(g, _)| *g == b).map(|(_, p)| p);
-                    let field = place.unwrap_or(&self.bindings[b].name).clone();
+                    // A push into a field of what a parameter lends (`buf.log_probs.push(lp)`):
+                    // that field, which a caller may empty on its own (`buf.clear()` emptying
+                    // `log_probs` among others).
+                    let lent_field = (pushed && self.bindings[b].kind == BindingKind::Param)
+                        .then(|| self.field_pushes.iter().find(|(.., at)| at == span))
+                        .flatten()
+                        .map(|(_, _, field, _)| format!("{}.{field}", self.bindings[b].name));
+                    let field = lent_field.unwrap_or_else(|| place.unwrap_or(&self.bindings[b].name).clone());
                     if kept_at.is_none() {
                         kept_at = Some((span.clone(), kept_label(&field, pushed), pushed));
                     }

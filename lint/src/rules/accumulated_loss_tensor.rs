@@ -66,7 +66,9 @@ any name (`agent.start_episode()` with `self.mem = self.core.zero_state(1)?`); a
 a reset that does nothing (`fn reset_filter(&mut self) {}`) starts nothing afresh. Also reported at
 the call: a state a function keeps in a struct it is lent (`unroll(&cells, &mut st, &x)`; also
 through a method of that struct, `log.record(logits)` in `fn step_loss(&self, .., log: &mut Log)`,
-unless the function resets it first), and a
+unless the function resets it first; not a rollout buffer lent to the collection step,
+`agent.rollout(.., &mut buf)` pushing into `buf.log_probs`, that the caller empties every
+iteration with a method of its type that empties those fields, `buf.clear()`), and a
 running statistic a layer keeps of a graph-carrying argument (`self.running = (&self.running *
 m + z.mean_keepdim(0)? * (1.0 - m))?` with `z` a forward pass's output; also kept by a helper
 method the layer hands the batch statistics, `self.update_stats(&z.mean_keepdim(0)?)`; also when
@@ -4071,5 +4073,63 @@ pub fn train(xs: Vec<Tensor>, dev: &Device) -> Result<()> {
             );
         assert_ne!(flagged, WEIGHT_MONITOR);
         assert_eq!(count(rule, None, &flagged), 0);
+    }
+
+    /// An on-policy rollout buffer lent to the collection step (`rollout(.., &mut buf)` pushing
+    /// each step's log-probabilities into `buf.log_probs`), backpropagated by the update and
+    /// emptied by a method of its type in the same iteration (`buf.clear()`).
+    const LENT_ROLLOUT: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{linear, AdamW, Linear, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+#[derive(Default)]
+pub struct Buffer {
+    log_probs: Vec<Tensor>,
+    rewards: Vec<f32>,
+}
+impl Buffer {
+    fn clear(&mut self) {
+        CLEAR_BODY
+    }
+}
+pub struct Agent {
+    net: Linear,
+    opt: AdamW,
+}
+impl Agent {
+    fn rollout(&self, xs: &[Tensor], buf: &mut Buffer) -> Result<()> {
+        for x in xs {
+            let lp = self.net.forward(x)?.sum_all()?;
+            buf.log_probs.push(lp);
+            buf.rewards.push(1.0);
+        }
+        Ok(())
+    }
+    fn update(&mut self, buf: &Buffer) -> Result<()> {
+        let loss = Tensor::stack(&buf.log_probs, 0)?.mean_all()?.neg()?;
+        self.opt.backward_step(&loss)
+    }
+}
+pub fn train(xs: Vec<Tensor>, dev: &Device) -> Result<()> {
+    let vm = VarMap::new();
+    let net = linear(8, 1, VarBuilder::from_varmap(&vm, DType::F32, dev))?;
+    let opt = AdamW::new(vm.all_vars(), ParamsAdamW::default())?;
+    let mut agent = Agent { net, opt };
+    let mut buf = Buffer::default();
+    for _ in 0..100 {
+        agent.rollout(&xs, &mut buf)?;
+        agent.update(&buf)?;
+        buf.clear();
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_lent_rollout_buffer_its_caller_empties_each_iteration_keeps_nothing() {
+        let rule = "accumulated_loss_tensor";
+        let src = |body: &str| LENT_ROLLOUT.replace("CLEAR_BODY", body);
+        assert_eq!(count(rule, None, &src("self.log_probs.clear(); self.rewards.clear();")), 0);
+        // Emptying only the host rewards leaves every step's graph in `log_probs`.
+        assert_eq!(crate::rules::testing::lines(rule, &src("self.rewards.clear();")), vec![39]);
     }
 }
