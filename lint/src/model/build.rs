@@ -689,6 +689,7 @@ impl Builder<'_> {
                 weight_reads: Vec::new(),
                 op_values: Vec::new(),
                 host_reads: Vec::new(),
+                grad_reads: Vec::new(),
                 let_results: Vec::new(),
                 ident: String::new(),
                 owner: None,
@@ -3730,6 +3731,17 @@ impl Builder<'_> {
                 self.g.cut_chains.push(whole);
             }
             self.exprs(m.args.iter(), false);
+            // `w.grad(&grads)` (burn): one parameter's gradient, read out of the store.
+            if cut
+                && argc == 1
+                && matches!(name.as_str(), "grad" | "grad_remove")
+                && !self.g.spec.grad_store_types.is_empty()
+            {
+                let whole = self.between(first_token(&m.receiver), m.paren_token.span.close());
+                let n = self.value_node(Val { producer: Producer::Plain, ..recv }, whole);
+                self.g.grad_reads.push(n);
+                return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
+            }
             return Val { producer: Producer::Plain, ..recv };
         }
         // `target.map(&mut polyak)`: an application of one of the crate's mappers; `base.map(&mut

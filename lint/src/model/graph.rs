@@ -523,6 +523,10 @@ pub struct FnModel {
     /// Nodes whose value is brought to the host (`loss.into_scalar()`, `out.to_vec1()`,
     /// `into_data`, also inside `println!`): a cut that leaves the device.
     pub(super) host_reads: Vec<NodeIndex>,
+    /// Value nodes that read one parameter's gradient out of a gradient store (burn
+    /// `w.grad(&grads)`, `w.grad_remove(&mut grads)`): a tensor as large as the parameter, with
+    /// no graph. A copy of gradients where one is kept (`unbounded_copy_history`).
+    pub(super) grad_reads: Vec<NodeIndex>,
     /// The value a `let` binds, for the forward passes in its initialiser (`let out =
     /// model.forward(x);`, `let acc = accuracy(model.forward(x), y);`): (start of the forward's
     /// span, value).

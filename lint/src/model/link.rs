@@ -437,6 +437,10 @@ fn mark_kept_copies(
         if !found.is_empty() {
             g.copies.get_or_insert_with(Default::default).copy_bindings = found;
         }
+        if !g.grad_reads.is_empty() {
+            let reads: Vec<_> = g.grad_reads.iter().map(|&n| (n, super::graph::Copied::Gradients)).collect();
+            g.copies.get_or_insert_with(Default::default).copy_results.extend(reads);
+        }
     }
     // The crate's calls that return a copy (`self.learner.snapshot()`), two calls deep.
     for _ in 0..2 {
@@ -469,10 +473,30 @@ fn mark_kept_copies(
             })
         })
         .collect();
+    // Handles of the crate's own naming (`type GradQueue = Rc<RefCell<VecDeque<..>>>`) that some
+    // function empties through a binding of that type (`queue.borrow_mut().drain(..)`): a field
+    // of that type is a handle on a collection that holder empties.
+    let shared_emptied: HashSet<String> = files
+        .iter()
+        .flat_map(|(_, graphs)| graphs.iter())
+        .flat_map(|g| {
+            g.bindings.iter().enumerate().filter_map(move |(b, binding)| {
+                let ty = binding.ty.as_deref().filter(|t| !binding.ty_guessed && !rust::is_std_collection(t))?;
+                let emptied = g.shrunk.contains(&b) || g.cleared.iter().any(|c| g.binding_of(c.version) == Some(b));
+                (binding.kind == BindingKind::Local && emptied).then(|| ty.to_string())
+            })
+        })
+        .collect();
     let mut emptied: HashMap<String, Vec<String>> = HashMap::default();
-    // Whether a method of `owner` empties its field `field`.
+    // Whether a method of `owner` empties its field `field`, or the field is a handle on a
+    // collection another holder empties.
     let mut emptied_field = |files: &[(Arc<SourceFile>, Vec<FnModel>)], owner: &str, field: &str| {
-        emptied.entry(owner.to_string()).or_insert_with(|| emptied_by_type(files, owner)).iter().any(|f| f == field)
+        typed_fields.get(&(owner.to_string(), field.to_string())).is_some_and(|t| shared_emptied.contains(t))
+            || emptied
+                .entry(owner.to_string())
+                .or_insert_with(|| emptied_by_type(files, owner))
+                .iter()
+                .any(|f| f == field)
     };
     // Lent collections, by callee: (parameter, what, the callee's store span and its chain).
     type Lends = Vec<(usize, super::graph::Copied, super::graph::Span, Option<Through>)>;

@@ -56,6 +56,33 @@ pub const WRAPPERS: &[&str] = &[
 /// Methods that empty a collection.
 pub const CLEAR_METHODS: &[&str] = &["clear", "drain", "truncate"];
 
+/// The standard library's collections, strings and handles: a binding declared with one says
+/// nothing of which collection it is.
+const STD_CONTAINERS: &[&str] = &[
+    "Vec",
+    "VecDeque",
+    "HashMap",
+    "BTreeMap",
+    "HashSet",
+    "BTreeSet",
+    "BinaryHeap",
+    "LinkedList",
+    "String",
+    "Option",
+    "Box",
+    "Rc",
+    "Arc",
+    "RefCell",
+    "Cell",
+    "Mutex",
+    "RwLock",
+];
+
+/// Whether `ty` (a declared type's name) is one of the standard library's containers.
+pub fn is_std_collection(ty: &str) -> bool {
+    STD_CONTAINERS.contains(&ty)
+}
+
 /// Methods that take the oldest or chosen elements out of a collection (a window kept to a
 /// size). Not `pop()`: taking the last element out (`let Some(last) = self.history.pop()`) leaves
 /// the rest.

@@ -310,6 +310,72 @@ impl<B: AutodiffBackend> Agent<B> {
         assert_eq!(count(RULE, None, &reset), 0);
     }
 
+    #[test]
+    fn reports_a_parameter_gradient_read_from_the_store() {
+        // `w.grad(&grads)` reads one parameter's gradient out of the store `backward` made: a
+        // tensor as large as the parameter, kept every update.
+        let read = BURN_GRADIENTS
+            .replace(
+                "let grads = GradientsParams::from_grads(loss.backward(), &self.policy);",
+                "let grads = loss.backward();",
+            )
+            .replace(
+                "grads.get::<B::InnerBackend, 2>(self.policy.hidden.weight.id)",
+                "self.policy.hidden.weight.grad(&grads)",
+            );
+        assert_ne!(read, BURN_GRADIENTS);
+        assert_eq!(lines(RULE, &read), vec![15]);
+        // Its norm, read back to the host, is a number.
+        let norm = read.replace("self.monitor.observe(g);", "self.monitor.observe(g.powf_scalar(2.0).sum());");
+        assert_ne!(norm, read);
+        assert_eq!(count(RULE, None, &norm), 0);
+    }
+
+    /// burn: workers push their gradients into a queue they share with the driver, which
+    /// drains it every tick.
+    const BURN_SHARED_QUEUE: &str = r#"
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use burn::optim::{GradientsParams, Optimizer};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
+pub type GradQueue = Rc<RefCell<VecDeque<GradientsParams>>>;
+pub struct Worker<B: AutodiffBackend> { local: Net<B>, queue: GradQueue }
+impl<B: AutodiffBackend> Worker<B> {
+    pub fn learn(&mut self, x: Tensor<B, 2>) {
+        let loss = self.local.forward(x).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.local);
+        self.queue.borrow_mut().push_back(grads);
+    }
+}
+fn drive<B: AutodiffBackend, O: Optimizer<Net<B>, B>>(mut global: Net<B>, mut optim: O, data: &[Tensor<B, 2>]) {
+    let queue: GradQueue = Rc::new(RefCell::new(VecDeque::new()));
+    let mut workers: Vec<Worker<B>> = (0..4).map(|_| Worker { local: global.clone(), queue: queue.clone() }).collect();
+    for x in data {
+        for w in workers.iter_mut() {
+            w.learn(x.clone());
+        }
+        let pending: Vec<_> = queue.borrow_mut().drain(..).collect();
+        for grads in pending {
+            global = optim.step(1e-3, global.clone(), grads);
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn accepts_a_shared_queue_its_other_holder_drains() {
+        assert_eq!(count(RULE, None, BURN_SHARED_QUEUE), 0);
+        // Nobody drains it: every update's gradients stay.
+        let kept = BURN_SHARED_QUEUE.replace(
+            "let pending: Vec<_> = queue.borrow_mut().drain(..).collect();",
+            "let pending: Vec<_> = queue.borrow().iter().cloned().collect();",
+        );
+        assert_ne!(kept, BURN_SHARED_QUEUE);
+        assert_eq!(lines(RULE, &kept), vec![14]);
+    }
+
     /// burn: a method the epoch loop calls keeps the model without autodiff in a field.
     const BURN_END_OF_EPOCH: &str = r#"
 use burn::module::AutodiffModule;
