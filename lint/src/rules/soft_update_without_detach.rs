@@ -36,12 +36,13 @@ every backward. Detaching the blended value, or keeping the target on the inner 
 memory and time flat.
 
 ### Known problems
-The chain is freed with the online parameters when the target shares their initial tensors: a
+On burn 0.20 and 0.21 the chain is freed with the online parameters when the target shares their
+initial tensors: a
 `target = online.clone()` taken after the online model's parameters were initialised (by a
 forward or a training step), and on burn 0.20 also one taken right after construction. Such a
 target does not grow, and is reported all the same. An independently built target grows on every
-version measured, and on burn 0.21 so does a clone taken before lazy initialisation ran
-(`experiments/burn-soft-update`).
+version measured, and on burn 0.21 so does a clone taken before lazy initialisation ran. On burn
+0.15 every target grows, a clone of the initialised model too (`experiments/burn-soft-update`).
 
 ### Example
 ```rust
