@@ -534,6 +534,9 @@ struct Builder<'c> {
     unwrapped: std::collections::HashSet<NodeIndex>,
     /// Depth of arguments of lazy initialisers (`unwrap_or_else`, `get_or_insert_with`).
     lazy_init: usize,
+    /// Fields of `self` declared as tensors of the inner backend (see
+    /// `CrateNames::inner_tensor_fields`).
+    inner_tensor_bindings: Vec<BindingId>,
     /// Branch ids from the function body to here (if/match arms, loop bodies, closures).
     path: Vec<usize>,
     next_branch: usize,
@@ -806,6 +809,7 @@ impl Builder<'_> {
             element_of: Vec::new(),
             unwrapped: Default::default(),
             lazy_init: 0,
+            inner_tensor_bindings: Vec::new(),
             path: Vec::new(),
             next_branch: 0,
             bool_ifs: Vec::new(),
@@ -1009,6 +1013,13 @@ impl Builder<'_> {
                 ty_guessed: false,
             });
             let v = self.add_node(NodeKind::Version(id), span);
+            // `hidden: Tensor<B::InnerBackend, 2>`: nothing written to it holds a graph.
+            if !self.g.spec.inner_backend_names.is_empty()
+                && let Some(owner) = &self.g.owner
+                && self.crate_fns.inner_tensor_fields.get(owner).is_some_and(|f| f.contains(&name.to_string()))
+            {
+                self.inner_tensor_bindings.push(id);
+            }
             // `model: Seg<B::InnerBackend>` in every declaration of the name: untracked.
             if !self.g.spec.inner_backend_names.is_empty()
                 && let Some(owner) = &self.g.owner
@@ -1079,6 +1090,15 @@ impl Builder<'_> {
         if self.g.bindings[id].host && matches!(self.g.graph[value].kind, NodeKind::Value(_)) {
             self.g.graph[value].kind = NodeKind::Value(Producer::Plain);
         }
+        // A tensor field of the inner backend: what it holds carries no graph, whatever the
+        // model thinks of the value written.
+        let value = if self.inner_tensor_bindings.contains(&id) {
+            let plain = self.add_node(NodeKind::Value(Producer::Plain), span.clone());
+            self.g.graph.add_edge(value, plain, Edge::DerivedFrom);
+            plain
+        } else {
+            value
+        };
         let new = self.add_node(NodeKind::Version(id), span.clone());
         if !self.path.is_empty() {
             // Consecutive writes in one branch share its path.

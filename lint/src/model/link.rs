@@ -2814,6 +2814,9 @@ pub struct CrateNames {
     /// definition of the struct (`model: Seg<B::InnerBackend>`): a model read from one records no
     /// graph.
     pub(super) inner_fields: HashMap<String, HashSet<String>>,
+    /// Of those, the tensor fields (`hidden: Tensor<B::InnerBackend, 2>`): whatever is written
+    /// to one holds no graph (Rust would not let an autodiff tensor in).
+    pub(super) inner_tensor_fields: HashMap<String, HashSet<String>>,
     /// Struct fields, by struct, declared as a framework's variable or a sequence of them (candle
     /// `w: Var`, `sources: Vec<Var>`), with the variable type's name and whether it is a
     /// sequence: reading one reads trainable values, as a `vars: &[Var]` parameter does.
@@ -3926,6 +3929,15 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     for ((owner, field), _) in untracked.into_iter().filter(|&(_, u)| u) {
         inner_fields.entry(owner.to_string()).or_default().insert(field.to_string());
     }
+    let mut inner_tensors: HashMap<(&str, &str), bool> = HashMap::default();
+    for &(owner, field, ty) in &typed {
+        let t = ty.starts_with("Tensor") && ty[6..].trim_start().starts_with('<') && names_inner_backend(ty);
+        inner_tensors.entry((owner, field)).and_modify(|v| *v &= t).or_insert(t);
+    }
+    let mut inner_tensor_fields: HashMap<String, HashSet<String>> = HashMap::default();
+    for ((owner, field), _) in inner_tensors.into_iter().filter(|&(_, t)| t) {
+        inner_tensor_fields.entry(owner.to_string()).or_default().insert(field.to_string());
+    }
     let mut variable_fields: HashMap<String, Vec<(String, String, bool)>> = HashMap::default();
     for &(owner, field, ty) in &typed {
         // Cheap first: a word of the type names a variable type (burn's `Param<..>` fields are
@@ -4026,6 +4038,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         fns,
         plain_fields,
         inner_fields,
+        inner_tensor_fields,
         variable_fields,
         dyn_collection_fields,
         paramless_structs,

@@ -4132,4 +4132,75 @@ pub fn train(xs: Vec<Tensor>, dev: &Device) -> Result<()> {
         // Emptying only the host rewards leaves every step's graph in `log_probs`.
         assert_eq!(crate::rules::testing::lines(rule, &src("self.rewards.clear();")), vec![39]);
     }
+
+    /// burn: a recurrent agent acts on its model without autodiff and keeps the state in a
+    /// field declared on the inner backend.
+    const INNER_STATE: &str = r#"
+use burn::backend::{Autodiff, NdArray};
+use burn::module::{AutodiffModule, Module};
+use burn::nn::{Linear, LinearConfig};
+use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Tensor, TensorData};
+type Train = Autodiff<NdArray>;
+#[derive(Module, Debug)]
+pub struct Cell<B: Backend> { input: Linear<B>, recur: Linear<B>, head: Linear<B> }
+impl<B: Backend> Cell<B> {
+    pub fn new(device: &B::Device) -> Self {
+        Self { input: LinearConfig::new(4, 8).init(device), recur: LinearConfig::new(8, 8).init(device), head: LinearConfig::new(8, 2).init(device) }
+    }
+    pub fn advance(&self, x: Tensor<B, 2>, h: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let h = (self.input.forward(x) + self.recur.forward(h)).tanh();
+        (self.head.forward(h.clone()), h)
+    }
+}
+struct Agent<B: AutodiffBackend> {
+    online: Cell<B>,
+    optim: burn::optim::adaptor::OptimizerAdaptor<burn::optim::Adam, Cell<B>, B>,
+    hidden: Tensor<B::InnerBackend, 2>,
+    device: B::Device,
+}
+impl<B: AutodiffBackend> Agent<B> {
+    fn act(&mut self, obs: [f32; 4]) -> usize {
+        let x = Tensor::<B::InnerBackend, 2>::from_data(TensorData::new(obs.to_vec(), [1, 4]), &self.device);
+        let policy = self.online.valid();
+        let (q, h) = policy.advance(x, self.hidden.clone());
+        self.hidden = h;
+        q.argmax(1).into_scalar().elem::<i64>() as usize
+    }
+    fn learn(&mut self, x: Tensor<B, 2>, h: Tensor<B, 2>) -> f32 {
+        let (q, _) = self.online.advance(x, h);
+        let loss = q.mean();
+        let value = loss.clone().into_scalar().elem::<f32>();
+        let grads = GradientsParams::from_grads(loss.backward(), &self.online);
+        self.online = self.optim.step(1e-3, self.online.clone(), grads);
+        value
+    }
+}
+fn main() {
+    let device = Default::default();
+    let online = Cell::<Train>::new(&device);
+    let mut agent = Agent { online, optim: AdamConfig::new().init(), hidden: Tensor::zeros([1, 8], &device), device };
+    for step in 0..1000 {
+        let action = agent.act([0.0; 4]);
+        if step >= 100 {
+            let x = Tensor::zeros([16, 4], &device);
+            let loss = agent.learn(x, Tensor::zeros([16, 8], &device));
+            println!("{action} {loss}");
+        }
+    }
+}
+"#;
+
+    #[test]
+    fn a_state_kept_in_a_field_of_the_inner_backend_holds_no_graph() {
+        assert_eq!(count("accumulated_loss_tensor", None, INNER_STATE), 0);
+        // The same state kept on the autodiff backend, from the trained model, chains.
+        let tracked = INNER_STATE
+            .replace("hidden: Tensor<B::InnerBackend, 2>,", "hidden: Tensor<B, 2>,")
+            .replace("Tensor::<B::InnerBackend, 2>::from_data", "Tensor::<B, 2>::from_data")
+            .replace("let policy = self.online.valid();", "let policy = &self.online;");
+        assert_ne!(tracked, INNER_STATE);
+        assert_eq!(count("accumulated_loss_tensor", None, &tracked), 1);
+    }
 }
