@@ -70,6 +70,7 @@ const BURN: Spec = Spec {
     variable_type: None,
     module_weight_methods: &[],
     variable_store_type: None,
+    variable_store_reads: &[],
     frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],

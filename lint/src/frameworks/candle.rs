@@ -12,7 +12,7 @@ pub(super) static SPEC: Spec = Spec {
     backward_step: &[Call::with("backward_step", &[1])],
     step: &[Call::with("step", &[1])],
     clear: &[],
-    cut_methods: &["detach", "to_scalar", "to_vec0", "to_vec1", "to_vec2", "to_vec3"],
+    cut_methods: &["detach", "as_detached_tensor", "to_scalar", "to_vec0", "to_vec1", "to_vec2", "to_vec3"],
     cut_functions: &[],
     no_grad_functions: &[],
     no_grad_guards: &[],
@@ -55,6 +55,7 @@ pub(super) static SPEC: Spec = Spec {
     variable_type: Some("Var"),
     module_weight_methods: &["weight", "bias", "embeddings"],
     variable_store_type: Some("VarMap"),
+    variable_store_reads: &["all_vars", "data"],
     frozen_methods: &["build_unet", "build_vae", "build_clip_transformer"],
     frozen_constructors: &[
         "VarBuilder::from_mmaped_safetensors",

@@ -290,6 +290,9 @@ pub struct Spec {
     /// declared with it (`vm: &VarMap`) hands out variables (`vm.data().lock()`, `all_vars()`),
     /// and an operation on them records a graph.
     pub variable_store_type: Option<&'static str>,
+    /// Methods of [`Spec::variable_store_type`] that hand out its variables themselves
+    /// (`vm.all_vars()`, `vm.data()`): leaves, kept or passed on without recording a graph.
+    pub variable_store_reads: &'static [&'static str],
     /// Library methods that return a model that records no graph: one whose weights they load
     /// from files as plain tensors (candle transformers' `sd_config.build_unet(path, ..)`), or
     /// the inference module of a trained one (burn-train 0.19's `learner.fit(..)`, whose

@@ -107,6 +107,7 @@ pub(super) static SPEC: Spec = Spec {
     variable_type: None,
     module_weight_methods: &[],
     variable_store_type: None,
+    variable_store_reads: &[],
     frozen_methods: &[],
     grad_zero_in_place: Some(("grad", "zero_")),
     detach_changes_type: false,

@@ -404,11 +404,13 @@ impl Items<'_> {
                         }
                         // `w: &Var` (candle): a trainable variable, tracked in every operation;
                         // `vm: &VarMap`, a store of them.
+                        // `named: &[(String, Var)]`, `vars: &HashMap<String, Var>`: variables too.
                         if self.known
-                            && [self.spec.variable_type, self.spec.variable_store_type]
+                            && ([self.spec.variable_type, self.spec.variable_store_type]
                                 .into_iter()
                                 .flatten()
                                 .any(|t| ty.as_deref() == Some(t))
+                                || self.spec.variable_type.is_some_and(|t| mentions_type(&pt.ty, &[t])))
                         {
                             b.params.push(v);
                         }
@@ -2252,6 +2254,7 @@ impl Builder<'_> {
             }
             _ => Vec::new(),
         };
+        let names_len = names.len();
         for ident in names {
             let decl = self.span(ident.span());
             let host_elem = host_elems.as_ref().is_some_and(|h| h.contains(&ident))
@@ -2267,7 +2270,43 @@ impl Builder<'_> {
             } else {
                 elems.iter().find(|(i, _)| *i == ident).map(|&(_, n)| n).or(value)
             };
-            self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            let v =
+                self.declare(ident.to_string(), BindingKind::Local, decl, value.map(|v| (v, Store::Let, span.clone())));
+            // `let vm = VarMap::new();`, `let w: Vec<Var> = ..` (candle): trainable variables, or a
+            // store of them, as a parameter of that type is.
+            if self.g.framework_known
+                && names_len == 1
+                && let Some(var) = self.g.spec.variable_type
+            {
+                // A result type is a guess only where a method name may be another type's: a
+                // crate function declared `-> Var` (`online_param(vm, "fc1.weight")`) states it.
+                let guessed_by_method =
+                    ty_guessed && !init.is_some_and(|i| matches!(strip_try(&i.expr), Expr::Call(_)));
+                let ty = ty.as_deref().filter(|_| !guessed_by_method);
+                let store = self.g.spec.variable_store_type;
+                let (elem, holds) = match &local.pat {
+                    Pat::Type(t) => (element_type_name(&t.ty), mentions_type(&t.ty, &[var])),
+                    _ => (None, false),
+                };
+                // `let vars = student_vars(vm, n);` with `fn student_vars(..) -> Vec<(Var, Var)>`.
+                let returns_vars = init.is_some_and(|i| {
+                    let name = match strip_try(&i.expr) {
+                        Expr::Call(c) => match &*c.func {
+                            Expr::Path(p) => p.path.segments.last().map(|s| &s.ident),
+                            _ => None,
+                        },
+                        Expr::MethodCall(m) => Some(&m.method),
+                        _ => None,
+                    };
+                    name.is_some_and(|n| self.crate_fns.variable_returns.contains(n.to_string().as_str()))
+                });
+                if ty.is_some_and(|t| t == var || store == Some(t)) || holds || returns_vars {
+                    self.params.push(v);
+                }
+                if elem.as_deref() == Some(var) {
+                    self.variable_lists.push(ident.to_string());
+                }
+            }
             if disabled_cache {
                 self.disabled_caches.push(self.g.bindings.len() - 1);
             }
@@ -3323,7 +3362,8 @@ impl Builder<'_> {
         {
             self.g.field_writes.push((owner.clone(), field.to_string(), value));
         }
-        // `for s in states.iter_mut() { *s = cut(s) }`: the element written is part of `states`.
+        // `for s in states.iter_mut() { *s = cut(s) }`: the element written is part of `states`;
+        // `*e = (&*e * d + p)?` blends the element with its old value, a fold of `states`.
         if !self.mut_elements.is_empty()
             && let Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) = strip_parens(left)
             && let Expr::Path(p) = strip_parens(expr)
@@ -3333,7 +3373,7 @@ impl Builder<'_> {
             if let Some(&(_, owner)) = self.mut_elements.iter().find(|(e, _)| *e == elem)
                 && let Some(owner_slot) = self.env.iter().rposition(|(b, _)| *b == owner)
             {
-                self.write(owner_slot, value, Store::Assign, span.clone(), true);
+                self.write(owner_slot, value, how, span.clone(), true);
                 self.element_writes.push((owner, value, self.path.clone()));
             }
         }
@@ -3875,7 +3915,8 @@ impl Builder<'_> {
             self.g.weight_reads.push(n);
             return Val { reads: smallvec::smallvec![n], producer: Producer::Derived, op: false };
         }
-        let moves = common::MOVE_METHODS.contains(&name.as_str());
+        let moves = common::MOVE_METHODS.contains(&name.as_str())
+            || (m.args.is_empty() && self.specs().iter().any(|s| s.variable_store_reads.contains(&name.as_str())));
         if !crate_method_of_receiver
             && (moves || common::is_tensor_method(&name) || !self.crate_fns.fns.contains(&name))
         {
@@ -5202,9 +5243,14 @@ fn macro_leaves_function(m: &syn::Macro) -> bool {
 /// Whether a type names the inner (non-autodiff) backend: `Lm<B::InnerBackend>`,
 /// `&Model<<B as AutodiffBackend>::InnerBackend>`.
 fn mentions_inner_backend(ty: &syn::Type, spec: &Spec) -> bool {
+    mentions_type(ty, spec.inner_backend_names)
+}
+
+/// Whether a type names one of `names` anywhere in it (`&[(String, Var)]` names `Var`).
+fn mentions_type(ty: &syn::Type, names: &[&str]) -> bool {
     use syn::visit::Visit;
     struct Inner<'s> {
-        names: &'s [&'static str],
+        names: &'s [&'s str],
         found: bool,
     }
     impl<'a> Visit<'a> for Inner<'_> {
@@ -5217,7 +5263,7 @@ fn mentions_inner_backend(ty: &syn::Type, spec: &Spec) -> bool {
             }
         }
     }
-    let mut v = Inner { names: spec.inner_backend_names, found: false };
+    let mut v = Inner { names, found: false };
     v.visit_type(ty);
     v.found
 }

@@ -2869,6 +2869,9 @@ pub struct CrateNames {
     /// `Result<..>`/`Option<..>` and paths: `fn build(&self) -> Result<t5::T5Model>` gives
     /// `T5Model`): what a call of one makes.
     pub(super) return_types: HashMap<String, String>,
+    /// Functions whose every definition declares a result holding trainable variables (`fn
+    /// student_vars(vm: &VarMap) -> Vec<(Var, Var)>`): what a call of one binds is variables.
+    pub(super) variable_returns: HashSet<String>,
     /// burn: functions whose every definition in the crate declares a result on the inner
     /// backend and no other backend (`fn fit<B: AutodiffBackend>(..) -> Option<(f32,
     /// Net<B::InnerBackend>)>`): what a call of one hands back records no graph.
@@ -3661,6 +3664,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut return_types: HashMap<&'a str, Option<&'a str>> = HashMap::default();
     // Whether every definition of a name declares an inner-backend result (see `inner_return`).
     let mut inner_rets: HashMap<&'a str, bool> = HashMap::default();
+    // Whether every definition of a name declares a result that holds trainable variables.
+    let mut var_rets: HashMap<&'a str, bool> = HashMap::default();
     // Declared results with generic arguments (`WindowMlp<Ad>`), read once the aliases are known.
     // With the right-hand sides of the file's top-level shorthand aliases the result names
     // (`type B = Autodiff<Wgpu>;` and `fn train(..) -> Cnn<B>` beside it).
@@ -3734,6 +3739,9 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 }
                 let inner = ret.is_some_and(inner_return);
                 inner_rets.entry(name).and_modify(|all| *all &= inner).or_insert(inner);
+                let vars =
+                    ret.is_some_and(|r| type_words(r).any(|w| crate::frameworks::common::PARAM_TYPES.contains(&w)));
+                var_rets.entry(name).and_modify(|all| *all &= vars).or_insert(vars);
                 let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
                     Some(known) if *known != head => *known = None,
@@ -4025,6 +4033,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let return_types =
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     let inner_returns = inner_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
+    let variable_returns = var_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
     let host_array_fields = host_arrays.difference(&not_host_arrays).cloned().collect();
     CrateNames {
         host_array_fields,
@@ -4034,6 +4043,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         host_structs,
         return_types,
         inner_returns,
+        variable_returns,
         autodiff_fns,
         fns,
         plain_fields,

@@ -684,8 +684,145 @@ pub fn train(dev: &Device) -> Result<()> {
             let src = EMA_OF_VARS.replace("VARS", vars);
             assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![22], "{vars}");
         }
-        // Blended from a slice of plain tensors (detached copies): nothing is tracked.
-        let plain = EMA_OF_VARS.replace("VARS", "&[Tensor]").replace("var.as_tensor()", "var");
+        // Blended from a slice of plain tensors into shadows made by `detach`: nothing is tracked.
+        let plain = EMA_OF_VARS
+            .replace("VARS", "&[Tensor]")
+            .replace("var.as_tensor()", "var")
+            .replace("v.as_tensor().copy()", "v.as_tensor().detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+    }
+
+    /// A weight EMA kept in a local of the training function and blended element by element
+    /// (`*e = ..` through `iter_mut`), from the variables of a `VarMap` the function made.
+    const EMA_IN_A_LOCAL: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+fn main() -> Result<()> {
+    let dev = Device::Cpu;
+    let varmap = VarMap::new();
+    let model = linear(4, 1, VarBuilder::from_varmap(&varmap, DType::F32, &dev))?;
+    let params: PARAMS = {
+        let data = varmap.data().lock().unwrap();
+        ["weight", "bias"].iter().map(|n| data[*n].clone()).collect()
+    };
+    let mut opt = SGD::new(varmap.all_vars(), 0.05)?;
+    let mut ema: Vec<Tensor> = params.iter().map(|p| INIT).collect();
+    for step in 0..10_000 {
+        let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), &dev)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        for (e, p) in ema.iter_mut().zip(params.iter()) {
+            *e = ((&*e * 0.99)? + (SRC * 0.01)?)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_ema_kept_in_a_local_and_blended_through_iter_mut_chains_every_step() {
+        let src = |params: &str, init: &str, src: &str| {
+            EMA_IN_A_LOCAL.replace("PARAMS", params).replace("INIT", init).replace("SRC", src)
+        };
+        // The variables read out of the store the function made (`Vec<_>`), or annotated.
+        for params in ["Vec<_>", "Vec<Var>"] {
+            let kept = src(params, "p.as_tensor().clone()", "p.as_tensor()");
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &kept), vec![18], "{params}");
+        }
+        // Detached on the way in and at every blend: nothing is tracked.
+        let cut = src("Vec<_>", "p.as_tensor().detach()", "p.as_tensor().detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // The variables handed out as they are stay leaves: keeping them holds no graph.
+        assert_eq!(count("retained_graph_output", None, &cut), 0);
+    }
+
+    /// Shadow weights kept in a map by name, blended from named variables handed as a slice of
+    /// `(String, Var)` pairs (the variable type inside a tuple of a slice).
+    const EMA_OF_NAMED_VARS: &str = r#"
+use std::collections::BTreeMap;
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+pub struct NamedEma { shadow: BTreeMap<String, Tensor>, decay: f64 }
+impl NamedEma {
+    pub fn update(&mut self, named: NAMED) -> Result<()> {
+        for (name, var) in named {
+            let prev = &self.shadow[name];
+            let next = (prev.affine(self.decay, 0.0)? + SRC.affine(1.0 - self.decay, 0.0)?)?;
+            self.shadow.insert(name.clone(), next);
+        }
+        Ok(())
+    }
+}
+pub fn train(vm: &VarMap, named: Vec<(String, Var)>, dev: &Device) -> Result<()> {
+    let model = linear(4, 1, VarBuilder::from_varmap(vm, DType::F32, dev))?;
+    let mut opt = SGD::new(vm.all_vars(), 0.05)?;
+    let shadow = named.iter().map(|(n, v)| (n.clone(), v.as_tensor().detach())).collect();
+    let mut ema = NamedEma { shadow, decay: 0.99 };
+    for _ in 0..10_000 {
+        let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), dev)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        ema.update(&named)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_ema_of_named_variables_in_a_map_chains_every_update() {
+        for named in ["&[(String, Var)]", "&Vec<(String, candle_core::Var)>"] {
+            let src = EMA_OF_NAMED_VARS.replace("NAMED", named).replace("SRC", "var.as_tensor()");
+            assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src), vec![24], "{named}");
+        }
+        let cut = EMA_OF_NAMED_VARS.replace("NAMED", "&[(String, Var)]").replace("SRC", "var.as_tensor().detach()");
+        assert_eq!(count("accumulated_loss_tensor", None, &cut), 0);
+        // Plain tensors by name (`&[(String, Tensor)]`): nothing is tracked.
+        let plain = EMA_OF_NAMED_VARS.replace("NAMED", "&[(String, Tensor)]").replace("SRC", "var");
+        assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
+        // `Var::as_detached_tensor` is a detached copy.
+        let detached =
+            EMA_OF_NAMED_VARS.replace("NAMED", "&[(String, Var)]").replace("SRC", "var.as_detached_tensor()");
+        assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
+    /// A Polyak target blended from variables a crate function hands out (`-> Vec<Var>`).
+    const TARGET_FROM_VARS_OF: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{linear, Module, Optimizer, VarBuilder, VarMap, SGD};
+fn vars_of(vm: &VarMap, names: &[String]) -> RET {
+    let data = vm.data().lock().unwrap();
+    names.iter().map(|n| data[n].clone()).collect()
+}
+pub struct Target { weights: Vec<Tensor> }
+impl Target {
+    pub fn soft_update(&mut self, vm: &VarMap, names: &[String], tau: f64) -> Result<()> {
+        let vars = vars_of(vm, names);
+        for (w, v) in self.weights.iter_mut().zip(vars.iter()) {
+            *w = ((&*w * (1.0 - tau))? + (SRC * tau)?)?;
+        }
+        Ok(())
+    }
+}
+pub fn train(vm: &VarMap, names: Vec<String>, mut target: Target, dev: &Device) -> Result<()> {
+    let model = linear(4, 1, VarBuilder::from_varmap(vm, DType::F32, dev))?;
+    let mut opt = SGD::new(vm.all_vars(), 0.05)?;
+    for _ in 0..10_000 {
+        let loss = model.forward(&Tensor::randn(0f32, 1.0, (8, 4), dev)?)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        target.soft_update(vm, &names, 0.01)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_target_blended_from_variables_a_crate_function_returns_chains_every_update() {
+        let src = |ret: &str, src: &str| TARGET_FROM_VARS_OF.replace("RET", ret).replace("SRC", src);
+        assert_eq!(
+            crate::rules::testing::lines("accumulated_loss_tensor", &src("Vec<Var>", "v.as_tensor()")),
+            vec![24]
+        );
+        assert_eq!(count("accumulated_loss_tensor", None, &src("Vec<Var>", "v.as_detached_tensor()")), 0);
+        // Plain copies handed out (`-> Vec<Tensor>`, `data[n].as_tensor().detach()`): untracked.
+        let plain = src("Vec<Tensor>", "v").replace("data[n].clone()", "data[n].as_tensor().detach()");
         assert_eq!(count("accumulated_loss_tensor", None, &plain), 0);
     }
 
