@@ -766,6 +766,7 @@ impl Builder<'_> {
                 args_after_backward: Vec::new(),
                 cleared: Vec::new(),
                 shrunk: Vec::new(),
+                resets_self: false,
                 emptied_by_calls: Vec::new(),
                 param_reads: Vec::new(),
                 additive_nodes: Vec::new(),
@@ -3347,6 +3348,14 @@ impl Builder<'_> {
             return;
         }
         let rhs = self.expr(right);
+        // `*self = Self::default();`: a method that starts its whole receiver afresh.
+        if self.has_self
+            && let Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) = strip_parens(left)
+            && is_self(expr)
+        {
+            self.g.resets_self |= rhs.reads.is_empty() || rhs.producer == Producer::Plain;
+            return;
+        }
         let Some(slot) = self.place_slot(left) else {
             self.expr(left);
             return;

@@ -596,6 +596,9 @@ pub struct FnModel {
     pub(super) args_after_backward: Vec<(usize, ArgsAfterBackward)>,
     /// Collections emptied.
     pub(super) cleared: Vec<Cleared>,
+    /// A method that puts a fresh value in place of its whole receiver (`*self =
+    /// Self::default()`): every field of it starts afresh.
+    pub(super) resets_self: bool,
     /// Bindings a call shrinks (`self.window.pop_front()`, `self.log.remove(0)`): a window kept
     /// to a size, not a log that only grows.
     pub(super) shrunk: Vec<BindingId>,

@@ -1234,7 +1234,9 @@ fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         memo.insert(f, None);
         let g = &files[f.0].1[f.1];
         let mut out = None;
+        // `*self = Self::default()` starts all of it afresh.
         if depth < 6
+            && !g.resets_self
             && let Some(super::graph::StartedAfresh { mut fields, by_name }) = g.fields_started_afresh()
         {
             let mut known = true;

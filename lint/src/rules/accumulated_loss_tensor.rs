@@ -4266,6 +4266,10 @@ pub fn train(xs: Vec<Tensor>, dev: &Device) -> Result<()> {
         let rule = "accumulated_loss_tensor";
         let src = |body: &str| LENT_ROLLOUT.replace("CLEAR_BODY", body);
         assert_eq!(count(rule, None, &src("self.log_probs.clear(); self.rewards.clear();")), 0);
+        // The whole buffer replaced by a fresh one.
+        for fresh in ["*self = Self::default();", "*self = Buffer { log_probs: Vec::new(), rewards: Vec::new() };"] {
+            assert_eq!(count(rule, None, &src(fresh)), 0, "{fresh}");
+        }
         // Emptying only the host rewards leaves every step's graph in `log_probs`.
         assert_eq!(crate::rules::testing::lines(rule, &src("self.rewards.clear();")), vec![39]);
     }
