@@ -2290,17 +2290,9 @@ impl Builder<'_> {
                     _ => (None, false),
                 };
                 // `let vars = student_vars(vm, n);` with `fn student_vars(..) -> Vec<(Var, Var)>`.
-                let returns_vars = init.is_some_and(|i| {
-                    let name = match strip_try(&i.expr) {
-                        Expr::Call(c) => match &*c.func {
-                            Expr::Path(p) => p.path.segments.last().map(|s| &s.ident),
-                            _ => None,
-                        },
-                        Expr::MethodCall(m) => Some(&m.method),
-                        _ => None,
-                    };
-                    name.is_some_and(|n| self.crate_fns.variable_returns.contains(n.to_string().as_str()))
-                });
+                let returns_vars = init
+                    .and_then(|i| called_name(&i.expr))
+                    .is_some_and(|n| self.crate_fns.variable_returns.contains(n.as_str()));
                 if ty.is_some_and(|t| t == var || store == Some(t)) || holds || returns_vars {
                     self.params.push(v);
                 }
