@@ -71,6 +71,7 @@ const BURN: Spec = Spec {
     module_weight_methods: &[],
     variable_store_type: None,
     variable_store_reads: &[],
+    state_types: &["LstmState", "RnnState"],
     frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],

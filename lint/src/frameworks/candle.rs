@@ -56,6 +56,7 @@ pub(super) static SPEC: Spec = Spec {
     module_weight_methods: &["weight", "bias", "embeddings"],
     variable_store_type: Some("VarMap"),
     variable_store_reads: &["all_vars", "data"],
+    state_types: &["LSTMState", "GRUState"],
     frozen_methods: &["build_unet", "build_vae", "build_clip_transformer"],
     frozen_constructors: &[
         "VarBuilder::from_mmaped_safetensors",

@@ -51,6 +51,7 @@ pub(super) static SPEC: Spec = Spec {
     module_weight_methods: &[],
     variable_store_type: None,
     variable_store_reads: &[],
+    state_types: &[],
     frozen_methods: &[],
     grad_zero_in_place: None,
     frozen_constructors: &[],

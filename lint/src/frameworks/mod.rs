@@ -293,6 +293,10 @@ pub struct Spec {
     /// Methods of [`Spec::variable_store_type`] that hand out its variables themselves
     /// (`vm.all_vars()`, `vm.data()`): leaves, kept or passed on without recording a graph.
     pub variable_store_reads: &'static [&'static str],
+    /// The framework's own types that hold tensors without being a model (candle
+    /// `rnn::LSTMState`, burn `LstmState<B, 2>`): a function declared to return one hands on
+    /// the graph of what it is computed from, as one returning a tensor does.
+    pub state_types: &'static [&'static str],
     /// Library methods that return a model that records no graph: one whose weights they load
     /// from files as plain tensors (candle transformers' `sd_config.build_unet(path, ..)`), or
     /// the inference module of a trained one (burn-train 0.19's `learner.fit(..)`, whose

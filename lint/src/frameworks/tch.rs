@@ -108,6 +108,7 @@ pub(super) static SPEC: Spec = Spec {
     module_weight_methods: &[],
     variable_store_type: None,
     variable_store_reads: &[],
+    state_types: &["LSTMState", "GRUState"],
     frozen_methods: &[],
     grad_zero_in_place: Some(("grad", "zero_")),
     detach_changes_type: false,

@@ -307,8 +307,11 @@ impl Items<'_> {
             && !b.g.returns_host_data
             && let syn::ReturnType::Type(_, ty) = &sig.output
         {
-            let (tensor, tuple, other_tuple) = tensor_parts(ty);
-            b.g.returns_tensors = tensor && !tuple;
+            // A struct that holds tensors as data (`-> LSTMState`, `-> Carry` with `struct
+            // Carry { h: Tensor, c: Tensor }`) hands them on as a tensor does.
+            let (tensor, data, tuple, other_tuple) =
+                tensor_parts(ty, &|n| self.spec.state_types.contains(&n) || self.crate_fns.tensor_structs.contains(n));
+            b.g.returns_tensors = data && !tuple;
             b.g.returns_tensor_parts = tensor && !other_tuple;
         }
         if let Some((fields, batch)) = size_gate_fields(sig, block) {
@@ -5443,12 +5446,18 @@ fn imports_own_backend(tree: &syn::UseTree, spec: &Spec) -> bool {
 /// `Summary::result_plain`): whether it names a tensor anywhere (`Vec<&Tensor>`, `impl
 /// Iterator<Item = &Tensor>`), whether a tuple is in it, and whether a tuple holds anything but
 /// tensors (`(GradStore, Tensor)`, a loss beside host statistics; `CResult<(Tensor, Stats)>` too).
-/// A call's one result node cannot tell a tuple's elements apart.
-fn tensor_parts(ty: &syn::Type) -> (bool, bool, bool) {
-    struct Finds(bool, bool, bool);
-    impl<'ast> syn::visit::Visit<'ast> for Finds {
+/// A call's one result node cannot tell a tuple's elements apart. Second: whether it names a
+/// tensor or a type that `holds` says holds tensors as data.
+fn tensor_parts(ty: &syn::Type, holds: &dyn Fn(&str) -> bool) -> (bool, bool, bool, bool) {
+    struct Finds<'h>(bool, bool, bool, bool, &'h dyn Fn(&str) -> bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finds<'_> {
         fn visit_path_segment(&mut self, seg: &'ast syn::PathSegment) {
-            self.0 |= seg.ident == "Tensor";
+            if seg.ident == "Tensor" {
+                self.0 = true;
+                self.3 = true;
+            } else if !self.3 {
+                self.3 = (self.4)(&seg.ident.to_string());
+            }
             syn::visit::visit_path_segment(self, seg);
         }
         fn visit_type_tuple(&mut self, t: &'ast syn::TypeTuple) {
@@ -5463,9 +5472,9 @@ fn tensor_parts(ty: &syn::Type) -> (bool, bool, bool) {
             syn::visit::visit_type_tuple(self, t);
         }
     }
-    let mut finds = Finds(false, false, false);
+    let mut finds = Finds(false, false, false, false, holds);
     syn::visit::Visit::visit_type(&mut finds, ty);
-    (finds.0, finds.1, finds.2)
+    (finds.0, finds.3, finds.1, finds.2)
 }
 
 /// `let Some(x) = place.get_mut(key)` (or `last_mut()`, `first_mut()`): a lookup of an element

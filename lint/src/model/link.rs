@@ -2886,6 +2886,12 @@ pub struct CrateNames {
     /// `bool`, strings, and `Vec`s, `Option`s, arrays and tuples of them, or of other such
     /// structs): a value of one holds no tensor (`struct TrainStats { loss: f32, samples: usize }`).
     pub(super) host_structs: HashSet<String>,
+    /// Structs of the crate that hold tensors as data, not as a model: a field names a tensor, a
+    /// framework's state type (`Spec::state_types`) or another such struct (`struct Carry { h:
+    /// Tensor, c: Tensor }`, `struct Hidden<B: Backend> { state: LstmState<B, 2> }`). Not burn
+    /// modules (`#[derive(Module)]`). A function declared to return one hands on what it is
+    /// computed from, as one declared to return a tensor does.
+    pub(super) tensor_structs: HashSet<String>,
     /// Names of every `type Name<..> = ..;` alias of the crate, generic ones included: a call
     /// qualified by one (`MyAgent::act(..)`) may be a call of the aliased type's function.
     pub alias_names: HashSet<String>,
@@ -3517,6 +3523,56 @@ fn host_structs(structs: &HashMap<&str, Option<Vec<&str>>>, consts: &HashMap<Str
     set.into_iter().map(str::to_string).collect()
 }
 
+/// See `CrateNames::tensor_structs`: the structs whose fields name a tensor, a framework state
+/// type or another such struct, and nothing but those, host types (numbers, strings, host
+/// structs), containers and the struct's own generics. Whatever else a field holds (a model, a
+/// variable store, an optimizer, a device) makes it a context of the training code, not data.
+fn tensor_structs(
+    shapes: &HashMap<&str, (Vec<&str>, Vec<&str>)>,
+    modules: &HashSet<&str>,
+    host_structs: &HashSet<String>,
+) -> HashSet<String> {
+    let tensor = |w: &str| w == "Tensor" || crate::frameworks::REGISTRY.iter().any(|s| s.state_types.contains(&w));
+    // The candidates: every field of every definition is data.
+    let data: HashSet<&str> = shapes
+        .iter()
+        .filter(|(name, (headers, fields))| {
+            !modules.contains(*name)
+                && !fields.is_empty()
+                && fields.iter().all(|t| {
+                    type_words(t).all(|w| {
+                        tensor(w)
+                            || rust::is_host_type(w)
+                            || CONTAINERS.contains(&w)
+                            || host_structs.contains(w)
+                            || shapes.contains_key(w)
+                            || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                            || headers.iter().any(|h| type_words(h).any(|g| g == w))
+                    })
+                })
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    // Of those, the ones that hold a tensor, directly or through another one; and only through
+    // candidates (a field of a crate struct that is no candidate is a context).
+    let data = shrink_to_fixpoint(data, |n, set| {
+        shapes[n].1.iter().all(|t| type_words(t).all(|w| !shapes.contains_key(w) || set.contains(w)))
+    });
+    let mut set: HashSet<&str> = HashSet::default();
+    loop {
+        let before = set.len();
+        for &name in &data {
+            if !set.contains(name) && shapes[name].1.iter().any(|t| type_words(t).any(|w| tensor(w) || set.contains(w)))
+            {
+                set.insert(name);
+            }
+        }
+        if set.len() == before {
+            return set.into_iter().map(str::to_string).collect();
+        }
+    }
+}
+
 /// The identifiers of a type's text (`Vec<Tensor<B, 2>>` → `Vec`, `Tensor`, `B`, `2`).
 fn type_words(t: &str) -> impl Iterator<Item = &str> {
     t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
@@ -3902,6 +3958,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     }
     let plain_fields = plain.difference(&other).cloned().collect();
     let host_structs = host_structs(&structs, &consts);
+    let tensor_structs = tensor_structs(&shapes, &modules, &host_structs);
     // Models only: a buffer of plain tensors (a rollout buffer) is data, not an inert model.
     let param_field_structs: HashSet<String> = shapes
         .iter()
@@ -4043,6 +4100,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         module_mappers,
         rnn_fields,
         host_structs,
+        tensor_structs,
         return_types,
         inner_returns,
         variable_returns,
@@ -5220,5 +5278,23 @@ mod tests {
         assert_eq!(host, ["Moments", "Pair", "TrainStats"]);
         assert_eq!(names.tuple_fns.get("pair"), Some(&vec![true, false]));
         assert_eq!(names.tuple_fns.get("single"), Some(&vec![true, true]));
+    }
+
+    #[test]
+    fn tensor_structs_hold_tensors_as_data_and_no_model() {
+        let names = crate_names(["pub struct Carry { pub h: Tensor, c: candle_core::Tensor, steps: usize }\n\
+             struct Hidden<B: Backend> { state: LstmState<B, 2>, n: usize }\n\
+             struct Window { carry: Option<Carry>, stats: Stats }\n\
+             struct Stats { loss: f32 }\n\
+             struct Worker { model: Net, step: Tensor }\n\
+             struct Net { w: Tensor }\n\
+             impl Net { fn forward(&self, x: &Tensor) -> Tensor { x.matmul(&self.w) } }\n\
+             #[derive(Module, Debug)]\nstruct Head<B: Backend> { bias: Tensor<B, 1> }\n\
+             struct Opts { dev: Device, t: Tensor }\n"]);
+        let mut found: Vec<&str> = names.tensor_structs.iter().map(String::as_str).collect();
+        found.sort_unstable();
+        // A model (a `forward` method, `#[derive(Module)]`), or a field that is neither data nor
+        // a tensor (`model: Net`, `dev: Device`), rules a struct out.
+        assert_eq!(found, ["Carry", "Hidden", "Window"]);
     }
 }

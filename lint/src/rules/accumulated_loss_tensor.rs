@@ -52,7 +52,10 @@ two-rate net's `fast` and `slow` tiers, only when every one of them is cut). So 
 carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
 self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?; } ..;
 self.carry = Some((h, c));`) or takes it out with a method of its own (`let s = self.take_state()?;
-.. self.state = Some(last);`), reported at that write unless the local starts from a cut; and a
+.. self.state = Some(last);`), reported at that write unless the local starts from a cut. A state handed through a function of the
+crate declared to return a struct of tensors (candle's `LSTMState`, or the crate's own `struct
+Carry { h: Tensor, c: Tensor }`) carries whatever part of it that function does not cut
+(`LSTMState { h: s.h.detach(), c: s.c.clone() }` cuts only `h`). So does a
 method whose training loop calls another method of its own type that keeps a state in `self`
 (`for xs in windows { let loss = self.unroll(xs)?; self.opt.backward_step(&loss)?; }`), unless
 the loop cuts that field. A state kept only when a `training` flag is on counts on every call
@@ -1582,6 +1585,74 @@ pub fn fit<O: Optimizer>(vm: &VarMap, opt: &mut O, windows: &[(Tensor, Tensor)],
         assert_eq!(crate::rules::testing::lines("accumulated_loss_tensor", &src("last")), vec![28]);
         let detached = src("LSTMState::new(last.h().detach(), last.c().detach())");
         assert_eq!(count("accumulated_loss_tensor", None, &detached), 0);
+    }
+
+    /// The carried state handed to the next window through the crate's own helper, which
+    /// returns a struct of tensors (the library's `LSTMState`, or the crate's `Carry`): the
+    /// helper passes on whatever part of the state it does not cut.
+    const CARRIED_THROUGH_HELPER: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{rnn::{LSTMState, RNN}, Linear, Module, Optimizer, VarBuilder, VarMap, LSTM};
+pub struct Carry { h: Tensor, c: Tensor }
+fn for_next_window(s: &LSTMState) -> STATE {
+    BODY
+}
+pub struct Net { lstm: LSTM, head: Linear }
+impl Net {
+    pub fn forward(&self, xs: &[Tensor], init: &LSTMState) -> Result<LSTMState> {
+        let mut s = init.clone();
+        for x in xs {
+            s = self.lstm.step(x, &s)?;
+        }
+        Ok(s)
+    }
+}
+pub struct Seq { net: Net, carry: STATE }
+impl Seq {
+    pub fn window<O: Optimizer>(&mut self, opt: &mut O, xs: &[Tensor], y: &Tensor) -> Result<f32> {
+        let s = self.net.forward(xs, &START)?;
+        let loss = (self.net.head.forward(s.h())? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        self.carry = for_next_window(&s);
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn fit(vm: &VarMap, data: &[(Vec<Tensor>, Tensor)], dev: &Device) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, dev);
+    let lstm = candle_nn::lstm(3, 8, Default::default(), vb.pp("lstm"))?;
+    let head = candle_nn::linear(8, 1, vb.pp("head"))?;
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    let zero = lstm.zero_state(4)?;
+    let mut seq = Seq { net: Net { lstm, head }, carry: INIT };
+    for (xs, y) in data {
+        seq.window(&mut opt, xs, y)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_a_crate_helper_returns_as_a_struct_of_tensors_chains_unless_every_part_is_cut() {
+        let library = |body: &str| {
+            CARRIED_THROUGH_HELPER
+                .replace("STATE", "LSTMState")
+                .replace("BODY", body)
+                .replace("START", "self.carry")
+                .replace("INIT", "zero")
+        };
+        let lines = |src: &str| crate::rules::testing::lines("accumulated_loss_tensor", src);
+        assert_eq!(lines(&library("LSTMState { h: s.h.detach(), c: s.c.clone() }")), vec![24]);
+        assert_eq!(lines(&library("s.clone()")), vec![24]);
+        assert!(lines(&library("LSTMState { h: s.h.detach(), c: s.c.detach() }")).is_empty());
+        let own = |body: &str| {
+            CARRIED_THROUGH_HELPER
+                .replace("STATE", "Carry")
+                .replace("BODY", body)
+                .replace("START", "LSTMState::new(self.carry.h.clone(), self.carry.c.clone())")
+                .replace("INIT", "Carry { h: zero.h().clone(), c: zero.c().clone() }")
+        };
+        assert_eq!(lines(&own("Carry { h: s.h().detach(), c: s.c().clone() }")), vec![24]);
+        assert!(lines(&own("Carry { h: s.h().detach(), c: s.c().detach() }")).is_empty());
     }
 
     /// A helper (not the model) that keeps a running average of the model's outputs, updated by
