@@ -3889,13 +3889,20 @@ impl Builder<'_> {
             && !crate_method_of_receiver
             && !loss_module())
             || specs.iter().any(|s| s.tape_methods.contains(&name.as_str()))
-            || (name == "step"
-                && m.args.len() == 2
-                && self.is_rnn_cell(&m.receiver)
-                && !m.args.first().is_some_and(|x| self.element_of_sequence(x)))
+            || (name == "step" && m.args.len() == 2 && self.is_rnn_cell(&m.receiver))
             // `lstm.seq_init(&chunk, &state)`, `gru.seq(&xs)`: the cell run over a sequence.
             || (matches!((name.as_str(), m.args.len()), ("seq", 1) | ("seq_init", 2)) && self.is_rnn_cell(&m.receiver))
         {
+            // A cell stepped over the elements of the sequence its loop walks: the loop is one
+            // forward pass over that sequence (records a graph, samples nothing).
+            if name == "step"
+                && m.args.len() == 2
+                && m.args.first().is_some_and(|x| self.element_of_sequence(x))
+                && self.is_rnn_cell(&m.receiver)
+                && let Some(l) = self.cur_loop()
+            {
+                self.g.loops[l].over_dim = true;
+            }
             return self.forward_call(m, recv, recv_span);
         }
         if common::PARAM_METHODS.contains(&name.as_str()) {

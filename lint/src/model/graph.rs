@@ -1045,6 +1045,10 @@ pub(super) struct StartedAfresh {
     /// The resets it makes by a method's name: (index into `named_resets`, the field of `self`
     /// reset, `None` for `self` or another part of it).
     pub(super) by_name: Vec<(usize, Option<String>)>,
+    /// Every write it makes to a field of `self` continues what the field held with what the
+    /// caller hands in (`self.h = self.h.broadcast_mul(&mask)?`, zeroing the rows of finished
+    /// episodes: the new state is computed from the old one), and it makes at least one.
+    pub(super) only_continues: bool,
 }
 
 /// Whether a cut of field `cut` of a binding (`h`, `state.hs`) may start afresh the state a
@@ -2574,7 +2578,14 @@ impl FnModel {
             // (`self.next_token(lm, ..)` running `self.usage = (&self.usage * 0.98 + p)?`): the
             // old value goes on, whatever the argument carries here; neither a cut nor a reset.
             let folded_by_a_call = how == Store::Fold && self.through(edge).is_some();
-            if self.taint(value).has(Taint::GRAPH) || folded_by_a_call || (afresh && self.continues(value, b, target)) {
+            // Nor a value computed from the old one by operations (`self.h =
+            // self.h.broadcast_mul(&mask)?`, zeroing the rows of finished episodes): it links to
+            // what the field held, whatever that carries.
+            if self.taint(value).has(Taint::GRAPH)
+                || folded_by_a_call
+                || (afresh && self.continues(value, b, target))
+                || self.blends(value, b, target)
+            {
                 kept.push(b);
             } else if matches!(how, Store::Assign | Store::Fold)
                 && self.whole_write(target)
@@ -2601,14 +2612,19 @@ impl FnModel {
             if b.kind == BindingKind::SelfField { b.name.strip_prefix("self.").map(str::to_string) } else { None }
         };
         let mut fields = Vec::new();
+        let (mut writes, mut continued) = (0usize, 0usize);
         for (_, value, target, how, _) in self.stores() {
             let Some(b) = self.binding_of(target) else { continue };
             if self.bindings[b].name == "self" {
                 return None;
             }
-            if matches!(how, Store::Assign | Store::Fold)
-                && !self.taint(value).has(Taint::GRAPH)
-                && !self.continues(value, b, target)
+            if !matches!(how, Store::Assign | Store::Fold) || self.bindings[b].kind != BindingKind::SelfField {
+                continue;
+            }
+            writes += 1;
+            if self.continues(value, b, target) || self.blends(value, b, target) {
+                continued += 1;
+            } else if !self.taint(value).has(Taint::GRAPH)
                 && let Some(f) = field(b)
             {
                 fields.push(f);
@@ -2626,7 +2642,30 @@ impl FnModel {
                 named.push((k, None));
             }
         }
-        Some(StartedAfresh { fields, by_name: named })
+        let only_continues = writes > 0 && continued == writes;
+        Some(StartedAfresh { fields, by_name: named, only_continues })
+    }
+
+    /// Whether `value`, stored into `b`, is computed from what `b` held and another binding's
+    /// value (`self.h = self.h.broadcast_mul(&mask)?`, a mask of finished episodes made in the
+    /// method): an operation on the old state, which its graph links to, not a fresh one.
+    fn blends(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
+        if !self.computed_from_binding(value, b, target) {
+            return false;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![value];
+        while let Some(n) = stack.pop() {
+            if seen.len() > 256 || !seen.insert(n) {
+                continue;
+            }
+            match self.graph[n].kind {
+                NodeKind::Version(v) if v != b => return true,
+                NodeKind::Version(_) | NodeKind::Value(Producer::Plain) => {}
+                NodeKind::Value(_) => stack.extend(self.reads(n)),
+            }
+        }
+        false
     }
 
     /// Whether `value`, stored into `b`, continues what `b` held with what the caller hands in

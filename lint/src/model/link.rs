@@ -1237,7 +1237,7 @@ fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
         // `*self = Self::default()` starts all of it afresh.
         if depth < 6
             && !g.resets_self
-            && let Some(super::graph::StartedAfresh { mut fields, by_name }) = g.fields_started_afresh()
+            && let Some(super::graph::StartedAfresh { mut fields, by_name, only_continues }) = g.fields_started_afresh()
         {
             let mut known = true;
             for (k, field) in by_name {
@@ -1271,7 +1271,10 @@ fn narrow_named_resets(files: &mut [(Arc<SourceFile>, Vec<FnModel>)], resolved: 
                 && g.vocab_calls.is_empty()
                 && g.cleared.is_empty()
                 && g.graph.node_count() == 0;
-            if known && (!fields.is_empty() || does_nothing) {
+            // Nor one that only carries its fields on (`fn reset_where(&mut self, done: &[bool])`
+            // multiplying the state by a mask of finished episodes): it starts nothing afresh.
+            let only_continues = only_continues && g.cleared.is_empty() && g.call_sites.is_empty();
+            if known && (!fields.is_empty() || does_nothing || only_continues) {
                 out = Some(fields);
             }
         }

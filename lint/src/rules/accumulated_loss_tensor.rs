@@ -46,13 +46,17 @@ the states `self.lstm.seq_init(&chunk, &init)?` runs a candle cell over a chunk 
 per training iteration on a model that outlives it (also through fields of the crate's types,
 `self.layer.run(x)` reaching `self.cell.step(x)`): reported at the call, unless the method cuts
 the state first (`self.h = self.h.detach()`, or calls a method of its own type that starts it
-afresh on every path, `self.reset()?` with `self.state = self.lstm.zero_state(1)?`), the loop resets it (`model.reset_state()`) or cuts
+afresh on every path, `self.reset()?` with `self.state = self.lstm.zero_state(1)?`; not one that only
+multiplies it by a mask of finished episodes, `self.h = self.h.broadcast_mul(&keep)?`, which computes the
+new state from the old one), the loop resets it (`model.reset_state()`, with the same proviso) or cuts
 the field it is kept in (`model.h = model.h.detach()`; a state kept in several fields, such as a
 two-rate net's `fast` and `slow` tiers, only when every one of them is cut). So does a training-step method that
 carries its state to its next call through a local its loop folds (`let (mut h, mut c) =
 self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?; } ..;
 self.carry = Some((h, c));`) or takes it out with a method of its own (`let s = self.take_state()?;
-.. self.state = Some(last);`), reported at that write unless the local starts from a cut. A state handed through a function of the
+.. self.state = Some(last);`), reported at that write unless the local starts from a cut. A
+cell stepped over the elements of a window (`for x in xs { s = self.lstm.step(x, &s)?; }`) is one
+forward pass over it, whose last state carries its graph. A state handed through a function of the
 crate declared to return a struct of tensors (candle's `LSTMState`, or the crate's own `struct
 Carry { h: Tensor, c: Tensor }`) carries whatever part of it that function does not cut
 (`LSTMState { h: s.h.detach(), c: s.c.clone() }` cuts only `h`). So does a
@@ -1653,6 +1657,109 @@ pub fn fit(vm: &VarMap, data: &[(Vec<Tensor>, Tensor)], dev: &Device) -> Result<
         };
         assert_eq!(lines(&own("Carry { h: s.h().detach(), c: s.c().clone() }")), vec![24]);
         assert!(lines(&own("Carry { h: s.h().detach(), c: s.c().detach() }")).is_empty());
+    }
+
+    /// The cell stepped over the window's elements in the training step itself, from the state
+    /// the previous window left: the loop is one forward pass over the window, and its last
+    /// state carries that pass's graph into the next window unless it is cut.
+    const STEPPED_OVER_ELEMENTS: &str = r#"
+use candle_core::{DType, Device, Result, Tensor};
+use candle_nn::{rnn::{LSTMState, RNN}, Linear, Module, Optimizer, VarBuilder, VarMap, LSTM};
+pub struct Seq { lstm: LSTM, head: Linear, carry: LSTMState }
+impl Seq {
+    pub fn window<O: Optimizer>(&mut self, opt: &mut O, xs: &[Tensor], y: &Tensor) -> Result<f32> {
+        let mut s = START;
+        LOOP
+        let loss = (self.head.forward(s.h())? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+        self.carry = s;
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn fit(vm: &VarMap, data: &[(Vec<Tensor>, Tensor)], dev: &Device) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, dev);
+    let lstm = candle_nn::lstm(3, 8, Default::default(), vb.pp("lstm"))?;
+    let head = candle_nn::linear(8, 1, vb.pp("head"))?;
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    let carry = lstm.zero_state(4)?;
+    let mut seq = Seq { lstm, head, carry };
+    for (xs, y) in data {
+        seq.window(&mut opt, xs, y)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_a_cell_steps_over_the_windows_elements_chains_when_kept_uncut() {
+        let src = |start: &str, lp: &str| STEPPED_OVER_ELEMENTS.replace("START", start).replace("LOOP", lp);
+        let lines = |src: &str| crate::rules::testing::lines("accumulated_loss_tensor", src);
+        for lp in [
+            "for x in xs { s = self.lstm.step(x, &s)?; }",
+            "for t in 0..xs.len() { s = self.lstm.step(&xs[t], &s)?; }",
+            "for x in xs.iter() { s = self.lstm.step(x, &s)?; }",
+        ] {
+            assert_eq!(lines(&src("self.carry.clone()", lp)), vec![11], "{lp}");
+            let cut = "LSTMState::new(self.carry.h().detach(), self.carry.c().detach())";
+            assert!(lines(&src(cut, lp)).is_empty(), "{lp}");
+        }
+        // Not a sampler: the loop is one pass over the window.
+        assert!(
+            crate::rules::testing::lines(
+                "sampling_loop_chains_graph",
+                &src("self.carry.clone()", "for x in xs { s = self.lstm.step(x, &s)?; }")
+            )
+            .is_empty()
+        );
+    }
+
+    /// An acting agent keeps a belief state across environment steps, stepped by a trainable
+    /// recurrent model; a method named like a reset only zeroes the rows of finished episodes
+    /// by a mask, which is an operation on the old state, not a fresh one.
+    const MASKED_RESET: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{Linear, Optimizer, VarBuilder, VarMap};
+pub struct Belief { core: Linear }
+impl Belief {
+    pub fn observe(&self, h: &Tensor, obs: &Tensor) -> Result<Tensor> {
+        self.core.forward(&Tensor::cat(&[h, obs], 1)?)?.tanh()
+    }
+}
+pub struct Agent { belief: Tensor }
+impl Agent {
+    pub fn act(&mut self, wm: &Belief, obs: &Tensor) -> Result<Vec<f32>> {
+        self.belief = wm.observe(&self.belief, obs)?;
+        self.belief.sum(1)?.to_vec1::<f32>()
+    }
+    pub fn reset_done(&mut self, done: &[bool], dev: &Device) -> Result<()> {
+        let keep: Vec<f32> = done.iter().map(|&d| if d { 0.0 } else { 1.0 }).collect();
+        let keep = Tensor::from_vec(keep, (done.len(), 1), dev)?;
+        self.belief = RESET;
+        Ok(())
+    }
+}
+pub fn run(vm: &VarMap, obs: &[Tensor], targets: &[Tensor], dev: &Device) -> Result<()> {
+    let wm = Belief { core: candle_nn::linear(8, 4, VarBuilder::from_varmap(vm, DType::F32, dev))? };
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    let mut agent = Agent { belief: Tensor::zeros((2, 4), DType::F32, dev)? };
+    for (step, (o, y)) in obs.iter().zip(targets).enumerate() {
+        agent.act(&wm, o)?;
+        agent.reset_done(&[step % 50 == 49, false], dev)?;
+        let loss = (wm.observe(&Tensor::zeros((2, 4), DType::F32, dev)?, o)? - y)?.sqr()?.mean_all()?;
+        opt.backward_step(&loss)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_a_reset_method_only_masks_is_still_kept() {
+        let lines = |reset: &str| {
+            crate::rules::testing::lines("accumulated_loss_tensor", &MASKED_RESET.replace("RESET", reset))
+        };
+        assert_eq!(lines("self.belief.broadcast_mul(&keep)?"), vec![28]);
+        assert!(lines("self.belief.detach().broadcast_mul(&keep)?").is_empty());
+        assert!(lines("self.belief.zeros_like()?").is_empty());
     }
 
     /// A helper (not the model) that keeps a running average of the model's outputs, updated by
