@@ -2354,6 +2354,19 @@ impl Builder<'_> {
             let owner = self.env[slot].0;
             self.mut_elements.push((self.env[b].0, owner));
         }
+        // `let session = store.get_or_create(user)?`: a method of the crate that hands out a
+        // mutable reference into its receiver; a write through the local writes the receiver.
+        if let Some(i) = init
+            && !self.crate_fns.mut_ref_returns.is_empty()
+            && let Pat::Ident(p) = strip_pat_type(&local.pat)
+            && let Expr::MethodCall(m) = strip_unwraps(&i.expr)
+            && self.crate_fns.mut_ref_returns.contains(&m.method.to_string())
+            && let Some(slot) = self.place_slot(&m.receiver)
+            && let Some(b) = self.lookup(&p.ident.to_string())
+        {
+            let owner = self.env[slot].0;
+            self.mut_elements.push((self.env[b].0, owner));
+        }
         if let Pat::Type(t) = &local.pat
             && let Pat::Ident(p) = &*t.pat
             && is_trait_object_collection(&t.ty)
@@ -3379,6 +3392,20 @@ impl Builder<'_> {
             {
                 self.write(owner_slot, value, how, span.clone(), true);
                 self.element_writes.push((owner, value, self.path.clone()));
+            }
+        }
+        // `session.state = h_next`, with `session` handed out by `store.get_or_create(..)`: a
+        // part of `store` written.
+        if !self.mut_elements.is_empty()
+            && let Expr::Field(fl) = strip_parens(left)
+            && let Expr::Path(p) = strip_parens(&fl.base)
+            && p.path.get_ident().is_some()
+        {
+            let elem = self.env[slot].0;
+            if let Some(&(_, owner)) = self.mut_elements.iter().find(|(e, _)| *e == elem)
+                && let Some(owner_slot) = self.env.iter().rposition(|(b, _)| *b == owner)
+            {
+                self.write(owner_slot, value, how, span.clone(), true);
             }
         }
         // `model.h = model.h.detach()`: a field of `model` cut (see `FnModel::field_cuts`).
@@ -6281,6 +6308,17 @@ fn iterated_local(e: &Expr) -> Option<(&syn::Ident, bool)> {
 
 /// `map.get_mut(k)` (also `last_mut`, `first_mut`, and `map.entry(k).or_insert_with(..)`),
 /// unwrapped or not (`.expect(..)?`): the lookup of a mutable element.
+/// `e` without `?`, `.unwrap()` and `.expect(..)` around it.
+fn strip_unwraps(e: &Expr) -> &Expr {
+    let mut e = strip_try(e);
+    while let Expr::MethodCall(m) = e
+        && matches!(m.method.to_string().as_str(), "unwrap" | "expect")
+    {
+        e = strip_try(&m.receiver);
+    }
+    e
+}
+
 fn element_lookup(e: &Expr) -> Option<&syn::ExprMethodCall> {
     let mut e = strip_try(e);
     while let Expr::MethodCall(m) = e

@@ -2877,6 +2877,10 @@ pub struct CrateNames {
     /// Functions whose every definition declares a result holding trainable variables (`fn
     /// student_vars(vm: &VarMap) -> Vec<(Var, Var)>`): what a call of one binds is variables.
     pub(super) variable_returns: HashSet<String>,
+    /// Methods whose every definition in the crate hands out a mutable reference (`fn
+    /// get_or_create(&mut self, user: u64) -> Result<&mut Session>`): a local bound to a call
+    /// of one is a place inside the receiver, and a write through it writes the receiver.
+    pub(super) mut_ref_returns: HashSet<String>,
     /// burn: functions whose every definition in the crate declares a result on the inner
     /// backend and no other backend (`fn fit<B: AutodiffBackend>(..) -> Option<(f32,
     /// Net<B::InnerBackend>)>`): what a call of one hands back records no graph.
@@ -3727,6 +3731,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut inner_rets: HashMap<&'a str, bool> = HashMap::default();
     // Whether every definition of a name declares a result that holds trainable variables.
     let mut var_rets: HashMap<&'a str, bool> = HashMap::default();
+    let mut mut_ref_rets: HashMap<&'a str, bool> = HashMap::default();
     // Declared results with generic arguments (`WindowMlp<Ad>`), read once the aliases are known.
     // With the right-hand sides of the file's top-level shorthand aliases the result names
     // (`type B = Autodiff<Wgpu>;` and `fn train(..) -> Cnn<B>` beside it).
@@ -3803,6 +3808,11 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                 let vars =
                     ret.is_some_and(|r| type_words(r).any(|w| crate::frameworks::common::PARAM_TYPES.contains(&w)));
                 var_rets.entry(name).and_modify(|all| *all &= vars).or_insert(vars);
+                let mut_ref = ret.is_some_and(|r| {
+                    let r = unwrapped(r);
+                    r.starts_with("&mut ") || (r.starts_with("&'") && r.split_whitespace().nth(1) == Some("mut"))
+                });
+                mut_ref_rets.entry(name).and_modify(|all| *all &= mut_ref).or_insert(mut_ref);
                 let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
                     Some(known) if *known != head => *known = None,
@@ -4096,6 +4106,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     let inner_returns = inner_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
     let variable_returns = var_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
+    let mut_ref_returns = mut_ref_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
     let host_array_fields = host_arrays.difference(&not_host_arrays).cloned().collect();
     CrateNames {
         host_array_fields,
@@ -4107,6 +4118,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         return_types,
         inner_returns,
         variable_returns,
+        mut_ref_returns,
         autodiff_fns,
         fns,
         plain_fields,

@@ -56,7 +56,9 @@ self.carry.take().unwrap(); for x in xs { (h, c) = self.cell.forward(x, &h, &c)?
 self.carry = Some((h, c));`) or takes it out with a method of its own (`let s = self.take_state()?;
 .. self.state = Some(last);`), reported at that write unless the local starts from a cut. A
 cell stepped over the elements of a window (`for x in xs { s = self.lstm.step(x, &s)?; }`) is one
-forward pass over it, whose last state carries its graph. A state handed through a function of the
+forward pass over it, whose last state carries its graph. A state written through a mutable
+reference that a method of the crate hands out (`let s = store.entry_for(user)?; s.h = next;`
+with `fn entry_for(&mut self, ..) -> Result<&mut Entry>`) is kept in that method's receiver. A state handed through a function of the
 crate declared to return a struct of tensors (candle's `LSTMState`, or the crate's own `struct
 Carry { h: Tensor, c: Tensor }`) carries whatever part of it that function does not cut
 (`LSTMState { h: s.h.detach(), c: s.c.clone() }` cuts only `h`). So does a
@@ -1760,6 +1762,51 @@ pub fn run(vm: &VarMap, obs: &[Tensor], targets: &[Tensor], dev: &Device) -> Res
         assert_eq!(lines("self.belief.broadcast_mul(&keep)?"), vec![28]);
         assert!(lines("self.belief.detach().broadcast_mul(&keep)?").is_empty());
         assert!(lines("self.belief.zeros_like()?").is_empty());
+    }
+
+    /// A recurrent state per user, kept in a store that hands out a mutable reference to the
+    /// user's entry (`store.entry_for(user)?`); the serving loop writes the next state through
+    /// it and trains now and then.
+    const STATE_PER_KEY: &str = r#"
+use std::collections::HashMap;
+use candle_core::{DType, Device, Module, Result, Tensor};
+use candle_nn::{Linear, Optimizer, VarBuilder, VarMap};
+pub struct Entry { pub h: Tensor, pub seen: usize }
+pub struct Store { by_user: HashMap<u64, Entry>, dim: usize }
+impl Store {
+    pub fn entry_for(&mut self, user: u64, dev: &Device) -> Result<&mut Entry> {
+        if !self.by_user.contains_key(&user) {
+            let h = Tensor::zeros((1, self.dim), DType::F32, dev)?;
+            self.by_user.insert(user, Entry { h, seen: 0 });
+        }
+        Ok(self.by_user.get_mut(&user).unwrap())
+    }
+}
+pub fn serve(vm: &VarMap, requests: &[(u64, Tensor, Tensor)], dev: &Device) -> Result<()> {
+    let vb = VarBuilder::from_varmap(vm, DType::F32, dev);
+    let (w_in, w_rec) = (candle_nn::linear(4, 8, vb.pp("in"))?, candle_nn::linear(8, 8, vb.pp("rec"))?);
+    let mut opt = candle_nn::SGD::new(vm.all_vars(), 0.01)?;
+    let mut store = Store { by_user: HashMap::new(), dim: 8 };
+    for (i, (user, x, y)) in requests.iter().enumerate() {
+        let entry = store.entry_for(*user, dev)?;
+        let next = (w_in.forward(x)? + w_rec.forward(&entry.h)?)?.tanh()?;
+        entry.h = NEXT;
+        entry.seen += 1;
+        if i % 100 == 99 {
+            let loss = (w_in.forward(x)? - y)?.sqr()?.mean_all()?;
+            opt.backward_step(&loss)?;
+        }
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_state_written_through_a_reference_a_method_hands_out_is_kept_in_its_owner() {
+        let lines =
+            |next: &str| crate::rules::testing::lines("accumulated_loss_tensor", &STATE_PER_KEY.replace("NEXT", next));
+        assert_eq!(lines("next"), vec![24]);
+        assert!(lines("next.detach()").is_empty());
     }
 
     /// A helper (not the model) that keeps a running average of the model's outputs, updated by
