@@ -3330,11 +3330,35 @@ impl FnModel {
     pub fn fresh_graph_source(&self, value: NodeIndex, binding: BindingId) -> Option<Span> {
         let n = self.graph_upstream(value).find(|&n| {
             n != value
-                && (matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. })) || self.seeds.contains(&n))
+                && (matches!(self.graph[n].kind, NodeKind::Value(Producer::Forward { .. }))
+                    || self.seeds.contains(&n)
+                    || self.op_on_params(n))
                 && !self.derives_from(n, binding)
         })?;
         let site = self.call_sites.iter().chain(&self.forward_sites).find(|c| c.result == n);
         Some(site.map_or_else(|| self.graph[n].span.clone(), |c| c.span.clone()))
+    }
+
+    /// Whether `value` is one operation on trainable parameters and nothing else (`self.image.
+    /// as_tensor().copy()?` with `image: Var`): the graph it holds is those parameters, which
+    /// live anyway; keeping it keeps no activation.
+    pub fn holds_only_params(&self, value: NodeIndex) -> bool {
+        self.op_on_params(value)
+            && self.graph.neighbors_directed(value, Direction::Incoming).all(|m| self.graph[m].taint.has(Taint::PARAM))
+    }
+
+    /// Whether `n` is an operation on trainable parameters that starts a graph (`(self.prompt.
+    /// as_tensor() * (1.0 - d))?` with `prompt: Var`): it carries one, and none of what it reads
+    /// does, but a parameter is among them.
+    fn op_on_params(&self, n: NodeIndex) -> bool {
+        matches!(self.graph[n].kind, NodeKind::Value(_)) && self.graph[n].taint.has(Taint::GRAPH) && {
+            let mut reads = self.graph.neighbors_directed(n, Direction::Incoming);
+            let mut param = false;
+            reads.all(|m| {
+                param |= self.graph[m].taint.has(Taint::PARAM);
+                !self.graph[m].taint.has(Taint::GRAPH)
+            }) && param
+        }
     }
 
     /// Whether `value` was computed, along graph-carrying nodes, from a version of `binding`:

@@ -91,11 +91,15 @@ blended from the `VarMap` it is handed, `if let Some(avg) = self.avgs.get_mut(na
 over `vm.data().lock()`, or from the one it holds (`varmap: VarMap`, a target network by name
 updated through `let target = self.targets.get_mut(name).expect(..)`); also an average of a
 trainable model's weights, `teacher.update(&student)` blending the tensors a getter such as
-`fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields), a state updated on
+`fn weights(&self) -> Vec<&Tensor>` hands on into tensor fields; also an average of a variable
+kept by a method that trains, `self.avg = ((&self.avg * 0.99)? + (self.emb.as_tensor() * 0.01)?)?`
+after `self.opt.backward_step(&loss)?`), a state updated on
 every k-th call only (`if t % self.period == 0 { self.slow = .. }`), and a log a method pushes
 graph-carrying values into (`self.history.push(preds)` in a monitor's `observe`; also a norm
 of each trainable variable it is handed, pushed into histories walked beside them, `for (h, v) in
 self.norms.iter_mut().zip(vars) { if let Some(g) = grads.get(v) { .. h.push(v.sqr()?.sum_all()?) } }`;
+not a snapshot of a variable, `self.snapshots.push(self.image.as_tensor().copy()?)`, whose graph
+is that variable alone;
 also in a method that is a training step of its own, `fn update(&mut self, ..)` running backward, or in a
 loop that runs backward every iteration, `for x in xs { let (l, y) = self.step(x)?;
 self.progress.push(y); }`) that no method
@@ -344,6 +348,10 @@ impl Rule for AccumulatedLossTensor {
 /// burn 0.12 and older: the value holds its step's whole graph).
 fn pushed_in_the_step(f: &FnModel, cx: &mut Context<'_>) {
     for (span, field, value) in f.pushed_into_unemptied_fields() {
+        // A snapshot of a variable (`self.w.as_tensor().copy()?`): its graph is the variable.
+        if f.holds_only_params(value) {
+            continue;
+        }
         let mut report = Report::new(
             format!("`{field}` keeps a graph-carrying tensor from every training step"),
             span.clone(),
@@ -1807,6 +1815,85 @@ pub fn serve(vm: &VarMap, requests: &[(u64, Tensor, Tensor)], dev: &Device) -> R
             |next: &str| crate::rules::testing::lines("accumulated_loss_tensor", &STATE_PER_KEY.replace("NEXT", next));
         assert_eq!(lines("next"), vec![24]);
         assert!(lines("next.detach()").is_empty());
+    }
+
+    /// A training step of its own that also keeps a moving average of a trainable variable
+    /// (`emb: Var`), blended from the variable without cutting it: each average links to the
+    /// one before.
+    const AVERAGE_IN_THE_STEP: &str = r#"
+use candle_core::{DType, Device, Module, Result, Tensor, Var};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+pub struct Tuner { emb: Var, avg: Tensor, opt: AdamW }
+impl Tuner {
+    pub fn new(dev: &Device) -> Result<Self> {
+        let emb = Var::randn(0f32, 0.1, (16, 8), dev)?;
+        let avg = emb.as_tensor().detach();
+        let opt = AdamW::new(vec![emb.clone()], ParamsAdamW::default())?;
+        Ok(Self { emb, avg, opt })
+    }
+    pub fn step(&mut self, x: &Tensor) -> Result<f32> {
+        let loss = x.matmul(&self.emb.as_tensor().t()?)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        self.avg = ((&self.avg * 0.99)? + (SRC * 0.01)?)?;
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn fit(batches: &[Tensor], dev: &Device) -> Result<()> {
+    let mut tuner = Tuner::new(dev)?;
+    for x in batches {
+        tuner.step(x)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn an_average_of_a_variable_kept_by_a_step_that_trains_chains() {
+        let lines = |src: &str| {
+            crate::rules::testing::lines("accumulated_loss_tensor", &AVERAGE_IN_THE_STEP.replace("SRC", src))
+        };
+        assert_eq!(lines("self.emb.as_tensor()"), vec![15]);
+        assert!(lines("self.emb.as_detached_tensor()").is_empty());
+        assert!(lines("self.emb.as_tensor().detach()").is_empty());
+    }
+
+    /// An image optimised directly (`image: Var`), whose training step keeps a snapshot every
+    /// so often in a field nothing empties.
+    const SNAPSHOTS_IN_THE_STEP: &str = r#"
+use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+pub struct Painter { image: Var, target: Tensor, opt: AdamW, snapshots: Vec<Tensor> }
+impl Painter {
+    pub fn step(&mut self, i: usize) -> Result<f32> {
+        let loss = (self.image.as_tensor() - &self.target)?.sqr()?.mean_all()?;
+        self.opt.backward_step(&loss)?;
+        if i % 50 == 0 {
+            self.snapshots.push(KEPT);
+        }
+        loss.to_scalar::<f32>()
+    }
+}
+pub fn paint(target: Tensor, dev: &Device) -> Result<()> {
+    let image = Var::zeros((3, 32, 32), DType::F32, dev)?;
+    let opt = AdamW::new(vec![image.clone()], ParamsAdamW::default())?;
+    let mut p = Painter { image, target, opt, snapshots: Vec::new() };
+    for i in 0..1000 {
+        p.step(i)?;
+    }
+    Ok(())
+}
+"#;
+
+    #[test]
+    fn a_snapshot_of_a_variable_kept_by_the_step_holds_no_activation() {
+        let lines = |kept: &str| {
+            crate::rules::testing::lines("accumulated_loss_tensor", &SNAPSHOTS_IN_THE_STEP.replace("KEPT", kept))
+        };
+        assert!(lines("self.image.as_tensor().copy()?").is_empty());
+        assert!(lines("self.image.as_detached_tensor()").is_empty());
+        // An operation that also reads the step's data keeps that data, and the loss its graph.
+        assert_eq!(lines("(self.image.as_tensor() - &self.target)?"), vec![10]);
+        assert_eq!(lines("loss.clone()"), vec![10]);
     }
 
     /// A helper (not the model) that keeps a running average of the model's outputs, updated by
