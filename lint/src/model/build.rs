@@ -309,8 +309,13 @@ impl Items<'_> {
         {
             // A struct that holds tensors as data (`-> LSTMState`, `-> Carry` with `struct
             // Carry { h: Tensor, c: Tensor }`) hands them on as a tensor does.
-            let (tensor, data, tuple, other_tuple) =
-                tensor_parts(ty, &|n| self.spec.state_types.contains(&n) || self.crate_fns.tensor_structs.contains(n));
+            let (tensor, data, tuple, other_tuple) = tensor_parts(ty, &|id| {
+                // Compared without allocating: most crates have no such struct, every
+                // framework a couple of state types.
+                let structs = &self.crate_fns.tensor_structs;
+                self.spec.state_types.iter().any(|t| id == t)
+                    || (!structs.is_empty() && structs.iter().any(|s| id == s))
+            });
             b.g.returns_tensors = data && !tuple;
             b.g.returns_tensor_parts = tensor && !other_tuple;
         }
@@ -5482,15 +5487,15 @@ fn imports_own_backend(tree: &syn::UseTree, spec: &Spec) -> bool {
 /// tensors (`(GradStore, Tensor)`, a loss beside host statistics; `CResult<(Tensor, Stats)>` too).
 /// A call's one result node cannot tell a tuple's elements apart. Second: whether it names a
 /// tensor or a type that `holds` says holds tensors as data.
-fn tensor_parts(ty: &syn::Type, holds: &dyn Fn(&str) -> bool) -> (bool, bool, bool, bool) {
-    struct Finds<'h>(bool, bool, bool, bool, &'h dyn Fn(&str) -> bool);
+fn tensor_parts(ty: &syn::Type, holds: &dyn Fn(&syn::Ident) -> bool) -> (bool, bool, bool, bool) {
+    struct Finds<'h>(bool, bool, bool, bool, &'h dyn Fn(&syn::Ident) -> bool);
     impl<'ast> syn::visit::Visit<'ast> for Finds<'_> {
         fn visit_path_segment(&mut self, seg: &'ast syn::PathSegment) {
             if seg.ident == "Tensor" {
                 self.0 = true;
                 self.3 = true;
             } else if !self.3 {
-                self.3 = (self.4)(&seg.ident.to_string());
+                self.3 = (self.4)(&seg.ident);
             }
             syn::visit::visit_path_segment(self, seg);
         }

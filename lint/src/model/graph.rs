@@ -2650,22 +2650,29 @@ impl FnModel {
     /// value (`self.h = self.h.broadcast_mul(&mask)?`, a mask of finished episodes made in the
     /// method): an operation on the old state, which its graph links to, not a fresh one.
     fn blends(&self, value: NodeIndex, b: BindingId, target: NodeIndex) -> bool {
-        if !self.computed_from_binding(value, b, target) {
-            return false;
-        }
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![value];
+        // Within the expression and through no cut: it reads `b` and another binding (a walk
+        // without hashing; most writes, `self.x = Linear::new(..)`, read no `b` at all).
+        let mut stack: smallvec::SmallVec<[NodeIndex; 16]> = smallvec::smallvec![value];
+        let mut seen: smallvec::SmallVec<[NodeIndex; 32]> = smallvec::SmallVec::new();
+        let (mut own, mut other) = (false, false);
         while let Some(n) = stack.pop() {
-            if seen.len() > 256 || !seen.insert(n) {
+            if seen.len() > 256 || seen.contains(&n) {
                 continue;
             }
+            seen.push(n);
             match self.graph[n].kind {
-                NodeKind::Version(v) if v != b => return true,
-                NodeKind::Version(_) | NodeKind::Value(Producer::Plain) => {}
+                NodeKind::Version(v) => {
+                    if v == b {
+                        own = true;
+                    } else {
+                        other = true;
+                    }
+                }
+                NodeKind::Value(Producer::Plain) => {}
                 NodeKind::Value(_) => stack.extend(self.reads(n)),
             }
         }
-        false
+        own && other && self.computed_from_binding(value, b, target)
     }
 
     /// Whether `value`, stored into `b`, continues what `b` held with what the caller hands in

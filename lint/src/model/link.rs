@@ -3539,45 +3539,64 @@ fn tensor_structs(
     modules: &HashSet<&str>,
     host_structs: &HashSet<String>,
 ) -> HashSet<String> {
-    let tensor = |w: &str| w == "Tensor" || crate::frameworks::REGISTRY.iter().any(|s| s.state_types.contains(&w));
-    // The candidates: every field of every definition is data.
-    let data: HashSet<&str> = shapes
+    let tensor = |w: &str| {
+        w == "Tensor"
+            || (w.ends_with("State") && crate::frameworks::REGISTRY.iter().any(|s| s.state_types.contains(&w)))
+    };
+    // Those that hold a tensor, directly (a byte search rules most out first) or through another
+    // such struct; never a model or a struct of host values.
+    let open = |name: &str| !modules.contains(name) && !host_structs.contains(name);
+    let (tensor_finder, state_finder) = (memchr::memmem::Finder::new(b"Tensor"), memchr::memmem::Finder::new(b"State"));
+    let mut holding: HashSet<&str> = shapes
         .iter()
-        .filter(|(name, (headers, fields))| {
-            !modules.contains(*name)
-                && !fields.is_empty()
-                && fields.iter().all(|t| {
-                    type_words(t).all(|w| {
-                        tensor(w)
-                            || rust::is_host_type(w)
-                            || CONTAINERS.contains(&w)
-                            || host_structs.contains(w)
-                            || shapes.contains_key(w)
-                            || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                            || headers.iter().any(|h| type_words(h).any(|g| g == w))
-                    })
+        .filter(|(name, (_, fields))| {
+            open(name)
+                && fields.iter().any(|t| {
+                    let b = t.as_bytes();
+                    (tensor_finder.find(b).is_some() || state_finder.find(b).is_some()) && type_words(t).any(tensor)
                 })
         })
         .map(|(name, _)| *name)
         .collect();
-    // Of those, the ones that hold a tensor, directly or through another one; and only through
-    // candidates (a field of a crate struct that is no candidate is a context).
-    let data = shrink_to_fixpoint(data, |n, set| {
-        shapes[n].1.iter().all(|t| type_words(t).all(|w| !shapes.contains_key(w) || set.contains(w)))
-    });
-    let mut set: HashSet<&str> = HashSet::default();
-    loop {
-        let before = set.len();
-        for &name in &data {
-            if !set.contains(name) && shapes[name].1.iter().any(|t| type_words(t).any(|w| tensor(w) || set.contains(w)))
-            {
-                set.insert(name);
-            }
-        }
-        if set.len() == before {
-            return set.into_iter().map(str::to_string).collect();
-        }
+    if holding.is_empty() {
+        return HashSet::default();
     }
+    // One level of nesting (`struct Window { carry: Option<Carry> }`): deeper ones are rare, and
+    // each level is a pass over every struct.
+    let grown: Vec<&str> = shapes
+        .iter()
+        .filter(|(name, (_, fields))| {
+            open(name) && !holding.contains(*name) && fields.iter().any(|t| type_words(t).any(|w| holding.contains(w)))
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    holding.extend(grown);
+    // Of those, the ones whose every field is data, and whose crate structs are such ones or
+    // host structs.
+    let data: HashSet<&str> = holding
+        .into_iter()
+        .filter(|name| {
+            let (headers, fields) = &shapes[name];
+            fields.iter().all(|t| {
+                type_words(t).all(|w| {
+                    tensor(w)
+                        || rust::is_host_type(w)
+                        || CONTAINERS.contains(&w)
+                        || host_structs.contains(w)
+                        || shapes.contains_key(w)
+                        || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                        || headers.iter().any(|h| type_words(h).any(|g| g == w))
+                })
+            })
+        })
+        .collect();
+    let data = shrink_to_fixpoint(data, |n, set| {
+        shapes[n]
+            .1
+            .iter()
+            .all(|t| type_words(t).all(|w| !shapes.contains_key(w) || set.contains(w) || host_structs.contains(w)))
+    });
+    data.into_iter().map(str::to_string).collect()
 }
 
 /// The identifiers of a type's text (`Vec<Tensor<B, 2>>` → `Vec`, `Tensor`, `B`, `2`).
@@ -3731,7 +3750,8 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
     let mut inner_rets: HashMap<&'a str, bool> = HashMap::default();
     // Whether every definition of a name declares a result that holds trainable variables.
     let mut var_rets: HashMap<&'a str, bool> = HashMap::default();
-    let mut mut_ref_rets: HashMap<&'a str, bool> = HashMap::default();
+    let mut mut_ref_rets: HashSet<&'a str> = HashSet::default();
+    let mut_finder = memchr::memmem::Finder::new(b"mut");
     // Declared results with generic arguments (`WindowMlp<Ad>`), read once the aliases are known.
     // With the right-hand sides of the file's top-level shorthand aliases the result names
     // (`type B = Autodiff<Wgpu>;` and `fn train(..) -> Cnn<B>` beside it).
@@ -3809,10 +3829,12 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                     ret.is_some_and(|r| type_words(r).any(|w| crate::frameworks::common::PARAM_TYPES.contains(&w)));
                 var_rets.entry(name).and_modify(|all| *all &= vars).or_insert(vars);
                 let mut_ref = ret.is_some_and(|r| {
+                    if mut_finder.find(r.as_bytes()).is_none() {
+                        return false;
+                    }
                     let r = unwrapped(r);
                     r.starts_with("&mut ") || (r.starts_with("&'") && r.split_whitespace().nth(1) == Some("mut"))
                 });
-                mut_ref_rets.entry(name).and_modify(|all| *all &= mut_ref).or_insert(mut_ref);
                 let head = ret.and_then(return_head);
                 match return_types.get_mut(name) {
                     Some(known) if *known != head => *known = None,
@@ -3834,8 +3856,14 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
                         tuple_rets.insert(name, r.map(|r| vec![r]));
                     }
                 }
+                // Every definition: the first one adds the name, any other that does not remove it.
                 if !fns.contains(name) {
                     fns.insert(name.to_string());
+                    if mut_ref {
+                        mut_ref_rets.insert(name);
+                    }
+                } else if !mut_ref && !mut_ref_rets.is_empty() {
+                    mut_ref_rets.remove(name);
                 }
                 if name == "forward"
                     && let Some(owner) = impl_self_type(text, at)
@@ -4106,7 +4134,7 @@ pub fn crate_names<'a>(texts: impl IntoIterator<Item = &'a str>) -> CrateNames {
         return_types.into_iter().filter_map(|(name, ty)| Some((name.to_string(), ty?.to_string()))).collect();
     let inner_returns = inner_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
     let variable_returns = var_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
-    let mut_ref_returns = mut_ref_rets.into_iter().filter(|&(_, all)| all).map(|(name, _)| name.to_string()).collect();
+    let mut_ref_returns = mut_ref_rets.into_iter().map(str::to_string).collect();
     let host_array_fields = host_arrays.difference(&not_host_arrays).cloned().collect();
     CrateNames {
         host_array_fields,
