@@ -3543,14 +3543,48 @@ fn tensor_structs(
         w == "Tensor"
             || (w.ends_with("State") && crate::frameworks::REGISTRY.iter().any(|s| s.state_types.contains(&w)))
     };
-    // Those that hold a tensor, directly (a byte search rules most out first) or through another
-    // such struct; never a model or a struct of host values.
-    let open = |name: &str| !modules.contains(name) && !host_structs.contains(name);
+    /// Whether every field of `name` is data (see above), its crate structs included; a cycle
+    /// counts as data (the greatest such set).
+    fn is_data<'a>(
+        name: &'a str,
+        shapes: &HashMap<&'a str, (Vec<&'a str>, Vec<&'a str>)>,
+        modules: &HashSet<&str>,
+        host_structs: &HashSet<String>,
+        tensor: &dyn Fn(&str) -> bool,
+        memo: &mut HashMap<&'a str, bool>,
+    ) -> bool {
+        if let Some(&known) = memo.get(name) {
+            return known;
+        }
+        let Some((headers, fields)) = shapes.get(name) else { return false };
+        if modules.contains(name) || fields.is_empty() {
+            memo.insert(name, false);
+            return false;
+        }
+        memo.insert(name, true);
+        let ok = fields.iter().all(|t| {
+            type_words(t).all(|w| {
+                tensor(w)
+                    || rust::is_host_type(w)
+                    || CONTAINERS.contains(&w)
+                    || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    || headers.iter().any(|h| type_words(h).any(|g| g == w))
+                    || (shapes.contains_key(w) && is_data(w, shapes, modules, host_structs, tensor, memo))
+                    || (!shapes.contains_key(w) && host_structs.contains(w))
+            })
+        });
+        memo.insert(name, ok);
+        ok
+    }
+    let mut memo: HashMap<&str, bool> = HashMap::default();
+    let mut set: HashSet<&str> = HashSet::default();
+    // The least set: a field names a tensor (a byte search rules most structs out first) or a
+    // member, through data structs only.
     let (tensor_finder, state_finder) = (memchr::memmem::Finder::new(b"Tensor"), memchr::memmem::Finder::new(b"State"));
-    let mut holding: HashSet<&str> = shapes
+    let direct: Vec<&str> = shapes
         .iter()
         .filter(|(name, (_, fields))| {
-            open(name)
+            !modules.contains(*name)
                 && fields.iter().any(|t| {
                     let b = t.as_bytes();
                     (tensor_finder.find(b).is_some() || state_finder.find(b).is_some()) && type_words(t).any(tensor)
@@ -3558,45 +3592,31 @@ fn tensor_structs(
         })
         .map(|(name, _)| *name)
         .collect();
-    if holding.is_empty() {
-        return HashSet::default();
+    for name in direct {
+        if is_data(name, shapes, modules, host_structs, &tensor, &mut memo) {
+            set.insert(name);
+        }
     }
     // One level of nesting (`struct Window { carry: Option<Carry> }`): deeper ones are rare, and
-    // each level is a pass over every struct.
-    let grown: Vec<&str> = shapes
-        .iter()
-        .filter(|(name, (_, fields))| {
-            open(name) && !holding.contains(*name) && fields.iter().any(|t| type_words(t).any(|w| holding.contains(w)))
-        })
-        .map(|(name, _)| *name)
-        .collect();
-    holding.extend(grown);
-    // Of those, the ones whose every field is data, and whose crate structs are such ones or
-    // host structs.
-    let data: HashSet<&str> = holding
-        .into_iter()
-        .filter(|name| {
-            let (headers, fields) = &shapes[name];
-            fields.iter().all(|t| {
-                type_words(t).all(|w| {
-                    tensor(w)
-                        || rust::is_host_type(w)
-                        || CONTAINERS.contains(&w)
-                        || host_structs.contains(w)
-                        || shapes.contains_key(w)
-                        || w.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                        || headers.iter().any(|h| type_words(h).any(|g| g == w))
-                })
-            })
-        })
-        .collect();
-    let data = shrink_to_fixpoint(data, |n, set| {
-        shapes[n]
-            .1
+    // each level is a pass over every struct that may hold data.
+    if !set.is_empty() {
+        let grown: Vec<&str> = shapes
             .iter()
-            .all(|t| type_words(t).all(|w| !shapes.contains_key(w) || set.contains(w) || host_structs.contains(w)))
-    });
-    data.into_iter().map(str::to_string).collect()
+            .filter(|(name, (_, fields))| {
+                !modules.contains(*name)
+                    && !host_structs.contains(**name)
+                    && !set.contains(*name)
+                    && fields.iter().any(|t| type_words(t).any(|w| set.contains(w)))
+            })
+            .map(|(name, _)| *name)
+            .collect();
+        for name in grown {
+            if is_data(name, shapes, modules, host_structs, &tensor, &mut memo) {
+                set.insert(name);
+            }
+        }
+    }
+    set.into_iter().map(str::to_string).collect()
 }
 
 /// The identifiers of a type's text (`Vec<Tensor<B, 2>>` → `Vec`, `Tensor`, `B`, `2`).
